@@ -1,0 +1,856 @@
+#!/usr/bin/env python3
+"""Generate the tiny MolmoAct2-shaped test policy and its golden data.
+
+Writes (relative to --root, default: the repository root):
+
+  onnx/tiny/<component>.onnx            7 components, opset 20, ir_version 10,
+                                        static shapes only
+  onnx/tiny/llm_split{i}.onnx.data      external weights of the 4 LLM splits
+  golden/tiny/<component>_io.npz        inputs + outputs of each component
+  golden/tiny/trace.json, trace.npz     one full host-chain run
+
+The golden tensors are produced by an independent numpy reference
+implementation (float64 math on the float32 weights, stored as float32),
+never by onnxruntime.  Output is byte-for-byte deterministic (fixed seed,
+npz files written with fixed zip timestamps).  See golden/README.md for the
+file layout.
+
+With ``--large-out DIR`` it instead writes a ~100 MB single-component
+benchmark model (DIR/onnx/large/mlp.onnx + mlp.onnx.data and
+DIR/golden/large/mlp_io.npz); that one is not meant to be committed.
+
+Dependencies: numpy, onnx.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import math
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+SEED = 20240611
+OPSET = 20
+IR_VERSION = 10
+
+# ---------------------------------------------------------------- dimensions
+H = 64  # LLM hidden
+NQ, NKV, HD = 4, 2, 16  # query heads, kv heads, head dim
+KVW = NKV * HD  # 32
+FFN = 128
+LAYERS_PER_SPLIT = 2
+NSPLITS = 4
+NLAYERS = LAYERS_PER_SPLIT * NSPLITS  # 8
+S = 130  # sequence length
+VALID_LEN = 124
+
+PATCH = 14
+IMG = 378
+GRID = IMG // PATCH  # 27
+NPATCH = GRID * GRID  # 729
+PDIM = PATCH * PATCH * 3  # 588
+CAMS = 2
+DV = 48  # ViT width
+VHEADS, VHD = 3, 16
+VMLP = 96
+VLAYERS = 2
+TOK_PER_CAM = 16
+PROJ_HIDDEN = 128
+
+E = 32  # expert width
+EHEADS, EHD = 2, 16
+EMLP = 64
+HORIZON = 10
+ADIM = 32
+ADIM_USED = 7
+GRIPPER_DIM = 6
+TDIM = 32
+DT = 0.5
+TIMESTEPS = [0.0, 0.5]
+
+RMS_EPS = 1e-6
+LN_EPS = 1e-6
+ATTN_MASK_VALUE = -65504.0  # fp16 most negative finite value
+ACTION_MASK_SCALE = 30000.0
+
+CAM_POS_START = [3, 22]
+IMAGE_TOKEN_POSITIONS = np.concatenate(
+    [np.arange(s, s + TOK_PER_CAM) for s in CAM_POS_START]
+).astype(np.int64)
+
+COMPONENTS = [
+    "vision",
+    "llm_split0",
+    "llm_split1",
+    "llm_split2",
+    "llm_split3",
+    "action_context",
+    "action_step",
+]
+
+F32 = np.float32
+
+
+# ---------------------------------------------------------------- utilities
+def rng_for(name: str) -> np.random.Generator:
+    """Independent, stable generator per named weight group."""
+    h = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
+    return np.random.default_rng([SEED, h])
+
+
+def linear_w(rng, fan_in, fan_out, gain=1.0):
+    return (rng.standard_normal((fan_in, fan_out)) * (gain / math.sqrt(fan_in))).astype(F32)
+
+
+def bias(rng, n, scale=0.02):
+    return (rng.standard_normal(n) * scale).astype(F32)
+
+
+def norm_w(rng, shape):
+    return (1.0 + 0.1 * rng.standard_normal(shape)).astype(F32)
+
+
+def save_npz(path: Path, arrays: dict) -> None:
+    """Equivalent of np.savez_compressed, but with fixed zip metadata so the
+    file is byte-identical across runs."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for key, arr in arrays.items():
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.ascontiguousarray(arr), allow_pickle=False)
+            zi = zipfile.ZipInfo(key + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+            zi.compress_type = zipfile.ZIP_DEFLATED
+            zi.external_attr = 0o644 << 16
+            zf.writestr(zi, buf.getvalue(), compresslevel=9)
+
+
+# ---------------------------------------------------------------- numpy ref
+def f64(a):
+    return np.asarray(a, dtype=np.float64)
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def softmax(x, axis=-1):
+    m = x.max(axis=axis, keepdims=True)
+    e = np.exp(x - m)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def rmsnorm(x, w=None):
+    y = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + RMS_EPS)
+    return y if w is None else y * f64(w)
+
+
+def layernorm(x, g, b):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + LN_EPS) * f64(g) + f64(b)
+
+
+def grid_sample_ref(feat, grid):
+    """GridSample mode=bilinear/linear, padding_mode=zeros, align_corners=0.
+    feat [N,C,Hin,Win], grid [N,Ho,Wo,2] (x = width coord, y = height coord)."""
+    n, c, hin, win = feat.shape
+    _, ho, wo, _ = grid.shape
+    out = np.zeros((n, c, ho, wo))
+    for b in range(n):
+        for i in range(ho):
+            for j in range(wo):
+                gx, gy = grid[b, i, j]
+                ix = ((gx + 1.0) * win - 1.0) / 2.0
+                iy = ((gy + 1.0) * hin - 1.0) / 2.0
+                x0, y0 = math.floor(ix), math.floor(iy)
+                wx1, wy1 = ix - x0, iy - y0
+                acc = np.zeros(c)
+                for yy, wy in ((y0, 1.0 - wy1), (y0 + 1, wy1)):
+                    for xx, wx in ((x0, 1.0 - wx1), (x0 + 1, wx1)):
+                        if 0 <= yy < hin and 0 <= xx < win:
+                            acc += wy * wx * feat[b, :, yy, xx]
+                out[b, :, i, j] = acc
+    return out
+
+
+# ---------------------------------------------------------------- weights
+def smooth_pos_embed(r):
+    """Low-frequency 2-D sinusoids per channel: a smooth position embedding
+    (like a trained ViT's) keeps the 27x27 feature map smooth, so the bilinear
+    GridSample is not overly sensitive to fp16 error in the sample points."""
+    yy, xx = np.mgrid[0:GRID, 0:GRID].astype(np.float64) / GRID
+    f = r.uniform(-1.5, 1.5, (2, DV, 2))
+    ph = r.uniform(0, 2 * np.pi, (2, DV))
+    pos = np.zeros((GRID, GRID, DV))
+    for k in range(2):
+        for c in range(DV):
+            pos[..., c] += 0.2 * np.sin(2 * np.pi * (f[k, c, 0] * xx + f[k, c, 1] * yy) + ph[k, c])
+    return pos.reshape(NPATCH, DV).astype(F32)
+
+
+def make_vision_weights():
+    r = rng_for("vision")
+    w = {
+        "patch_w": linear_w(r, PDIM, DV),
+        "patch_b": bias(r, DV),
+        "pos": smooth_pos_embed(r),
+        "layers": [],
+    }
+    for _ in range(VLAYERS):
+        w["layers"].append(
+            {
+                "ln1_g": norm_w(r, DV), "ln1_b": bias(r, DV),
+                "wq": linear_w(r, DV, DV), "bq": bias(r, DV),
+                "wk": linear_w(r, DV, DV), "bk": bias(r, DV),
+                "wv": linear_w(r, DV, DV), "bv": bias(r, DV),
+                "wo": linear_w(r, DV, DV, 0.5), "bo": bias(r, DV),
+                "ln2_g": norm_w(r, DV), "ln2_b": bias(r, DV),
+                "w1": linear_w(r, DV, VMLP), "b1": bias(r, VMLP),
+                "w2": linear_w(r, VMLP, DV, 0.5), "b2": bias(r, DV),
+            }
+        )
+    w["lnf_g"] = norm_w(r, DV)
+    w["lnf_b"] = bias(r, DV)
+    # Grid sampler: mostly driven by the bias so that the 16 points per camera
+    # are spread over the 27x27 map; the pooled features perturb them per camera.
+    # (Small gain: on HTP fp16 the pooled mean carries ~2e-3 rounding error and
+    # GridSample amplifies coordinate error by the feature-map gradient.)
+    w["grid_w"] = linear_w(r, DV, TOK_PER_CAM * 2, 0.5)
+    w["grid_b"] = r.uniform(-1.3, 1.3, TOK_PER_CAM * 2).astype(F32)
+    w["proj_w1"] = linear_w(r, DV, PROJ_HIDDEN)
+    w["proj_w2"] = linear_w(r, DV, PROJ_HIDDEN)
+    w["proj_w3"] = linear_w(r, PROJ_HIDDEN, H)
+    return w
+
+
+def make_llm_weights(split):
+    r = rng_for(f"llm_split{split}")
+    layers = []
+    for _ in range(LAYERS_PER_SPLIT):
+        layers.append(
+            {
+                "in_norm": norm_w(r, H),
+                "wq": linear_w(r, H, NQ * HD),
+                "wk": linear_w(r, H, KVW),
+                "wv": linear_w(r, H, KVW),
+                "wo": linear_w(r, NQ * HD, H, 0.5),
+                "post_norm": norm_w(r, H),
+                "w_gate": linear_w(r, H, FFN),
+                "w_up": linear_w(r, H, FFN),
+                "w_down": linear_w(r, FFN, H, 0.5),
+            }
+        )
+    return layers
+
+
+def make_action_context_weights():
+    r = rng_for("action_context")
+    return {
+        "w": (r.standard_normal((NLAYERS, 1, KVW, E)) / math.sqrt(KVW)).astype(F32),
+        "norm": norm_w(r, (NLAYERS, 1, 1, E)),
+    }
+
+
+def make_action_step_weights():
+    r = rng_for("action_step")
+    w = {
+        "t_w1": linear_w(r, TDIM, E), "t_b1": bias(r, E),
+        "t_w2": linear_w(r, E, E), "t_b2": bias(r, E),
+        "in_w": linear_w(r, ADIM, E), "in_b": bias(r, E),
+        "layers": [],
+    }
+    for _ in range(NLAYERS):
+        w["layers"].append(
+            {
+                "scale_w": linear_w(r, E, E, 0.3), "scale_b": bias(r, E),
+                "shift_w": linear_w(r, E, E, 0.3), "shift_b": bias(r, E),
+                "wq": linear_w(r, E, E), "wk": linear_w(r, E, E),
+                "wv": linear_w(r, E, E), "wo": linear_w(r, E, E, 0.5),
+                "mlp_norm": norm_w(r, E),
+                "w_gate": linear_w(r, E, EMLP), "w_up": linear_w(r, E, EMLP),
+                "w_down": linear_w(r, EMLP, E, 0.5),
+            }
+        )
+    w["final_norm"] = norm_w(r, E)
+    w["out_w"] = linear_w(r, E, ADIM)
+    w["out_b"] = bias(r, ADIM)
+    return w
+
+
+# ---------------------------------------------------------------- numpy forwards
+def vision_ref(w, pixel_values):
+    x = f64(pixel_values).reshape(CAMS, NPATCH, PDIM)
+    x = x @ f64(w["patch_w"]) + f64(w["patch_b"]) + f64(w["pos"])
+    for L in w["layers"]:
+        h = layernorm(x, L["ln1_g"], L["ln1_b"])
+        q = (h @ f64(L["wq"]) + f64(L["bq"])).reshape(CAMS, NPATCH, VHEADS, VHD).transpose(0, 2, 1, 3)
+        k = (h @ f64(L["wk"]) + f64(L["bk"])).reshape(CAMS, NPATCH, VHEADS, VHD).transpose(0, 2, 1, 3)
+        v = (h @ f64(L["wv"]) + f64(L["bv"])).reshape(CAMS, NPATCH, VHEADS, VHD).transpose(0, 2, 1, 3)
+        a = softmax(q @ k.transpose(0, 1, 3, 2) / math.sqrt(VHD)) @ v
+        a = a.transpose(0, 2, 1, 3).reshape(CAMS, NPATCH, DV)
+        x = x + a @ f64(L["wo"]) + f64(L["bo"])
+        h = layernorm(x, L["ln2_g"], L["ln2_b"])
+        x = x + silu(h @ f64(L["w1"]) + f64(L["b1"])) @ f64(L["w2"]) + f64(L["b2"])
+    x = layernorm(x, w["lnf_g"], w["lnf_b"])  # [2,729,48]
+    pooled = x.mean(axis=1)  # [2,48]
+    grid = np.tanh(pooled @ f64(w["grid_w"]) + f64(w["grid_b"])).reshape(CAMS, TOK_PER_CAM, 1, 2)
+    fmap = x.transpose(0, 2, 1).reshape(CAMS, DV, GRID, GRID)
+    s = grid_sample_ref(fmap, grid)  # [2,48,16,1]
+    t = s.reshape(CAMS, DV, TOK_PER_CAM).transpose(0, 2, 1).reshape(CAMS * TOK_PER_CAM, DV)
+    y = (silu(t @ f64(w["proj_w1"])) * (t @ f64(w["proj_w2"]))) @ f64(w["proj_w3"])
+    return y  # [32,64]
+
+
+def llm_split_ref(layers, hidden, attn_bias):
+    x = f64(hidden)  # [1,S,H]
+    bias_ = f64(attn_bias)  # [1,1,S,S]
+    keys, values = [], []
+    for L in layers:
+        h = rmsnorm(x, L["in_norm"])
+        q = (h @ f64(L["wq"])).reshape(1, S, NQ, HD).transpose(0, 2, 1, 3)
+        kp = h @ f64(L["wk"])  # [1,S,32]
+        vp = h @ f64(L["wv"])
+        keys.append(kp)
+        values.append(vp)
+        k = kp.reshape(1, S, NKV, HD).transpose(0, 2, 1, 3)
+        v = vp.reshape(1, S, NKV, HD).transpose(0, 2, 1, 3)
+        rep = NQ // NKV
+        k = np.repeat(k, rep, axis=1)  # query head h uses kv head h // rep
+        v = np.repeat(v, rep, axis=1)
+        sc = q @ k.transpose(0, 1, 3, 2) / math.sqrt(HD) + bias_
+        a = (softmax(sc) @ v).transpose(0, 2, 1, 3).reshape(1, S, NQ * HD)
+        x = x + a @ f64(L["wo"])
+        h = rmsnorm(x, L["post_norm"])
+        x = x + (silu(h @ f64(L["w_gate"])) * (h @ f64(L["w_up"]))) @ f64(L["w_down"])
+    return x, np.stack(keys), np.stack(values)
+
+
+def action_context_ref(w, keys, values):
+    k = rmsnorm(f64(keys) @ f64(w["w"]), w["norm"])
+    v = rmsnorm(f64(values) @ f64(w["w"]), w["norm"])
+    return k, v
+
+
+def time_freqs():
+    half = TDIM // 2
+    return np.exp(-math.log(10000.0) * np.arange(half, dtype=np.float64) / half)
+
+
+def action_step_ref(w, traj, timestep, k_ctx, v_ctx, enc_mask, pad):
+    traj = f64(traj)
+    arg = f64(timestep).reshape(1, 1) * time_freqs().reshape(1, -1)
+    temb = np.concatenate([np.sin(arg), np.cos(arg)], axis=-1)  # [1,32]
+    temb = silu(temb @ f64(w["t_w1"]) + f64(w["t_b1"])) @ f64(w["t_w2"]) + f64(w["t_b2"])
+    temb = temb.reshape(1, 1, E)
+    x = traj @ f64(w["in_w"]) + f64(w["in_b"])  # [1,10,E]
+    mbias = ((f64(enc_mask) - 1.0) * ACTION_MASK_SCALE).reshape(1, 1, 1, S)
+    for l, L in enumerate(w["layers"]):
+        scale = temb @ f64(L["scale_w"]) + f64(L["scale_b"])
+        shift = temb @ f64(L["shift_w"]) + f64(L["shift_b"])
+        h = rmsnorm(x) * (1.0 + scale) + shift
+        q = (h @ f64(L["wq"])).reshape(1, HORIZON, EHEADS, EHD).transpose(0, 2, 1, 3)
+        k = (f64(k_ctx[l]) @ f64(L["wk"])).reshape(1, S, EHEADS, EHD).transpose(0, 2, 1, 3)
+        v = (f64(v_ctx[l]) @ f64(L["wv"])).reshape(1, S, EHEADS, EHD).transpose(0, 2, 1, 3)
+        sc = q @ k.transpose(0, 1, 3, 2) / math.sqrt(EHD) + mbias
+        a = (softmax(sc) @ v).transpose(0, 2, 1, 3).reshape(1, HORIZON, E)
+        x = x + a @ f64(L["wo"])
+        h = rmsnorm(x, L["mlp_norm"])
+        x = x + (silu(h @ f64(L["w_gate"])) * (h @ f64(L["w_up"]))) @ f64(L["w_down"])
+    vel = rmsnorm(x, w["final_norm"]) @ f64(w["out_w"]) + f64(w["out_b"])
+    return (traj + DT * vel) * (1.0 - f64(pad))
+
+
+# ---------------------------------------------------------------- onnx builder
+class GraphBuilder:
+    def __init__(self, name):
+        self.name = name
+        self.nodes = []
+        self.inits = []
+        self.inputs = []
+        self.outputs = []
+        self.n = 0
+        self._consts = {}
+
+    def input(self, name, shape):
+        self.inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, shape))
+        return name
+
+    def output(self, name, shape):
+        self.outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, shape))
+
+    def weight(self, name, arr):
+        arr = np.ascontiguousarray(arr)
+        assert arr.dtype in (np.float32, np.int64), (name, arr.dtype)
+        self.inits.append(numpy_helper.from_array(arr, name))
+        return name
+
+    def const(self, values, dtype=np.int64):
+        arr = np.asarray(values, dtype=dtype)
+        key = (arr.dtype.str, arr.shape, arr.tobytes())
+        if key not in self._consts:
+            self._consts[key] = self.weight(f"const_{len(self._consts)}", arr)
+        return self._consts[key]
+
+    def op(self, op_type, inputs, out=None, **attrs):
+        self.n += 1
+        out = out or f"{op_type.lower()}_{self.n}"
+        self.nodes.append(helper.make_node(op_type, inputs, [out], name=f"{op_type}_{self.n}", **attrs))
+        return out
+
+    # helpers -------------------------------------------------------------
+    def linear(self, x, w, b=None, out=None):
+        y = self.op("MatMul", [x, w], out=None if b is not None else out)
+        return self.op("Add", [y, b], out=out) if b is not None else y
+
+    def silu(self, x, out=None):
+        return self.op("Mul", [x, self.op("Sigmoid", [x])], out=out)
+
+    def reshape(self, x, shape, out=None):
+        return self.op("Reshape", [x, self.const(shape)], out=out)
+
+    def transpose(self, x, perm, out=None):
+        return self.op("Transpose", [x], out=out, perm=list(perm))
+
+    def rmsnorm(self, x, w=None, out=None):
+        sq = self.op("Mul", [x, x])
+        ms = self.op("ReduceMean", [sq, self.const([-1])], keepdims=1)
+        ms = self.op("Add", [ms, self.const(np.float32(RMS_EPS), np.float32)])
+        rs = self.op("Sqrt", [ms])
+        y = self.op("Div", [x, rs], out=None if w is not None else out)
+        return self.op("Mul", [y, w], out=out) if w is not None else y
+
+    def layernorm(self, x, g, b):
+        return self.op("LayerNormalization", [x, g, b], axis=-1, epsilon=LN_EPS)
+
+    def swiglu(self, x, wg, wu, wd, out=None):
+        g = self.silu(self.op("MatMul", [x, wg]))
+        u = self.op("MatMul", [x, wu])
+        return self.op("MatMul", [self.op("Mul", [g, u]), wd], out=out)
+
+    def build(self):
+        graph = helper.make_graph(self.nodes, self.name, self.inputs, self.outputs, self.inits)
+        model = helper.make_model(
+            graph,
+            opset_imports=[helper.make_opsetid("", OPSET)],
+            producer_name="gen_tiny_model.py",
+            producer_version="1",
+        )
+        model.ir_version = IR_VERSION
+        return model
+
+
+def build_vision(w):
+    g = GraphBuilder("vision")
+    px = g.input("pixel_values", [1, CAMS, NPATCH, PDIM])
+    x = g.reshape(px, [CAMS, NPATCH, PDIM])
+    x = g.linear(x, g.weight("patch_embed.weight", w["patch_w"]), g.weight("patch_embed.bias", w["patch_b"]))
+    x = g.op("Add", [x, g.weight("pos_embed", w["pos"])])
+    scale = g.const(np.float32(1.0 / math.sqrt(VHD)), np.float32)
+    for i, L in enumerate(w["layers"]):
+        p = f"vit.{i}."
+        W = lambda k: g.weight(p + k, L[k])  # noqa: E731
+        h = g.layernorm(x, W("ln1_g"), W("ln1_b"))
+
+        def heads(wk, bk, perm):
+            t = g.linear(h, W(wk), W(bk))
+            return g.transpose(g.reshape(t, [CAMS, NPATCH, VHEADS, VHD]), perm)
+
+        q = heads("wq", "bq", [0, 2, 1, 3])  # [2,3,729,16]
+        kt = heads("wk", "bk", [0, 2, 3, 1])  # [2,3,16,729]
+        v = heads("wv", "bv", [0, 2, 1, 3])
+        sc = g.op("Mul", [g.op("MatMul", [q, kt]), scale])
+        a = g.op("MatMul", [g.op("Softmax", [sc], axis=-1), v])
+        a = g.reshape(g.transpose(a, [0, 2, 1, 3]), [CAMS, NPATCH, DV])
+        x = g.op("Add", [x, g.linear(a, W("wo"), W("bo"))])
+        h = g.layernorm(x, W("ln2_g"), W("ln2_b"))
+        m = g.linear(g.silu(g.linear(h, W("w1"), W("b1"))), W("w2"), W("b2"))
+        x = g.op("Add", [x, m])
+    x = g.layernorm(x, g.weight("vit.final_ln.weight", w["lnf_g"]), g.weight("vit.final_ln.bias", w["lnf_b"]))
+    # grid token sampler
+    pooled = g.op("ReduceMean", [x, g.const([1])], keepdims=0)  # [2,48]
+    z = g.linear(pooled, g.weight("sampler.weight", w["grid_w"]), g.weight("sampler.bias", w["grid_b"]))
+    # tanh(z) built as 2*sigmoid(2z)-1: the HTP fp16 Tanh kernel is a coarse
+    # approximation (~7e-3 abs error, measured) and GridSample amplifies
+    # coordinate error by ~13.5 px per unit; Sigmoid is ~4x more accurate there.
+    two = g.const(np.float32(2.0), np.float32)
+    sg = g.op("Sigmoid", [g.op("Mul", [z, two])])
+    grid = g.op("Sub", [g.op("Mul", [sg, two]), g.const(np.float32(1.0), np.float32)])
+    grid = g.reshape(grid, [CAMS, TOK_PER_CAM, 1, 2])
+    fmap = g.reshape(g.transpose(x, [0, 2, 1]), [CAMS, DV, GRID, GRID])
+    s = g.op("GridSample", [fmap, grid], mode="linear", padding_mode="zeros", align_corners=0)
+    t = g.reshape(g.transpose(g.reshape(s, [CAMS, DV, TOK_PER_CAM]), [0, 2, 1]), [CAMS * TOK_PER_CAM, DV])
+    g.swiglu(
+        t,
+        g.weight("projector.w1", w["proj_w1"]),
+        g.weight("projector.w2", w["proj_w2"]),
+        g.weight("projector.w3", w["proj_w3"]),
+        out="image_embeds",
+    )
+    g.output("image_embeds", [CAMS * TOK_PER_CAM, H])
+    return g.build()
+
+
+def build_llm_split(split, layers):
+    g = GraphBuilder(f"llm_split{split}")
+    x = g.input("hidden_states", [1, S, H])
+    ab = g.input("attention_bias", [1, 1, S, S])
+    scale = g.const(np.float32(1.0 / math.sqrt(HD)), np.float32)
+    rep_idx = g.const(np.repeat(np.arange(NKV), NQ // NKV))  # [0,0,1,1]
+    ks, vs = [], []
+    for i, L in enumerate(layers):
+        li = split * LAYERS_PER_SPLIT + i
+        p = f"model.layers.{li}."
+        W = lambda k: g.weight(p + k, L[k])  # noqa: E731
+        h = g.rmsnorm(x, W("in_norm"))
+        q = g.transpose(g.reshape(g.op("MatMul", [h, W("wq")]), [1, S, NQ, HD]), [0, 2, 1, 3])
+        kp = g.op("MatMul", [h, W("wk")])  # [1,S,32]
+        vp = g.op("MatMul", [h, W("wv")])
+        ks.append(g.reshape(kp, [1, 1, S, KVW]))
+        vs.append(g.reshape(vp, [1, 1, S, KVW]))
+        # GQA: repeat kv heads with a constant-index Gather (all tensors stay 4-D)
+        kt = g.transpose(g.reshape(kp, [1, S, NKV, HD]), [0, 2, 3, 1])  # [1,2,16,S]
+        kt = g.op("Gather", [kt, rep_idx], axis=1)  # [1,4,16,S]
+        v = g.transpose(g.reshape(vp, [1, S, NKV, HD]), [0, 2, 1, 3])  # [1,2,S,16]
+        v = g.op("Gather", [v, rep_idx], axis=1)  # [1,4,S,16]
+        sc = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, kt]), scale]), ab])
+        a = g.op("MatMul", [g.op("Softmax", [sc], axis=-1), v])  # [1,4,S,16]
+        a = g.reshape(g.transpose(a, [0, 2, 1, 3]), [1, S, NQ * HD])
+        x = g.op("Add", [x, g.op("MatMul", [a, W("wo")])])
+        h = g.rmsnorm(x, W("post_norm"))
+        last = i == len(layers) - 1
+        x = g.op("Add", [x, g.swiglu(h, W("w_gate"), W("w_up"), W("w_down"))], out="hidden_out" if last else None)
+    g.op("Concat", ks, out="keys", axis=0)
+    g.op("Concat", vs, out="values", axis=0)
+    g.output("hidden_out", [1, S, H])
+    g.output("keys", [LAYERS_PER_SPLIT, 1, S, KVW])
+    g.output("values", [LAYERS_PER_SPLIT, 1, S, KVW])
+    return g.build()
+
+
+def build_action_context(w):
+    g = GraphBuilder("action_context")
+    k = g.input("keys", [NLAYERS, 1, S, KVW])
+    v = g.input("values", [NLAYERS, 1, S, KVW])
+    pw = g.weight("context_proj.weight", w["w"])
+    nw = g.weight("context_norm.weight", w["norm"])
+    g.rmsnorm(g.op("MatMul", [k, pw]), nw, out="k_ctx")
+    g.rmsnorm(g.op("MatMul", [v, pw]), nw, out="v_ctx")
+    g.output("k_ctx", [NLAYERS, 1, S, E])
+    g.output("v_ctx", [NLAYERS, 1, S, E])
+    return g.build()
+
+
+def build_action_step(w):
+    g = GraphBuilder("action_step")
+    traj = g.input("trajectory", [1, HORIZON, ADIM])
+    ts = g.input("timestep", [1])
+    kc = g.input("k_ctx", [NLAYERS, 1, S, E])
+    vc = g.input("v_ctx", [NLAYERS, 1, S, E])
+    em = g.input("encoder_attention_mask", [1, S])
+    pad = g.input("action_dim_is_pad", [1, ADIM])
+    f32c = lambda v: g.const(np.float32(v), np.float32)  # noqa: E731
+    # sinusoidal time embedding
+    arg = g.op("Mul", [g.reshape(ts, [1, 1]), g.const(time_freqs().astype(F32).reshape(1, -1), np.float32)])
+    temb = g.op("Concat", [g.op("Sin", [arg]), g.op("Cos", [arg])], axis=-1)  # [1,32]
+    temb = g.reshape(temb, [1, 1, TDIM])
+    temb = g.linear(g.silu(g.linear(temb, g.weight("time_mlp.w1", w["t_w1"]), g.weight("time_mlp.b1", w["t_b1"]))),
+                    g.weight("time_mlp.w2", w["t_w2"]), g.weight("time_mlp.b2", w["t_b2"]))  # [1,1,E]
+    x = g.linear(traj, g.weight("action_in.weight", w["in_w"]), g.weight("action_in.bias", w["in_b"]))
+    mb = g.op("Mul", [g.op("Sub", [em, f32c(1.0)]), f32c(ACTION_MASK_SCALE)])
+    mb = g.reshape(mb, [1, 1, 1, S])
+    scale = f32c(1.0 / math.sqrt(EHD))
+    one = f32c(1.0)
+    for l, L in enumerate(w["layers"]):
+        p = f"expert.layers.{l}."
+        W = lambda k: g.weight(p + k, L[k])  # noqa: E731
+        sc_ = g.linear(temb, W("scale_w"), W("scale_b"))
+        sh_ = g.linear(temb, W("shift_w"), W("shift_b"))
+        h = g.op("Add", [g.op("Mul", [g.rmsnorm(x), g.op("Add", [sc_, one])]), sh_])
+        q = g.transpose(g.reshape(g.op("MatMul", [h, W("wq")]), [1, HORIZON, EHEADS, EHD]), [0, 2, 1, 3])
+        idx = g.const(np.int64(l))
+        kl = g.op("Gather", [kc, idx], axis=0)  # [1,S,E]
+        vl = g.op("Gather", [vc, idx], axis=0)
+        kt = g.transpose(g.reshape(g.op("MatMul", [kl, W("wk")]), [1, S, EHEADS, EHD]), [0, 2, 3, 1])
+        v = g.transpose(g.reshape(g.op("MatMul", [vl, W("wv")]), [1, S, EHEADS, EHD]), [0, 2, 1, 3])
+        s = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, kt]), scale]), mb])
+        a = g.op("MatMul", [g.op("Softmax", [s], axis=-1), v])
+        a = g.reshape(g.transpose(a, [0, 2, 1, 3]), [1, HORIZON, E])
+        x = g.op("Add", [x, g.op("MatMul", [a, W("wo")])])
+        h = g.rmsnorm(x, W("mlp_norm"))
+        x = g.op("Add", [x, g.swiglu(h, W("w_gate"), W("w_up"), W("w_down"))])
+    vel = g.linear(g.rmsnorm(x, g.weight("final_norm.weight", w["final_norm"])),
+                   g.weight("action_out.weight", w["out_w"]), g.weight("action_out.bias", w["out_b"]))
+    y = g.op("Add", [traj, g.op("Mul", [vel, f32c(DT)])])
+    keep = g.op("Sub", [one, pad])
+    g.op("Mul", [y, keep], out="next_trajectory")
+    g.output("next_trajectory", [1, HORIZON, ADIM])
+    return g.build()
+
+
+def save_onnx(model, path: Path, external: bool):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data_name = path.name + ".data"
+    data_path = path.parent / data_name
+    if data_path.exists():
+        data_path.unlink()  # onnx appends to existing external data files
+    if external:
+        onnx.save_model(
+            model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+            location=data_name, size_threshold=1024, convert_attribute=False,
+        )
+    else:
+        onnx.save_model(model, str(path))
+    onnx.checker.check_model(str(path), full_check=True)
+    written = [path] + ([data_path] if external else [])
+    return written
+
+
+# ---------------------------------------------------------------- inputs
+def make_images():
+    r = rng_for("images")
+    yy, xx = np.mgrid[0:IMG, 0:IMG].astype(np.float64) / (IMG - 1)
+    imgs = []
+    for cam in range(CAMS):
+        img = np.zeros((IMG, IMG, 3))
+        for c in range(3):
+            a, b, ph = r.uniform(-1, 1), r.uniform(-1, 1), r.uniform(0, 2 * np.pi)
+            img[..., c] = 0.5 + 0.25 * (a * xx + b * yy) + 0.1 * np.sin(2 * np.pi * (xx + yy) * (1 + cam) + ph)
+        for _ in range(5):  # soft blobs
+            cx, cy = r.uniform(0.1, 0.9, 2)
+            rad = r.uniform(0.05, 0.2)
+            col = r.uniform(-0.4, 0.4, 3)
+            blob = np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / (2 * rad**2))
+            img += blob[..., None] * col
+        img = img * 255.0 + r.normal(0.0, 1.0, img.shape)
+        imgs.append(np.clip(np.rint(img), 0, 255).astype(np.uint8))
+    return imgs
+
+
+def patchify(img_u8):
+    p = img_u8.reshape(GRID, PATCH, GRID, PATCH, 3).transpose(0, 2, 1, 3, 4).reshape(NPATCH, PDIM)
+    return p.astype(np.float64) / 255.0 * 2.0 - 1.0
+
+
+def make_attention_bias():
+    is_img = np.zeros(S, dtype=bool)
+    is_img[IMAGE_TOKEN_POSITIONS] = True
+    valid = np.arange(S) < VALID_LEN
+    i = np.arange(S)[:, None]
+    j = np.arange(S)[None, :]
+    allowed = ((j <= i) | (is_img[:, None] & is_img[None, :])) & valid[None, :]
+    return np.where(allowed, 0.0, ATTN_MASK_VALUE).astype(F32).reshape(1, 1, S, S)
+
+
+# ---------------------------------------------------------------- main paths
+def human(n):
+    return f"{n / 1024:.1f} KiB" if n < 1 << 20 else f"{n / (1 << 20):.2f} MiB"
+
+
+def report(paths, root):
+    total = 0
+    for p in paths:
+        sz = p.stat().st_size
+        total += sz
+        digest = hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+        print(f"  wrote {p.relative_to(root)}  {human(sz)}  sha256:{digest}")
+    print(f"  total {human(total)} ({total} bytes) in {len(paths)} files")
+
+
+def generate_tiny(root: Path):
+    onnx_dir = root / "onnx" / "tiny"
+    gold_dir = root / "golden" / "tiny"
+    written = []
+
+    vw = make_vision_weights()
+    lw = [make_llm_weights(i) for i in range(NSPLITS)]
+    cw = make_action_context_weights()
+    aw = make_action_step_weights()
+
+    written += save_onnx(build_vision(vw), onnx_dir / "vision.onnx", external=False)
+    for i in range(NSPLITS):
+        written += save_onnx(build_llm_split(i, lw[i]), onnx_dir / f"llm_split{i}.onnx", external=True)
+    written += save_onnx(build_action_context(cw), onnx_dir / "action_context.onnx", external=False)
+    written += save_onnx(build_action_step(aw), onnx_dir / "action_step.onnx", external=False)
+
+    # ---- host chain (numpy reference) -------------------------------------
+    r = rng_for("chain")
+    pixel_values = np.stack([patchify(im) for im in make_images()])[None].astype(F32)  # [1,2,729,588]
+    prompt_embeds = (r.standard_normal((1, S, H)) * 0.5).astype(F32)
+    attention_bias = make_attention_bias()
+    encoder_attention_mask = (np.arange(S) < VALID_LEN).astype(F32).reshape(1, S)
+    action_dim_is_pad = (np.arange(ADIM) >= ADIM_USED).astype(F32).reshape(1, ADIM)
+    initial_noise = r.standard_normal((1, HORIZON, ADIM)).astype(F32)
+    q01 = np.array(r.uniform(-0.8, -0.05, ADIM_USED), dtype=F32)
+    q99 = (q01 + r.uniform(0.1, 1.2, ADIM_USED)).astype(F32)
+    q01[GRIPPER_DIM], q99[GRIPPER_DIM] = 0.0, 1.0  # unused: gripper passes through
+
+    golden = {}
+    image_embeds = vision_ref(vw, pixel_values).astype(F32)
+    golden["vision"] = {"pixel_values": pixel_values, "image_embeds": image_embeds}
+
+    hidden = prompt_embeds.copy()
+    hidden[0, IMAGE_TOKEN_POSITIONS] += image_embeds  # f32 add, as the host does
+    hidden_states = hidden.copy()
+    keys_all, values_all, split_outs = [], [], []
+    for i in range(NSPLITS):
+        ho, k, v = llm_split_ref(lw[i], hidden, attention_bias)
+        ho, k, v = ho.astype(F32), k.astype(F32), v.astype(F32)
+        golden[f"llm_split{i}"] = {
+            "hidden_states": hidden, "attention_bias": attention_bias,
+            "hidden_out": ho, "keys": k, "values": v,
+        }
+        keys_all.append(k)
+        values_all.append(v)
+        split_outs.append(ho)
+        hidden = ho
+    keys = np.concatenate(keys_all, axis=0)
+    values = np.concatenate(values_all, axis=0)
+    k_ctx, v_ctx = (a.astype(F32) for a in action_context_ref(cw, keys, values))
+    golden["action_context"] = {"keys": keys, "values": values, "k_ctx": k_ctx, "v_ctx": v_ctx}
+
+    x = (initial_noise * (1.0 - action_dim_is_pad)).astype(F32)
+    traj_in, traj_out = [], []
+    for t in TIMESTEPS:
+        ts = np.array([t], dtype=F32)
+        y = action_step_ref(aw, x, ts, k_ctx, v_ctx, encoder_attention_mask, action_dim_is_pad).astype(F32)
+        traj_in.append(x)
+        traj_out.append(y)
+        if not golden.get("action_step"):
+            golden["action_step"] = {
+                "trajectory": x, "timestep": ts, "k_ctx": k_ctx, "v_ctx": v_ctx,
+                "encoder_attention_mask": encoder_attention_mask,
+                "action_dim_is_pad": action_dim_is_pad, "next_trajectory": y,
+            }
+        x = y
+
+    a = f64(x[:, :, :ADIM_USED]).copy()
+    d = slice(0, GRIPPER_DIM)
+    a[..., d] = (np.clip(a[..., d], -1.0, 1.0) + 1.0) * (f64(q99[d]) - f64(q01[d])) / 2.0 + f64(q01[d])
+    actions = a.astype(F32)
+
+    for comp in COMPONENTS:
+        p = gold_dir / f"{comp}_io.npz"
+        save_npz(p, golden[comp])
+        written.append(p)
+
+    trace = {
+        "prompt_embeds": prompt_embeds,
+        "image_token_positions": IMAGE_TOKEN_POSITIONS,
+        "attention_bias": attention_bias,
+        "encoder_attention_mask": encoder_attention_mask,
+        "action_dim_is_pad": action_dim_is_pad,
+        "initial_noise": initial_noise,
+        "q01": q01,
+        "q99": q99,
+        "image_embeds": image_embeds,
+        "hidden_states": hidden_states,
+        "llm_hidden_out": split_outs[-1],
+        "keys": keys,
+        "values": values,
+        "k_ctx": k_ctx,
+        "v_ctx": v_ctx,
+        "trajectory_step0_in": traj_in[0],
+        "trajectory_step0_out": traj_out[0],
+        "trajectory_step1_out": traj_out[1],
+        "actions": actions,
+    }
+    p = gold_dir / "trace.npz"
+    save_npz(p, trace)
+    written.append(p)
+
+    meta = {
+        "format": "molmoact2-trace.v1",
+        "model": "tiny",
+        "seq_len": S,
+        "valid_len": VALID_LEN,
+        "hidden_size": H,
+        "num_layers": NLAYERS,
+        "num_llm_splits": NSPLITS,
+        "image_tokens_per_camera": TOK_PER_CAM,
+        "cameras": CAMS,
+        "image_size": IMG,
+        "patch_size": PATCH,
+        "pixel_layout": "patch index p = row*27+col; within patch (dy, dx, c); value = u8/255*2-1",
+        "num_flow_steps": len(TIMESTEPS),
+        "dt": DT,
+        "timesteps": TIMESTEPS,
+        "action_horizon": HORIZON,
+        "action_dim": ADIM,
+        "action_dim_used": ADIM_USED,
+        "gripper_dim": GRIPPER_DIM,
+        "norm_mode": "q01_q99",
+        "norm_formula": "dims != gripper_dim: (clip(a,-1,1)+1)*(q99-q01)/2+q01; gripper_dim passes through",
+        "attention_mask_value": ATTN_MASK_VALUE,
+        "attention_mask_value_note": (
+            "Blocked entries of attention_bias are -65504.0, the most negative finite fp16 value. "
+            "The PyTorch default of torch.finfo(torch.float32).min overflows to -inf when the HTP "
+            "runs in fp16, which turns fully/partly masked softmax rows into NaN or effectively "
+            "inverts the mask, so it must not be used."
+        ),
+        "encoder_mask_scale": ACTION_MASK_SCALE,
+        "components": {
+            comp: {
+                "onnx": f"onnx/tiny/{comp}.onnx",
+                "golden": f"golden/tiny/{comp}_io.npz",
+            }
+            for comp in COMPONENTS
+        },
+        "npz": "trace.npz",
+        "arrays": {
+            k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in trace.items()
+        },
+        "generator": "xtask/scripts/gen_tiny_model.py",
+        "seed": SEED,
+    }
+    p = gold_dir / "trace.json"
+    p.write_text(json.dumps(meta, indent=2) + "\n")
+    written.append(p)
+
+    print(f"tiny model (seed {SEED}) -> {root}")
+    report(written, root)
+
+
+def generate_large(out: Path):
+    d_in, d_ff = 2560, 4864  # 2 * 2560 * 4864 * 4 B = 99.6 MB of weights
+    r = rng_for("large")
+    w1 = r.standard_normal((d_in, d_ff), dtype=np.float32) * np.float32(1.0 / math.sqrt(d_in))
+    w2 = r.standard_normal((d_ff, d_in), dtype=np.float32) * np.float32(1.0 / math.sqrt(d_ff))
+    x = r.standard_normal((1, S, d_in), dtype=np.float32)
+    g = GraphBuilder("mlp")
+    xi = g.input("x", [1, S, d_in])
+    h = g.silu(g.op("MatMul", [xi, g.weight("mlp.w1", w1)]))
+    g.op("MatMul", [h, g.weight("mlp.w2", w2)], out="y")
+    g.output("y", [1, S, d_in])
+    written = save_onnx(g.build(), out / "onnx" / "large" / "mlp.onnx", external=True)
+    hx = f64(x) @ f64(w1)
+    y = (silu(hx) @ f64(w2)).astype(F32)
+    p = out / "golden" / "large" / "mlp_io.npz"
+    save_npz(p, {"x": x, "y": y})
+    written.append(p)
+    print(f"large benchmark model -> {out}")
+    report(written, out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[2],
+                    help="repository root to write onnx/tiny and golden/tiny into")
+    ap.add_argument("--large-out", type=Path, default=None,
+                    help="write the ~100 MB benchmark model into DIR instead")
+    args = ap.parse_args()
+    if args.large_out is not None:
+        generate_large(args.large_out.resolve())
+    else:
+        generate_tiny(args.root.resolve())
+
+
+if __name__ == "__main__":
+    main()

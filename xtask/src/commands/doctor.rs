@@ -1,0 +1,99 @@
+//! `cargo xtask doctor`: what this machine can do, with versions reported by the libraries.
+
+use anyhow::Result;
+
+use super::{Ctx, Outcome};
+use crate::runtime::bootstrap::{
+    PINNED_ORT_VERSION, PINNED_QNN_VERSION, QNN_WHEEL, ensure_runtime,
+};
+use crate::runtime::probe::probe_backend;
+use crate::runtime::{Backend, HtpTarget, Runtime};
+
+#[derive(clap::Args)]
+pub struct Doctor {}
+
+impl Doctor {
+    pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        let libs = ensure_runtime(&ctx.root)?;
+        let rt = Runtime::load(libs)?;
+        println!(
+            "ONNX Runtime  {} ({})",
+            rt.ort_version,
+            crate::project::rel(&ctx.root, &rt.libs.ort_dylib)
+        );
+        println!(
+            "QNN plugin    {} ({}, source: {})",
+            QNN_WHEEL.requirement,
+            crate::project::rel(&ctx.root, &rt.libs.qnn_plugin()),
+            rt.libs.source
+        );
+        println!(
+            "QNN device    {}",
+            if rt.has_qnn_device() {
+                "registered"
+            } else {
+                "MISSING"
+            }
+        );
+        let htp = Backend::QnnHtp(HtpTarget {
+            soc_model: 77,
+            htp_arch: 73,
+            optimization_level: 3,
+            fp16: true,
+            vtcm_mb: 0,
+        });
+        let mut qnn_build = None;
+        println!("backends:");
+        for backend in [Backend::OrtCpu, Backend::QnnCpu, htp] {
+            let probe = probe_backend(&rt, &backend);
+            qnn_build = qnn_build.or(probe.qnn_build.clone());
+            let name = match &backend {
+                Backend::OrtCpu => "ORT CPU EP".to_string(),
+                Backend::QnnCpu => "QNN CPU (libQnnCpu.so)".to_string(),
+                Backend::QnnHtp(_) => {
+                    format!("QNN HTP (libQnnHtp.so, soc 77 / v73) {}", htp_kind())
+                }
+            };
+            let state = if probe.usable { "usable" } else { "NOT usable" };
+            println!("  {name:<52} {state}: {}", probe.detail);
+        }
+        println!(
+            "QNN build     {}",
+            qnn_build.as_deref().unwrap_or("(not reported)")
+        );
+        println!("QAIRT SDK     {}", sdk_status());
+        check_pins(&rt.ort_version, qnn_build.as_deref());
+        Ok(Outcome::Success)
+    }
+}
+
+pub fn htp_kind() -> &'static str {
+    if htp_is_emulated() {
+        "emulated on x86_64"
+    } else {
+        "on device"
+    }
+}
+
+/// On x86_64 the HTP library is Qualcomm's emulator; on aarch64 it drives the real NPU.
+pub fn htp_is_emulated() -> bool {
+    cfg!(target_arch = "x86_64")
+}
+
+fn sdk_status() -> String {
+    for var in ["QAIRT_SDK_ROOT", "QNN_SDK_ROOT"] {
+        if let Some(dir) = std::env::var_os(var) {
+            return format!("{var}={} (found)", std::path::Path::new(&dir).display());
+        }
+    }
+    "not installed (QAIRT_SDK_ROOT / QNN_SDK_ROOT unset); the embedded toolchain is used".into()
+}
+
+fn check_pins(ort: &str, qnn: Option<&str>) {
+    if ort != PINNED_ORT_VERSION {
+        println!("note: ONNX Runtime {ort} differs from the pinned {PINNED_ORT_VERSION}");
+    }
+    if !qnn.is_some_and(|q| q.trim_start_matches('v').starts_with(PINNED_QNN_VERSION)) {
+        println!("note: QNN build {qnn:?} differs from the pinned {PINNED_QNN_VERSION}");
+    }
+}

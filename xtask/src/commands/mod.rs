@@ -1,0 +1,68 @@
+//! One module per subcommand; each flag struct is the command's input and has `run`.
+
+pub mod build_ctx;
+pub mod doctor;
+pub mod parity;
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+
+use crate::recipe::{Component, Model};
+
+pub struct Ctx {
+    pub root: PathBuf,
+    pub verbose: bool,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Success,
+    GateFailed,
+}
+
+/// The components named by `--only` (all when empty), in pipeline order.
+pub fn select_components<'m>(model: &'m Model, only: &[String]) -> Result<Vec<&'m Component>> {
+    let known: Vec<&str> = model.components.iter().map(|c| c.name()).collect();
+    for name in only {
+        if !known.contains(&name.as_str()) {
+            bail!(
+                "unknown component `{name}` in --only; model `{}` has: {}",
+                model.file.model.name,
+                known.join(", ")
+            );
+        }
+    }
+    Ok(model
+        .components
+        .iter()
+        .filter(|c| only.is_empty() || only.iter().any(|o| o == c.name()))
+        .collect())
+}
+
+/// Refuses to start when input files are missing, listing all of them and how to get them.
+pub fn require_files(ctx: &Ctx, model: &Model, comps: &[&Component]) -> Result<()> {
+    let missing: Vec<String> = comps
+        .iter()
+        .flat_map(|c| {
+            crate::recipe::missing_files(&ctx.root, c)
+                .into_iter()
+                .map(move |p| format!("  {} ({})", p.display(), c.name()))
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let hint = model
+        .file
+        .model
+        .obtain
+        .as_deref()
+        .unwrap_or("see the model's recipes for where its files come from");
+    bail!(
+        "model `{}` is missing {} file(s):\n{}\nhow to obtain them: {hint}",
+        model.file.model.name,
+        missing.len(),
+        missing.join("\n")
+    )
+}

@@ -1,0 +1,138 @@
+//! `cargo xtask parity --backend ort|cpu|htp`: every component against its golden tensors.
+
+use anyhow::Result;
+
+use super::{Ctx, Outcome, require_files, select_components};
+use crate::component_parity::{ComponentResult, failed_component, load_golden, run_component};
+use crate::recipe::{Component, Model, load_model};
+use crate::report::{ParityReport, ToolVersions, now_unix, print_component, write_parity_report};
+use crate::runtime::bootstrap::{QNN_WHEEL, ensure_runtime};
+use crate::runtime::{Backend, HtpTarget, Runtime};
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendArg {
+    /// ONNX Runtime's CPU execution provider on the ONNX graphs.
+    Ort,
+    /// The QNN CPU backend on the ONNX graphs.
+    Cpu,
+    /// The built HTP context binaries (emulated on x86_64, the NPU on a device).
+    Htp,
+}
+
+#[derive(clap::Args)]
+pub struct Parity {
+    #[arg(long, value_enum)]
+    backend: BackendArg,
+    #[arg(long, default_value = "tiny")]
+    model: String,
+    /// Only these components (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+}
+
+impl Parity {
+    pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        let model = load_model(&ctx.root, &self.model)?;
+        let comps = select_components(&model, &self.only)?;
+        require_files(ctx, &model, &comps)?;
+        let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
+        let backend = backend_for(&model, self.backend);
+        let mut results = Vec::new();
+        for comp in &comps {
+            let result = self.run_one(ctx, &rt, &model, comp, &backend);
+            print_component(&result);
+            results.push(result);
+        }
+        let report = ParityReport {
+            model: self.model.clone(),
+            backend: backend.label().into(),
+            created_unix: now_unix(),
+            versions: tool_versions(&rt, &results),
+            htp_emulated: matches!(backend, Backend::QnnHtp(_))
+                .then(super::doctor::htp_is_emulated),
+            pass: results.iter().all(|r| r.pass),
+            components: results,
+        };
+        let dir = crate::project::reports_dir(&ctx.root, &self.model);
+        write_parity_report(&dir, &report)?;
+        summarize(&report, &dir, ctx);
+        Ok(if report.pass {
+            Outcome::Success
+        } else {
+            Outcome::GateFailed
+        })
+    }
+
+    fn run_one(
+        &self,
+        ctx: &Ctx,
+        rt: &Runtime,
+        model: &Model,
+        comp: &Component,
+        backend: &Backend,
+    ) -> ComponentResult {
+        let run = || -> Result<ComponentResult> {
+            let golden = load_golden(&ctx.root, comp)?;
+            let session_model = match backend {
+                Backend::QnnHtp(_) => super::build_ctx::fresh_context_wrapper(ctx, model, comp)?,
+                _ => ctx.root.join(&comp.file.component.onnx),
+            };
+            let mut result = run_component(rt, model, comp, &golden, &session_model, backend)?;
+            result.session_model = crate::project::rel(&ctx.root, &session_model);
+            Ok(result)
+        };
+        run().unwrap_or_else(|e| failed_component(comp.name(), backend.label(), &e))
+    }
+}
+
+/// The backend of a parity run; the HTP target comes from the model's recipe.
+pub fn backend_for(model: &Model, arg: BackendArg) -> Backend {
+    match arg {
+        BackendArg::Ort => Backend::OrtCpu,
+        BackendArg::Cpu => Backend::QnnCpu,
+        BackendArg::Htp => Backend::QnnHtp(HtpTarget {
+            soc_model: model.file.target.soc,
+            htp_arch: model.file.target.htp_arch,
+            optimization_level: 3,
+            fp16: true,
+            vtcm_mb: 0,
+        }),
+    }
+}
+
+pub fn tool_versions(rt: &Runtime, _results: &[ComponentResult]) -> ToolVersions {
+    ToolVersions {
+        xtask: env!("CARGO_PKG_VERSION").into(),
+        onnxruntime: rt.ort_version.clone(),
+        qnn_build: rt.qnn_build_version(),
+        qnn_plugin: QNN_WHEEL.requirement.into(),
+        runtime_source: rt.libs.source.into(),
+    }
+}
+
+fn summarize(report: &ParityReport, dir: &std::path::Path, ctx: &Ctx) {
+    let failed: Vec<&str> = report
+        .components
+        .iter()
+        .filter(|c| !c.pass)
+        .map(|c| c.component.as_str())
+        .collect();
+    let rel = crate::project::rel(&ctx.root, dir);
+    if failed.is_empty() {
+        println!(
+            "parity {}: all {} component(s) pass; report {rel}/parity-{}.md",
+            report.backend,
+            report.components.len(),
+            report.backend
+        );
+    } else {
+        println!(
+            "parity {}: {} of {} component(s) FAIL: {}; report {rel}/parity-{}.md",
+            report.backend,
+            failed.len(),
+            report.components.len(),
+            failed.join(", "),
+            report.backend
+        );
+    }
+}

@@ -1,0 +1,145 @@
+//! Runs one component on one backend with its golden inputs and judges every output: the
+//! shared core of `parity` (all backends) and of `build-ctx`'s *cpu parity* step.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use crate::hashing::sha256_bytes;
+use crate::parity::{Metrics, Verdict, compare, judge, unravel};
+use crate::recipe::{Component, Gate, Model, check_golden, check_graph_contract};
+use crate::runtime::session::Placement;
+use crate::runtime::{Backend, Runtime};
+use crate::tensor::{Tensor, read_npz};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OutputResult {
+    pub name: String,
+    pub shape: Vec<usize>,
+    pub gate: Gate,
+    pub metrics: Metrics,
+    /// `max_abs_index` unravelled to the output's shape.
+    pub max_abs_at: Vec<usize>,
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ComponentResult {
+    pub component: String,
+    pub backend: String,
+    /// The model file the session ran (the ONNX, or the EPContext wrapper on HTP).
+    pub session_model: String,
+    /// sha256 of each input tensor's little-endian bytes, by tensor name.
+    pub input_sha256: BTreeMap<String, String>,
+    pub golden_sha256: String,
+    pub placement: Option<Placement>,
+    pub run_seconds: f64,
+    pub outputs: Vec<OutputResult>,
+    pub pass: bool,
+    /// Set when the component could not be run at all.
+    pub error: Option<String>,
+}
+
+/// Golden inputs and expected outputs of a component, by graph tensor name, validated
+/// against the recipe (keys, shapes, dtypes).
+pub struct GoldenIo {
+    pub inputs: BTreeMap<String, Tensor>,
+    pub expected: BTreeMap<String, Tensor>,
+    pub sha256: String,
+}
+
+pub fn load_golden(root: &Path, comp: &Component) -> Result<GoldenIo> {
+    let path = root.join(&comp.file.golden.file);
+    let bytes =
+        std::fs::read(&path).with_context(|| format!("missing golden file {}", path.display()))?;
+    let all = read_npz(&path)?;
+    check_golden(comp, &all, &comp.file.golden.file)?;
+    let pick = |specs: &[crate::recipe::TensorSpec]| -> BTreeMap<String, Tensor> {
+        specs
+            .iter()
+            .map(|s| (s.name.get_ref().clone(), all[&s.golden_key].clone()))
+            .collect()
+    };
+    Ok(GoldenIo {
+        inputs: pick(&comp.file.inputs),
+        expected: pick(&comp.file.outputs),
+        sha256: sha256_bytes(&bytes),
+    })
+}
+
+/// Runs `session_model` on `backend` and compares every declared output with the golden.
+pub fn run_component(
+    rt: &Runtime,
+    model: &Model,
+    comp: &Component,
+    golden: &GoldenIo,
+    session_model: &Path,
+    backend: &Backend,
+) -> Result<ComponentResult> {
+    let mut session = rt.open(session_model, backend)?;
+    check_graph_contract(comp, &session.input_contract(), &session.output_contract())?;
+    let started = std::time::Instant::now();
+    let actual = session.run(&golden.inputs)?;
+    let run_seconds = started.elapsed().as_secs_f64();
+    let mut outputs = Vec::new();
+    for spec in &comp.file.outputs {
+        let name = spec.name.get_ref();
+        let got = actual
+            .get(name)
+            .with_context(|| format!("the session produced no output `{name}`"))?;
+        let want = &golden.expected[name];
+        if got.shape() != want.shape() {
+            bail!(
+                "output `{name}`: the session produced shape {:?}, the golden holds {:?}",
+                got.shape(),
+                want.shape()
+            );
+        }
+        let gate = comp.gate(&model.file, name, backend.label());
+        let metrics = compare(&got.to_f64_vec(), &want.to_f64_vec(), gate.atol, gate.rtol);
+        let verdict = judge(&metrics, &gate);
+        outputs.push(OutputResult {
+            name: name.clone(),
+            shape: want.shape(),
+            max_abs_at: unravel(metrics.max_abs_index, &want.shape()),
+            gate,
+            metrics,
+            verdict,
+        });
+    }
+    let pass = outputs.iter().all(|o| o.verdict.pass);
+    Ok(ComponentResult {
+        component: comp.name().to_string(),
+        backend: backend.label().to_string(),
+        session_model: session_model.display().to_string(),
+        input_sha256: golden
+            .inputs
+            .iter()
+            .map(|(k, t)| (k.clone(), sha256_bytes(&t.to_le_bytes())))
+            .collect(),
+        golden_sha256: golden.sha256.clone(),
+        placement: (backend != &Backend::OrtCpu).then(|| session.placement.clone()),
+        run_seconds,
+        outputs,
+        pass,
+        error: None,
+    })
+}
+
+/// A result for a component that could not run; it fails the command and the report says why.
+pub fn failed_component(comp: &str, backend: &str, err: &anyhow::Error) -> ComponentResult {
+    ComponentResult {
+        component: comp.to_string(),
+        backend: backend.to_string(),
+        session_model: String::new(),
+        input_sha256: BTreeMap::new(),
+        golden_sha256: String::new(),
+        placement: None,
+        run_seconds: 0.0,
+        outputs: Vec::new(),
+        pass: false,
+        error: Some(format!("{err:#}")),
+    }
+}

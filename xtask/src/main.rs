@@ -1,0 +1,67 @@
+//! `cargo xtask`: regenerate and validate QNN HTP context bundles of split robot policies.
+//! A thin entry point: parse flags, dispatch to one function per command.
+
+mod atomic;
+mod commands;
+mod component_parity;
+mod hashing;
+mod onnx_proto;
+mod parity;
+mod project;
+mod recipe;
+mod report;
+mod runtime;
+mod tensor;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    version,
+    about = "Build and validate QNN HTP context bundles (QAIRT 2.47) of split robot policies"
+)]
+struct Cli {
+    /// Project root (default: the nearest folder above the working directory with recipes/).
+    #[arg(long, global = true)]
+    root: Option<PathBuf>,
+    /// Say more (why a step is dirty, placement details).
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show the runtime libraries, their versions and which backends are usable here.
+    Doctor(commands::doctor::Doctor),
+    /// Compare every component's outputs with its golden tensors on one backend.
+    Parity(commands::parity::Parity),
+}
+
+/// Exit codes: 0 all good, 1 a parity gate or build step failed, 2 bad input or environment.
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = project::find_root(cli.root.as_deref()).and_then(|root| {
+        let ctx = commands::Ctx {
+            root,
+            verbose: cli.verbose,
+        };
+        match cli.command {
+            Command::Doctor(cmd) => cmd.run(&ctx),
+            Command::Parity(cmd) => cmd.run(&ctx),
+        }
+    });
+    match result {
+        Ok(commands::Outcome::Success) => ExitCode::SUCCESS,
+        Ok(commands::Outcome::GateFailed) => ExitCode::from(1),
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

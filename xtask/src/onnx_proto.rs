@@ -1,0 +1,246 @@
+//! A minimal reader of the ONNX protobuf: just what the tool must check itself (nodes and their
+//! op types, EPContext attributes, external-data locations, metadata), without a protobuf
+//! dependency. Initializer payloads are skipped, never copied.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+
+#[derive(Debug, Default, Clone)]
+pub struct OnnxNode {
+    pub name: String,
+    pub op_type: String,
+    pub domain: String,
+    pub attributes: Vec<(String, AttrValue)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttrValue {
+    Int(i64),
+    Str(String),
+    Other,
+}
+
+impl OnnxNode {
+    pub fn attr_str(&self, name: &str) -> Option<&str> {
+        self.attributes.iter().find_map(|(n, v)| match v {
+            AttrValue::Str(s) if n == name => Some(s.as_str()),
+            _ => None,
+        })
+    }
+    pub fn attr_int(&self, name: &str) -> Option<i64> {
+        self.attributes.iter().find_map(|(n, v)| match v {
+            AttrValue::Int(i) if n == name => Some(*i),
+            _ => None,
+        })
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct OnnxSummary {
+    pub nodes: Vec<OnnxNode>,
+    /// Distinct `location` values of initializers stored as external data (relative paths).
+    pub external_data: Vec<String>,
+    pub metadata: Vec<(String, String)>,
+}
+
+pub fn read_summary(path: &Path) -> Result<OnnxSummary> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    parse_model(&bytes).with_context(|| format!("{} is not a valid ONNX model", path.display()))
+}
+
+pub fn parse_model(bytes: &[u8]) -> Result<OnnxSummary> {
+    let mut summary = OnnxSummary::default();
+    for field in Fields::new(bytes) {
+        let (num, value) = field?;
+        match (num, value) {
+            (7, Wire::Bytes(graph)) => parse_graph(graph, &mut summary)?,
+            (14, Wire::Bytes(entry)) => summary.metadata.push(parse_string_pair(entry)?),
+            _ => {}
+        }
+    }
+    if summary.nodes.is_empty() {
+        bail!("no graph nodes found");
+    }
+    Ok(summary)
+}
+
+fn parse_graph(bytes: &[u8], summary: &mut OnnxSummary) -> Result<()> {
+    for field in Fields::new(bytes) {
+        match field? {
+            (1, Wire::Bytes(node)) => summary.nodes.push(parse_node(node)?),
+            (5, Wire::Bytes(tensor)) => {
+                if let Some(loc) = external_location(tensor)?
+                    && !summary.external_data.contains(&loc)
+                {
+                    summary.external_data.push(loc);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn parse_node(bytes: &[u8]) -> Result<OnnxNode> {
+    let mut node = OnnxNode::default();
+    for field in Fields::new(bytes) {
+        match field? {
+            (3, Wire::Bytes(b)) => node.name = utf8(b)?,
+            (4, Wire::Bytes(b)) => node.op_type = utf8(b)?,
+            (7, Wire::Bytes(b)) => node.domain = utf8(b)?,
+            (5, Wire::Bytes(b)) => node.attributes.push(parse_attribute(b)?),
+            _ => {}
+        }
+    }
+    Ok(node)
+}
+
+fn parse_attribute(bytes: &[u8]) -> Result<(String, AttrValue)> {
+    let mut name = String::new();
+    let mut value = AttrValue::Other;
+    for field in Fields::new(bytes) {
+        match field? {
+            (1, Wire::Bytes(b)) => name = utf8(b)?,
+            (3, Wire::Varint(i)) => value = AttrValue::Int(i as i64),
+            (4, Wire::Bytes(b)) => value = AttrValue::Str(String::from_utf8_lossy(b).into()),
+            _ => {}
+        }
+    }
+    Ok((name, value))
+}
+
+fn external_location(tensor: &[u8]) -> Result<Option<String>> {
+    let mut external = false;
+    let mut location = None;
+    for field in Fields::new(tensor) {
+        match field? {
+            (14, Wire::Varint(1)) => external = true,
+            (13, Wire::Bytes(entry)) => {
+                let (k, v) = parse_string_pair(entry)?;
+                if k == "location" {
+                    location = Some(v);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(if external { location } else { None })
+}
+
+fn parse_string_pair(bytes: &[u8]) -> Result<(String, String)> {
+    let (mut k, mut v) = (String::new(), String::new());
+    for field in Fields::new(bytes) {
+        match field? {
+            (1, Wire::Bytes(b)) => k = utf8(b)?,
+            (2, Wire::Bytes(b)) => v = utf8(b)?,
+            _ => {}
+        }
+    }
+    Ok((k, v))
+}
+
+fn utf8(b: &[u8]) -> Result<String> {
+    String::from_utf8(b.to_vec()).context("string field is not UTF-8")
+}
+
+enum Wire<'a> {
+    Varint(u64),
+    Bytes(&'a [u8]),
+    Fixed,
+}
+
+/// Iterates the (field number, value) pairs of one protobuf message.
+struct Fields<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Fields<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        Fields { buf, pos: 0 }
+    }
+
+    fn varint(&mut self) -> Result<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = *self.buf.get(self.pos).context("truncated varint")?;
+            self.pos += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        bail!("varint too long")
+    }
+
+    fn next_field(&mut self) -> Result<(u32, Wire<'a>)> {
+        let key = self.varint()?;
+        let num = (key >> 3) as u32;
+        let wire = match key & 7 {
+            0 => Wire::Varint(self.varint()?),
+            1 => self.skip(8)?,
+            2 => {
+                let len = self.varint()? as usize;
+                let end = self.pos.checked_add(len).filter(|e| *e <= self.buf.len());
+                let end = end.context("length-delimited field runs past the end")?;
+                let bytes = &self.buf[self.pos..end];
+                self.pos = end;
+                Wire::Bytes(bytes)
+            }
+            5 => self.skip(4)?,
+            other => bail!("unsupported protobuf wire type {other}"),
+        };
+        Ok((num, wire))
+    }
+
+    fn skip(&mut self, n: usize) -> Result<Wire<'a>> {
+        if self.pos + n > self.buf.len() {
+            bail!("truncated fixed-width field");
+        }
+        self.pos += n;
+        Ok(Wire::Fixed)
+    }
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = Result<(u32, Wire<'a>)>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.pos >= self.buf.len() {
+            return None;
+        }
+        let item = self.next_field();
+        if item.is_err() {
+            self.pos = self.buf.len();
+        }
+        Some(item)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field_bytes(num: u32, payload: &[u8]) -> Vec<u8> {
+        let mut out = vec![((num << 3) | 2) as u8, payload.len() as u8];
+        out.extend_from_slice(payload);
+        out
+    }
+
+    #[test]
+    fn reads_node_op_type_and_string_attribute() {
+        let attr = [field_bytes(1, b"source"), field_bytes(4, b"QNN")].concat();
+        let node = [field_bytes(4, b"EPContext"), field_bytes(5, &attr)].concat();
+        let graph = field_bytes(1, &node);
+        let model = field_bytes(7, &graph);
+        let summary = parse_model(&model).unwrap();
+        assert_eq!(summary.nodes[0].op_type, "EPContext");
+        assert_eq!(summary.nodes[0].attr_str("source"), Some("QNN"));
+    }
+
+    #[test]
+    fn truncated_model_is_an_error() {
+        let model = vec![(7 << 3) | 2, 50, 1, 2];
+        assert!(parse_model(&model).is_err());
+    }
+}

@@ -1,0 +1,205 @@
+//! Parity metrics and gates: pure functions over slices, accumulated in f64, NaN/Inf counted.
+
+use serde::Serialize;
+
+use crate::recipe::Gate;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Metrics {
+    pub cosine: f64,
+    pub max_abs_err: f64,
+    /// Flat (row-major) index of the largest absolute error.
+    pub max_abs_index: usize,
+    pub mean_abs_err: f64,
+    /// ||actual - expected|| / ||expected||.
+    pub rel_l2_err: f64,
+    /// Every element within `atol + rtol * |expected|` (informational, never the gate).
+    pub within_tol: bool,
+    /// Elements over that tolerance.
+    pub over_tol: usize,
+    pub nan_actual: usize,
+    pub inf_actual: usize,
+    pub nan_expected: usize,
+    pub inf_expected: usize,
+    pub elements: usize,
+}
+
+/// Compares `actual` against `expected`. Non-finite elements are counted and left out of the
+/// sums, so one NaN cannot hide behind a NaN cosine; the gate fails on any of them.
+pub fn compare(actual: &[f64], expected: &[f64], atol: f64, rtol: f64) -> Metrics {
+    assert_eq!(actual.len(), expected.len(), "compare: length mismatch");
+    let mut m = Metrics {
+        cosine: 0.0,
+        max_abs_err: 0.0,
+        max_abs_index: 0,
+        mean_abs_err: 0.0,
+        rel_l2_err: 0.0,
+        within_tol: true,
+        over_tol: 0,
+        nan_actual: 0,
+        inf_actual: 0,
+        nan_expected: 0,
+        inf_expected: 0,
+        elements: actual.len(),
+    };
+    let (mut dot, mut na, mut ne, mut diff2, mut abs_sum) =
+        (0.0f64, 0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    let mut finite_pairs = 0usize;
+    for (i, (&a, &e)) in actual.iter().zip(expected).enumerate() {
+        m.nan_actual += usize::from(a.is_nan());
+        m.inf_actual += usize::from(a.is_infinite());
+        m.nan_expected += usize::from(e.is_nan());
+        m.inf_expected += usize::from(e.is_infinite());
+        if !(a.is_finite() && e.is_finite()) {
+            continue;
+        }
+        finite_pairs += 1;
+        let d = a - e;
+        dot += a * e;
+        na += a * a;
+        ne += e * e;
+        diff2 += d * d;
+        abs_sum += d.abs();
+        if d.abs() > m.max_abs_err {
+            m.max_abs_err = d.abs();
+            m.max_abs_index = i;
+        }
+        if d.abs() > atol + rtol * e.abs() {
+            m.over_tol += 1;
+        }
+    }
+    m.within_tol = m.over_tol == 0;
+    m.mean_abs_err = if finite_pairs > 0 {
+        abs_sum / finite_pairs as f64
+    } else {
+        f64::NAN
+    };
+    m.cosine = cosine_from_sums(dot, na, ne);
+    m.rel_l2_err = if ne > 0.0 {
+        (diff2 / ne).sqrt()
+    } else if diff2 == 0.0 {
+        0.0
+    } else {
+        f64::INFINITY
+    };
+    m
+}
+
+/// Two all-zero tensors are identical (cosine 1); one all-zero tensor against a non-zero one
+/// has no direction in common (cosine 0).
+fn cosine_from_sums(dot: f64, na: f64, ne: f64) -> f64 {
+    match (na == 0.0, ne == 0.0) {
+        (true, true) => 1.0,
+        (true, false) | (false, true) => 0.0,
+        _ => (dot / (na.sqrt() * ne.sqrt())).clamp(-1.0, 1.0),
+    }
+}
+
+/// Converts a flat index into a multi-dimensional one for reports.
+pub fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for (d, &n) in shape.iter().enumerate().rev() {
+        if n > 0 {
+            idx[d] = flat % n;
+            flat /= n;
+        }
+    }
+    idx
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub pass: bool,
+    /// Why it failed, in words a person can act on (empty when it passed).
+    pub reasons: Vec<String>,
+}
+
+pub fn judge(m: &Metrics, gate: &Gate) -> Verdict {
+    let mut reasons = Vec::new();
+    let non_finite = m.nan_actual + m.inf_actual + m.nan_expected + m.inf_expected;
+    if non_finite > 0 {
+        reasons.push(format!(
+            "non-finite values: {} NaN / {} Inf in the output, {} NaN / {} Inf in the golden",
+            m.nan_actual, m.inf_actual, m.nan_expected, m.inf_expected
+        ));
+    }
+    if m.cosine.is_nan() || m.cosine < gate.min_cosine {
+        reasons.push(format!("cosine {:.8} < gate {}", m.cosine, gate.min_cosine));
+    }
+    Verdict {
+        pass: reasons.is_empty(),
+        reasons,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(min: f64) -> Gate {
+        Gate {
+            min_cosine: min,
+            atol: 1e-4,
+            rtol: 1e-3,
+            waiver: None,
+        }
+    }
+
+    #[test]
+    fn identical_tensors_are_perfect() {
+        let x = [1.0, -2.0, 3.0];
+        let m = compare(&x, &x, 0.0, 0.0);
+        assert_eq!(m.cosine, 1.0);
+        assert_eq!(m.max_abs_err, 0.0);
+        assert!(m.within_tol);
+        assert!(judge(&m, &gate(0.9999)).pass);
+    }
+
+    #[test]
+    fn max_error_and_index_are_reported() {
+        let m = compare(&[1.0, 2.5, 3.0], &[1.0, 2.0, 3.0], 1e-4, 0.0);
+        assert_eq!(m.max_abs_index, 1);
+        assert!((m.max_abs_err - 0.5).abs() < 1e-12);
+        assert_eq!(m.over_tol, 1);
+        assert!(!m.within_tol);
+        assert!((m.mean_abs_err - 0.5 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn nan_fails_the_gate_even_with_good_cosine() {
+        let m = compare(&[1.0, f64::NAN, 3.0], &[1.0, 2.0, 3.0], 1e-4, 0.0);
+        assert_eq!(m.nan_actual, 1);
+        assert_eq!(m.cosine, 1.0);
+        let v = judge(&m, &gate(0.9));
+        assert!(!v.pass);
+        assert!(v.reasons[0].contains("NaN"), "{:?}", v.reasons);
+    }
+
+    #[test]
+    fn opposite_sign_gives_negative_cosine_and_fails() {
+        let m = compare(&[-1.0, -2.0], &[1.0, 2.0], 0.0, 0.0);
+        assert!((m.cosine + 1.0).abs() < 1e-12);
+        assert!(!judge(&m, &gate(0.9999)).pass);
+    }
+
+    #[test]
+    fn cosine_accumulates_in_f64() {
+        // 1e6 elements of 1e-3 against 1e-3 + 1e-9: an f32 accumulator would drift visibly.
+        let a = vec![1e-3; 1_000_000];
+        let e = vec![1e-3 + 1e-9; 1_000_000];
+        let m = compare(&a, &e, 0.0, 0.0);
+        assert!((m.cosine - 1.0).abs() < 1e-12);
+        assert!((m.rel_l2_err - 1e-6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn zero_tensors() {
+        assert_eq!(compare(&[0.0, 0.0], &[0.0, 0.0], 0.0, 0.0).cosine, 1.0);
+        assert_eq!(compare(&[0.0, 0.0], &[1.0, 0.0], 0.0, 0.0).cosine, 0.0);
+    }
+
+    #[test]
+    fn unravel_row_major() {
+        assert_eq!(unravel(7, &[2, 3, 2]), vec![1, 0, 1]);
+    }
+}

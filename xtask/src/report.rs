@@ -1,0 +1,210 @@
+//! Parity reports: a table per component on the terminal, and `reports/<model>/parity-<backend>`
+//! as JSON (every figure, tool versions, input hashes) and Markdown (the model card's table).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::component_parity::ComponentResult;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolVersions {
+    pub xtask: String,
+    pub onnxruntime: String,
+    pub qnn_build: Option<String>,
+    pub qnn_plugin: String,
+    pub runtime_source: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ParityReport {
+    pub model: String,
+    pub backend: String,
+    /// Seconds since the Unix epoch.
+    pub created_unix: u64,
+    pub versions: ToolVersions,
+    /// For `htp`: whether the HTP was emulated (x86_64 host) or a real NPU.
+    pub htp_emulated: Option<bool>,
+    pub components: Vec<ComponentResult>,
+    pub pass: bool,
+}
+
+pub fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+pub fn write_parity_report(dir: &Path, report: &ParityReport) -> Result<()> {
+    let stem = format!("parity-{}", report.backend);
+    crate::atomic::write_atomic(
+        &dir.join(format!("{stem}.json")),
+        &serde_json::to_vec_pretty(report)?,
+    )?;
+    crate::atomic::write_atomic(
+        &dir.join(format!("{stem}.md")),
+        parity_markdown(report).as_bytes(),
+    )
+}
+
+/// Cosines as the model card prints them: 1.0 when exactly one, else 8 decimals.
+pub fn fmt_cosine(c: f64) -> String {
+    if c == 1.0 {
+        "1.0".into()
+    } else {
+        format!("{c:.8}")
+    }
+}
+
+pub fn parity_markdown(r: &ParityReport) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# Parity: `{}` on backend `{}`\n", r.model, r.backend);
+    let v = &r.versions;
+    let _ = writeln!(
+        md,
+        "ONNX Runtime {} · QNN {} · {} · xtask {} · runtime: {}",
+        v.onnxruntime,
+        v.qnn_build.as_deref().unwrap_or("(not loaded)"),
+        v.qnn_plugin,
+        v.xtask,
+        v.runtime_source
+    );
+    if let Some(emulated) = r.htp_emulated {
+        let _ = writeln!(
+            md,
+            "\nHTP: {}",
+            if emulated {
+                "emulated on x86_64 (not a device)"
+            } else {
+                "real NPU"
+            }
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nCosine is the correctness gate; `within_tol` is informational.\n"
+    );
+    let _ = writeln!(md, "| context | output | cosine |");
+    let _ = writeln!(md, "|---|---|---|");
+    for c in &r.components {
+        let names: Vec<&str> = c.outputs.iter().map(|o| o.name.as_str()).collect();
+        let cos: Vec<String> = c
+            .outputs
+            .iter()
+            .map(|o| fmt_cosine(o.metrics.cosine))
+            .collect();
+        let status = if c.pass { "" } else { " **FAIL**" };
+        if c.outputs.is_empty() {
+            let _ = writeln!(
+                md,
+                "| `{}` | — | **FAIL**: {} |",
+                c.component,
+                c.error.as_deref().unwrap_or("?").replace('\n', " ")
+            );
+        } else {
+            let _ = writeln!(
+                md,
+                "| `{}` | {} | {}{} |",
+                c.component,
+                names.join(" / "),
+                cos.join(" / "),
+                status
+            );
+        }
+    }
+    let _ = writeln!(md, "\n## Details\n");
+    let _ = writeln!(
+        md,
+        "| context | output | cosine | gate | max abs err (at) | mean abs err | rel L2 | within_tol | NaN/Inf | result |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
+    for c in &r.components {
+        for o in &c.outputs {
+            let m = &o.metrics;
+            let _ = writeln!(
+                md,
+                "| `{}` | {} | {} | {} | {:.3e} {:?} | {:.3e} | {:.3e} | {} | {}/{} | {} |",
+                c.component,
+                o.name,
+                fmt_cosine(m.cosine),
+                o.gate.min_cosine,
+                m.max_abs_err,
+                o.max_abs_at,
+                m.mean_abs_err,
+                m.rel_l2_err,
+                m.within_tol,
+                m.nan_actual,
+                m.inf_actual,
+                if o.verdict.pass {
+                    "pass".to_string()
+                } else {
+                    format!("FAIL: {}", o.verdict.reasons.join("; "))
+                }
+            );
+        }
+    }
+    let waivers: Vec<String> = r
+        .components
+        .iter()
+        .flat_map(|c| {
+            c.outputs.iter().filter_map(move |o| {
+                o.gate.waiver.as_ref().map(|w| {
+                    format!(
+                        "- `{}` {} (gate {}): {w}",
+                        c.component, o.name, o.gate.min_cosine
+                    )
+                })
+            })
+        })
+        .collect();
+    if !waivers.is_empty() {
+        let _ = writeln!(md, "\n## Waivers\n\n{}", waivers.join("\n"));
+    }
+    let _ = writeln!(md, "\n## Inputs\n");
+    for c in &r.components {
+        for (name, sha) in &c.input_sha256 {
+            let _ = writeln!(md, "- `{}` {name}: sha256 `{sha}`", c.component);
+        }
+    }
+    md
+}
+
+/// The terminal table for one component.
+pub fn print_component(c: &ComponentResult) {
+    let head = if c.pass { "PASS" } else { "FAIL" };
+    println!("{head}  {} [{}]", c.component, c.backend);
+    if let Some(err) = &c.error {
+        println!("      error: {}", err.replace('\n', "\n      "));
+        return;
+    }
+    println!(
+        "      {:<16} {:>12} {:>10} {:>11} {:>11} {:>10} {:>10}  {}",
+        "output", "cosine", "gate", "max_abs", "mean_abs", "rel_l2", "within_tol", "nan/inf"
+    );
+    for o in &c.outputs {
+        let m = &o.metrics;
+        println!(
+            "      {:<16} {:>12} {:>10} {:>11.3e} {:>11.3e} {:>10.3e} {:>10}  {}/{}",
+            o.name,
+            fmt_cosine(m.cosine),
+            o.gate.min_cosine,
+            m.max_abs_err,
+            m.mean_abs_err,
+            m.rel_l2_err,
+            m.within_tol,
+            m.nan_actual,
+            m.inf_actual
+        );
+        if let Some(w) = &o.gate.waiver {
+            println!("      waiver on {}: {w}", o.name);
+        }
+        for reason in &o.verdict.reasons {
+            println!(
+                "      FAIL {} {}: {reason} (max abs err at {:?})",
+                c.component, o.name, o.max_abs_at
+            );
+        }
+    }
+}

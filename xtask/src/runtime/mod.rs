@@ -1,0 +1,10 @@
+//! The embedded QNN 2.47 runtime: fetching it (`bootstrap`), loading it and opening checked
+//! sessions on it (`session`), and asking it for versions (`version`).
+
+pub mod bootstrap;
+pub mod probe;
+pub mod session;
+pub mod stdio;
+pub mod version;
+
+pub use session::{Backend, HtpTarget, Runtime};

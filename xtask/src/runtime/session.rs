@@ -1,0 +1,479 @@
+//! ONNX Runtime sessions on the backends the tool uses: ORT's CPU EP, the QNN CPU backend,
+//! the QNN HTP backend (emulated on x86_64), and the QNN IR backend for DLC dumps.
+//!
+//! Every outcome is checked here, because through `ort` many failures are silent: option keys
+//! without the EP prefix are dropped, nodes fall back to ORT's CPU EP, no context file is
+//! written. Placement is proven from ORT's own verbose "Node placements" log of the session.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result, bail};
+use ort::environment::Environment;
+use ort::logging::LogLevel;
+use ort::session::{Session, SessionInputValue};
+use ort::value::{DynValue, Tensor as OrtTensor, TensorElementType, ValueType};
+
+use super::bootstrap::RuntimeLibs;
+use crate::tensor::{DType, Tensor};
+
+pub const QNN_EP: &str = "QNNExecutionProvider";
+const CPU_EP: &str = "CPUExecutionProvider";
+
+/// The HTP target of a context binary: SoC, architecture, optimization level, precision.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct HtpTarget {
+    pub soc_model: u32,
+    pub htp_arch: u32,
+    pub optimization_level: u8,
+    pub fp16: bool,
+    pub vtcm_mb: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// ONNX Runtime's own CPU execution provider (the reference of `parity --backend ort`).
+    OrtCpu,
+    /// The QNN CPU backend, `libQnnCpu.so`.
+    QnnCpu,
+    /// The QNN HTP backend, `libQnnHtp.so`.
+    QnnHtp(HtpTarget),
+}
+
+impl Backend {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Backend::OrtCpu => "ort",
+            Backend::QnnCpu => "cpu",
+            Backend::QnnHtp(_) => "htp",
+        }
+    }
+}
+
+/// The loaded ONNX Runtime with the QNN plugin registered.
+pub struct Runtime {
+    env: Environment,
+    pub libs: RuntimeLibs,
+    pub ort_version: String,
+    /// The QNN build version (`v2.47.0.…`) as the first QNN session logged it.
+    qnn_build: Mutex<Option<String>>,
+}
+
+/// Where each node of a session runs, from ORT's placement log.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Placement {
+    /// Node count per execution provider.
+    pub nodes_per_ep: BTreeMap<String, usize>,
+    /// Nodes not on the QNN EP, as `op_type (name)` lines from the log.
+    pub off_qnn: Vec<String>,
+}
+
+pub struct CheckedSession {
+    session: Session,
+    pub placement: Placement,
+    pub log: Vec<String>,
+}
+
+type LogSink = Arc<Mutex<Vec<String>>>;
+
+impl Runtime {
+    pub fn load(libs: RuntimeLibs) -> Result<Self> {
+        let ort_version = super::version::ort_library_version(&libs.ort_dylib)?;
+        let builder = ort::init_from(&libs.ort_dylib).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot load ONNX Runtime from {}: {e}",
+                libs.ort_dylib.display()
+            )
+        })?;
+        let env = builder
+            .with_name("xtask")
+            .build()
+            .context("cannot create the ORT environment")?;
+        let plugin = std::path::absolute(libs.qnn_plugin())?;
+        env.register_ep_library(QNN_EP, &plugin)
+            .with_context(|| format!("cannot register the QNN plugin {}", plugin.display()))?;
+        Ok(Runtime {
+            env,
+            libs,
+            ort_version,
+            qnn_build: Mutex::new(None),
+        })
+    }
+
+    /// The QNN build version seen in any QNN session's log so far (probes a QNN CPU session
+    /// when none was opened yet).
+    pub fn qnn_build_version(&self) -> Option<String> {
+        if let Some(v) = self.qnn_build.lock().ok()?.clone() {
+            return Some(v);
+        }
+        super::probe::probe_backend(self, &Backend::QnnCpu).qnn_build
+    }
+
+    fn remember_qnn_build(&self, log: &[String]) {
+        if let Some(v) = super::version::qnn_build_version_from_log(log)
+            && let Ok(mut slot) = self.qnn_build.lock()
+        {
+            slot.get_or_insert(v);
+        }
+    }
+
+    pub fn has_qnn_device(&self) -> bool {
+        self.env
+            .devices()
+            .any(|d| d.ep().is_ok_and(|ep| ep == QNN_EP))
+    }
+
+    fn qnn_backend_lib(&self, name: &str) -> Result<String> {
+        let path = std::path::absolute(self.libs.qnn_dir.join(name))?;
+        if !path.is_file() {
+            bail!("QNN backend library {} is missing", path.display());
+        }
+        Ok(path.display().to_string())
+    }
+
+    /// EP options for a backend, each prefixed with the EP name (unprefixed keys are dropped).
+    fn qnn_options(&self, backend: &Backend) -> Result<Vec<(String, String)>> {
+        let mut opts: Vec<(&str, String)> = match backend {
+            Backend::OrtCpu => return Ok(Vec::new()),
+            Backend::QnnCpu => vec![("backend_path", self.qnn_backend_lib("libQnnCpu.so")?)],
+            Backend::QnnHtp(t) => htp_options(t, self.qnn_backend_lib("libQnnHtp.so")?),
+        };
+        opts.push(("profiling_level", "off".into()));
+        Ok(opts
+            .into_iter()
+            .map(|(k, v)| (format!("{QNN_EP}.{k}"), v))
+            .collect())
+    }
+
+    /// A session builder with the log captured into `sink` (verbose, for placement) and the
+    /// device of `ep` alone: device order is EP priority, so QNN is never listed after CPU.
+    fn builder(
+        &self,
+        ep: &str,
+        ep_options: &[(String, String)],
+        sink: &LogSink,
+    ) -> Result<ort::session::builder::SessionBuilder> {
+        let sink = sink.clone();
+        let logger: ort::logging::LoggerFunction =
+            Arc::new(move |_lvl, _cat, _id, _loc, msg: &str| {
+                if let Ok(mut v) = sink.lock() {
+                    v.push(msg.to_string());
+                }
+            });
+        let devices: Vec<_> = self
+            .env
+            .devices()
+            .filter(|d| d.ep().is_ok_and(|name| name == ep))
+            .collect();
+        if devices.is_empty() {
+            bail!(
+                "no {ep} device: the QNN plugin did not register a device (run `cargo xtask doctor`)"
+            );
+        }
+        let options = (!ep_options.is_empty()).then_some(ep_options);
+        Session::builder(&self.env)
+            .map_err(ort_err)?
+            .with_logger(logger)
+            .map_err(ort_err)?
+            .with_log_level(LogLevel::Verbose)
+            .map_err(ort_err)?
+            .with_intra_threads(2)
+            .map_err(ort_err)?
+            .with_devices(devices, options)
+            .map_err(ort_err)
+    }
+
+    fn backend_builder(
+        &self,
+        backend: &Backend,
+        sink: &LogSink,
+    ) -> Result<ort::session::builder::SessionBuilder> {
+        let ep = if matches!(backend, Backend::OrtCpu) {
+            CPU_EP
+        } else {
+            QNN_EP
+        };
+        self.builder(ep, &self.qnn_options(backend)?, sink)
+    }
+
+    /// Opens a model for inference and proves where its nodes run: a QNN backend session with
+    /// any node off the QNN EP is an error naming those nodes.
+    pub fn open(&self, model: &Path, backend: &Backend) -> Result<CheckedSession> {
+        let sink: LogSink = Arc::default();
+        let mut builder = self.backend_builder(backend, &sink)?;
+        let session = with_stdout_quiet(|| builder.commit_from_file(model))
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .with_context(|| {
+                format!(
+                    "cannot open {} on backend `{}`",
+                    model.display(),
+                    backend.label()
+                )
+            })?;
+        let log = std::mem::take(&mut *sink.lock().unwrap());
+        self.remember_qnn_build(&log);
+        let placement = parse_placement(&log);
+        if backend != &Backend::OrtCpu {
+            require_all_on_qnn(&placement, &log, model)?;
+        }
+        Ok(CheckedSession {
+            session,
+            placement,
+            log,
+        })
+    }
+
+    /// Dumps the model as a QNN IR DLC into `dir` (the QNN IR backend through the EP). A dump
+    /// session cannot run inference; the DLC file is the only product.
+    pub fn dump_dlc(&self, model: &Path, dir: &Path) -> Result<(PathBuf, Placement)> {
+        std::fs::create_dir_all(dir)?;
+        let sink: LogSink = Arc::default();
+        let opts: Vec<(String, String)> = [
+            ("backend_path", self.qnn_backend_lib("libQnnIr.so")?),
+            ("dump_qnn_ir_dlc", "1".into()),
+            (
+                "dump_qnn_ir_dlc_dir",
+                std::path::absolute(dir)?.display().to_string(),
+            ),
+            ("qnn_ir_backend_path", self.qnn_backend_lib("libQnnIr.so")?),
+        ]
+        .into_iter()
+        .map(|(k, v)| (format!("{QNN_EP}.{k}"), v))
+        .collect();
+        let mut builder = self.builder(QNN_EP, &opts, &sink)?;
+        let _session = with_stdout_quiet(|| builder.commit_from_file(model))
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .with_context(|| format!("QNN IR conversion of {} failed", model.display()))?;
+        let log = std::mem::take(&mut *sink.lock().unwrap());
+        let placement = parse_placement(&log);
+        require_all_on_qnn(&placement, &log, model)?;
+        let dlcs: Vec<PathBuf> = std::fs::read_dir(dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "dlc"))
+            .collect();
+        match dlcs.as_slice() {
+            [one] => Ok((one.clone(), placement)),
+            [] => bail!(
+                "the QNN IR backend wrote no DLC for {} (session succeeded silently)",
+                model.display()
+            ),
+            many => bail!(
+                "expected one DLC for {}, found {}: the graph was partitioned",
+                model.display(),
+                many.len()
+            ),
+        }
+    }
+
+    /// Compiles the model into an HTP context binary plus its EPContext wrapper at `wrapper`
+    /// (`<stem>.onnx` → `<stem>_qnn.bin` beside it), and checks both were really written.
+    pub fn compile_context(
+        &self,
+        model: &Path,
+        target: &HtpTarget,
+        wrapper: &Path,
+    ) -> Result<Placement> {
+        let sink: LogSink = Arc::default();
+        let backend = Backend::QnnHtp(target.clone());
+        let mut builder = self
+            .backend_builder(&backend, &sink)?
+            .with_config_entry("ep.context_enable", "1")
+            .and_then(|b| b.with_config_entry("ep.context_embed_mode", "0"))
+            .and_then(|b| {
+                b.with_config_entry("ep.context_file_path", wrapper.display().to_string())
+            })
+            .and_then(|b| b.with_disable_cpu_fallback())
+            .map_err(ort_err)?;
+        let session = with_stdout_quiet(|| builder.commit_from_file(model))
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .with_context(|| format!("HTP context generation for {} failed", model.display()))?;
+        drop(session);
+        let log = std::mem::take(&mut *sink.lock().unwrap());
+        let placement = parse_placement(&log);
+        require_all_on_qnn(&placement, &log, model)?;
+        Ok(placement)
+    }
+}
+
+impl CheckedSession {
+    pub fn input_contract(&self) -> Vec<(String, Option<DType>, Vec<i64>)> {
+        self.session
+            .inputs()
+            .iter()
+            .map(|o| outlet_contract(o.name(), o.dtype()))
+            .collect()
+    }
+
+    pub fn output_contract(&self) -> Vec<(String, Option<DType>, Vec<i64>)> {
+        self.session
+            .outputs()
+            .iter()
+            .map(|o| outlet_contract(o.name(), o.dtype()))
+            .collect()
+    }
+
+    /// Runs once with named inputs and returns every output by name.
+    pub fn run(&mut self, inputs: &BTreeMap<String, Tensor>) -> Result<BTreeMap<String, Tensor>> {
+        let mut values: Vec<(Cow<'_, str>, SessionInputValue<'_>)> = Vec::new();
+        for (name, t) in inputs {
+            values.push((
+                Cow::Owned(name.clone()),
+                SessionInputValue::from(to_ort_value(t)?),
+            ));
+        }
+        let names: Vec<String> = self
+            .session
+            .outputs()
+            .iter()
+            .map(|o| o.name().to_string())
+            .collect();
+        let outputs =
+            with_stdout_quiet(|| self.session.run(values)).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut out = BTreeMap::new();
+        for name in names {
+            out.insert(
+                name.clone(),
+                from_ort_value(&outputs[name.as_str()])
+                    .with_context(|| format!("output `{name}`"))
+                    .map_err(ort_err)?,
+            );
+        }
+        Ok(out)
+    }
+}
+
+fn htp_options(t: &HtpTarget, lib: String) -> Vec<(&'static str, String)> {
+    let mut opts = vec![
+        ("backend_path", lib),
+        ("soc_model", t.soc_model.to_string()),
+        ("htp_arch", t.htp_arch.to_string()),
+        (
+            "htp_graph_finalization_optimization_mode",
+            t.optimization_level.to_string(),
+        ),
+        ("enable_htp_fp16_precision", u8::from(t.fp16).to_string()),
+    ];
+    if t.vtcm_mb > 0 {
+        opts.push(("vtcm_mb", t.vtcm_mb.to_string()));
+    }
+    opts
+}
+
+fn outlet_contract(name: &str, ty: &ValueType) -> (String, Option<DType>, Vec<i64>) {
+    match ty {
+        ValueType::Tensor { ty, shape, .. } => (name.to_string(), dtype_of(*ty), shape.to_vec()),
+        _ => (name.to_string(), None, Vec::new()),
+    }
+}
+
+fn dtype_of(ty: TensorElementType) -> Option<DType> {
+    match ty {
+        TensorElementType::Float32 => Some(DType::F32),
+        TensorElementType::Float16 => Some(DType::F16),
+        TensorElementType::Int64 => Some(DType::I64),
+        TensorElementType::Bool => Some(DType::Bool),
+        _ => None,
+    }
+}
+
+fn to_ort_value(t: &Tensor) -> Result<DynValue> {
+    Ok(match t {
+        Tensor::F32(a) => OrtTensor::from_array(a.clone())?.into_dyn(),
+        Tensor::F16(a) => OrtTensor::from_array(a.clone())?.into_dyn(),
+        Tensor::I64(a) => OrtTensor::from_array(a.clone())?.into_dyn(),
+        Tensor::Bool(a) => OrtTensor::from_array(a.clone())?.into_dyn(),
+    })
+}
+
+fn from_ort_value(v: &DynValue) -> Result<Tensor> {
+    if let Ok(a) = v.try_extract_array::<f32>() {
+        return Ok(Tensor::F32(a.to_owned()));
+    }
+    if let Ok(a) = v.try_extract_array::<half::f16>() {
+        return Ok(Tensor::F16(a.to_owned()));
+    }
+    if let Ok(a) = v.try_extract_array::<i64>() {
+        return Ok(Tensor::I64(a.to_owned()));
+    }
+    if let Ok(a) = v.try_extract_array::<bool>() {
+        return Ok(Tensor::Bool(a.to_owned()));
+    }
+    bail!("unsupported output element type")
+}
+
+/// Parses ORT's verbose placement report:
+/// `All nodes placed on [EP]. Number of nodes: N` or, per EP,
+/// `Node(s) placed on [EP]. Number of nodes: N` followed by ` OpType (name)` lines.
+pub fn parse_placement(log: &[String]) -> Placement {
+    let mut placement = Placement::default();
+    for msg in log {
+        let Some(idx) = msg.find("placed on [") else {
+            continue;
+        };
+        let rest = &msg[idx + "placed on [".len()..];
+        let Some(end) = rest.find(']') else { continue };
+        let ep = rest[..end].to_string();
+        let count = rest
+            .split("Number of nodes:")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .and_then(|s| s.trim_end_matches('.').parse::<usize>().ok())
+            .unwrap_or(0);
+        *placement.nodes_per_ep.entry(ep.clone()).or_default() += count;
+        if ep != QNN_EP {
+            let nodes = msg.lines().skip(1).map(str::trim).filter(|l| !l.is_empty());
+            placement
+                .off_qnn
+                .extend(nodes.map(|n| format!("{n} [{ep}]")));
+            if count > 0 && msg.lines().count() == 1 {
+                placement.off_qnn.push(format!("{count} node(s) on [{ep}]"));
+            }
+        }
+    }
+    placement
+}
+
+fn require_all_on_qnn(placement: &Placement, log: &[String], model: &Path) -> Result<()> {
+    if placement.nodes_per_ep.is_empty() {
+        let tail: Vec<&String> = log.iter().rev().take(8).collect();
+        bail!(
+            "{}: ORT reported no node placement, so QNN placement cannot be proven (log tail: {:?})",
+            model.display(),
+            tail
+        );
+    }
+    let on_qnn = placement.nodes_per_ep.get(QNN_EP).copied().unwrap_or(0);
+    let off: usize = placement
+        .nodes_per_ep
+        .iter()
+        .filter(|(ep, _)| *ep != QNN_EP)
+        .map(|(_, n)| n)
+        .sum();
+    if on_qnn == 0 || off > 0 {
+        let reasons: Vec<&String> = log
+            .iter()
+            .filter(|l| l.contains("Validation FAILED") || l.contains("REASON"))
+            .take(10)
+            .collect();
+        bail!(
+            "{}: not placed entirely on QNN ({on_qnn} node(s) on QNN, {off} elsewhere):\n  {}\n  QNN said: {:?}",
+            model.display(),
+            placement.off_qnn.join("\n  "),
+            reasons
+        );
+    }
+    Ok(())
+}
+
+/// Runs `f` with file descriptor 1 pointed at stderr: HTP graph preparation prints progress to
+/// stdout, which must stay clean for the tool's own tables and JSON.
+fn with_stdout_quiet<T>(f: impl FnOnce() -> T) -> T {
+    super::stdio::with_stdout_captured(f)
+}
+
+/// `ort` errors carry the builder for recovery and are not `Send`; keep only the message.
+fn ort_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    anyhow::anyhow!("{e}")
+}

@@ -1,0 +1,199 @@
+//! Tensors as the tool sees them: golden npz files in, ORT values out. Element types are the
+//! ones the I/O contracts use (f32, f16, i64, bool); comparisons always go through f64.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use ndarray::ArrayD;
+use ndarray_npy::{NpzReader, ReadDataError, ReadNpyError, ReadableElement};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    F32,
+    F16,
+    I64,
+    Bool,
+}
+
+impl std::fmt::Display for DType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = match self {
+            DType::F32 => "f32",
+            DType::F16 => "f16",
+            DType::I64 => "i64",
+            DType::Bool => "bool",
+        };
+        f.write_str(s)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Tensor {
+    F32(ArrayD<f32>),
+    F16(ArrayD<half::f16>),
+    I64(ArrayD<i64>),
+    Bool(ArrayD<bool>),
+}
+
+impl Tensor {
+    pub fn dtype(&self) -> DType {
+        match self {
+            Tensor::F32(_) => DType::F32,
+            Tensor::F16(_) => DType::F16,
+            Tensor::I64(_) => DType::I64,
+            Tensor::Bool(_) => DType::Bool,
+        }
+    }
+
+    pub fn shape(&self) -> Vec<usize> {
+        match self {
+            Tensor::F32(a) => a.shape().to_vec(),
+            Tensor::F16(a) => a.shape().to_vec(),
+            Tensor::I64(a) => a.shape().to_vec(),
+            Tensor::Bool(a) => a.shape().to_vec(),
+        }
+    }
+
+    /// Values widened to f64, in logical (row-major) order, for metrics.
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        match self {
+            Tensor::F32(a) => a.iter().map(|&v| f64::from(v)).collect(),
+            Tensor::F16(a) => a.iter().map(|&v| f64::from(v)).collect(),
+            Tensor::I64(a) => a.iter().map(|&v| v as f64).collect(),
+            Tensor::Bool(a) => a.iter().map(|&v| f64::from(u8::from(v))).collect(),
+        }
+    }
+
+    /// Raw little-endian bytes in logical order, for input hashes.
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        match self {
+            Tensor::F32(a) => a.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            Tensor::F16(a) => a.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            Tensor::I64(a) => a.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            Tensor::Bool(a) => a.iter().map(|&v| u8::from(v)).collect(),
+        }
+    }
+}
+
+/// `half::f16` read from NumPy's `<f2` descriptor (ndarray-npy has no f16 of its own).
+#[derive(Clone, Copy, Debug)]
+#[repr(transparent)]
+struct F16(half::f16);
+
+impl ReadableElement for F16 {
+    fn read_to_end_exact_vec<R: std::io::Read>(
+        mut reader: R,
+        type_desc: &py_literal::Value,
+        len: usize,
+    ) -> std::result::Result<Vec<Self>, ReadDataError> {
+        if !matches!(type_desc, py_literal::Value::String(s) if s == "<f2") {
+            return Err(ReadDataError::WrongDescriptor(type_desc.clone()));
+        }
+        let mut bytes = vec![0u8; len * 2];
+        reader.read_exact(&mut bytes)?;
+        let mut extra = [0u8; 1];
+        if reader.read(&mut extra)? != 0 {
+            return Err(ReadDataError::ExtraBytes(1));
+        }
+        Ok(bytes
+            .chunks_exact(2)
+            .map(|c| F16(half::f16::from_le_bytes([c[0], c[1]])))
+            .collect())
+    }
+}
+
+/// Reads every array of an npz file. Each array is tried as f32, f16, i64, bool in turn;
+/// anything else (or a corrupt archive) is an error naming the file and key.
+pub fn read_npz(path: &Path) -> Result<BTreeMap<String, Tensor>> {
+    let file =
+        fs::File::open(path).with_context(|| format!("missing golden file {}", path.display()))?;
+    let mut npz = NpzReader::new(file)
+        .with_context(|| format!("{} is not a readable npz (zip) archive", path.display()))?;
+    let names = npz
+        .names()
+        .with_context(|| format!("{}: corrupt npz directory", path.display()))?;
+    let mut out = BTreeMap::new();
+    for name in names {
+        let key = name.trim_end_matches(".npy").to_string();
+        let tensor = read_npz_array(&mut npz, &name)
+            .with_context(|| format!("{}: cannot read array `{key}`", path.display()))?;
+        out.insert(key, tensor);
+    }
+    Ok(out)
+}
+
+fn read_npz_array(npz: &mut NpzReader<fs::File>, name: &str) -> Result<Tensor> {
+    fn is_wrong_type(e: &ndarray_npy::ReadNpzError) -> bool {
+        matches!(
+            e,
+            ndarray_npy::ReadNpzError::Npy(ReadNpyError::WrongDescriptor(_))
+        )
+    }
+    match npz.by_name::<ndarray::OwnedRepr<f32>, ndarray::IxDyn>(name) {
+        Ok(a) => return Ok(Tensor::F32(a)),
+        Err(e) if !is_wrong_type(&e) => return Err(e.into()),
+        Err(_) => {}
+    }
+    match npz.by_name::<ndarray::OwnedRepr<F16>, ndarray::IxDyn>(name) {
+        Ok(a) => return Ok(Tensor::F16(a.mapv(|v| v.0))),
+        Err(e) if !is_wrong_type(&e) => return Err(e.into()),
+        Err(_) => {}
+    }
+    match npz.by_name::<ndarray::OwnedRepr<i64>, ndarray::IxDyn>(name) {
+        Ok(a) => return Ok(Tensor::I64(a)),
+        Err(e) if !is_wrong_type(&e) => return Err(e.into()),
+        Err(_) => {}
+    }
+    match npz.by_name::<ndarray::OwnedRepr<bool>, ndarray::IxDyn>(name) {
+        Ok(a) => Ok(Tensor::Bool(a)),
+        Err(e) if is_wrong_type(&e) => bail!("unsupported dtype (expected f32, f16, i64 or bool)"),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Writes tensors as an uncompressed npz (used by tests and tools that perturb golden files).
+pub fn write_npz(path: &Path, tensors: &BTreeMap<String, Tensor>) -> Result<()> {
+    let mut buf = std::io::Cursor::new(Vec::new());
+    {
+        let mut npz = ndarray_npy::NpzWriter::new_compressed(&mut buf);
+        for (name, t) in tensors {
+            match t {
+                Tensor::F32(a) => npz.add_array(name.as_str(), a)?,
+                Tensor::I64(a) => npz.add_array(name.as_str(), a)?,
+                Tensor::Bool(a) => npz.add_array(name.as_str(), a)?,
+                Tensor::F16(a) => npz.add_array(name.as_str(), &a.mapv(f32::from))?,
+            }
+        }
+        npz.finish()?;
+    }
+    crate::atomic::write_atomic(path, &buf.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn npz_round_trip_keeps_dtypes() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.npz");
+        let mut m = BTreeMap::new();
+        m.insert("a".into(), Tensor::F32(ArrayD::from_elem(vec![2, 3], 1.5)));
+        m.insert("b".into(), Tensor::I64(ArrayD::from_elem(vec![4], 7)));
+        m.insert("c".into(), Tensor::Bool(ArrayD::from_elem(vec![1], true)));
+        write_npz(&p, &m).unwrap();
+        assert_eq!(read_npz(&p).unwrap(), m);
+    }
+
+    #[test]
+    fn corrupt_npz_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bad.npz");
+        fs::write(&p, b"not a zip at all").unwrap();
+        let err = format!("{:#}", read_npz(&p).unwrap_err());
+        assert!(err.contains("bad.npz"), "{err}");
+    }
+}
