@@ -98,6 +98,20 @@ COMPONENTS = [
 
 F32 = np.float32
 
+# (inputs, outputs) of each component, in graph order
+IO_NAMES = {
+    "vision": (["pixel_values"], ["image_embeds"]),
+    **{
+        f"llm_split{i}": (["hidden_states", "attention_bias"], ["hidden_out", "keys", "values"])
+        for i in range(NSPLITS)
+    },
+    "action_context": (["keys", "values"], ["k_ctx", "v_ctx"]),
+    "action_step": (
+        ["trajectory", "timestep", "k_ctx", "v_ctx", "encoder_attention_mask", "action_dim_is_pad"],
+        ["next_trajectory"],
+    ),
+}
+
 
 # ---------------------------------------------------------------- utilities
 def rng_for(name: str) -> np.random.Generator:
@@ -737,6 +751,7 @@ def generate_tiny(root: Path):
     actions = a.astype(F32)
 
     for comp in COMPONENTS:
+        assert list(golden[comp]) == IO_NAMES[comp][0] + IO_NAMES[comp][1], comp
         p = gold_dir / f"{comp}_io.npz"
         save_npz(p, golden[comp])
         written.append(p)
@@ -791,18 +806,23 @@ def generate_tiny(root: Path):
         "attention_mask_value": ATTN_MASK_VALUE,
         "attention_mask_value_note": (
             "Blocked entries of attention_bias are -65504.0, the most negative finite fp16 value. "
-            "The PyTorch default of torch.finfo(torch.float32).min overflows to -inf when the HTP "
-            "runs in fp16, which turns fully/partly masked softmax rows into NaN or effectively "
-            "inverts the mask, so it must not be used."
+            "The PyTorch default, torch.finfo(torch.float32).min (-3.4e38), is not representable "
+            "in fp16: on the HTP fp16 path it goes out of range and the mask is effectively "
+            "inverted (blocked positions get attended), so masks must be clamped to -65504.0."
         ),
+        "encoder_mask_note": "action_step builds its cross-attention bias as (encoder_attention_mask - 1) * 30000 in-graph",
         "encoder_mask_scale": ACTION_MASK_SCALE,
         "components": {
             comp: {
                 "onnx": f"onnx/tiny/{comp}.onnx",
+                "external_data": f"onnx/tiny/{comp}.onnx.data" if comp.startswith("llm_split") else None,
                 "golden": f"golden/tiny/{comp}_io.npz",
+                "inputs": {k: list(golden[comp][k].shape) for k in IO_NAMES[comp][0]},
+                "outputs": {k: list(golden[comp][k].shape) for k in IO_NAMES[comp][1]},
             }
             for comp in COMPONENTS
         },
+        "action_step_golden": "action_step_io.npz holds the first Euler step (timestep 0.0)",
         "npz": "trace.npz",
         "arrays": {
             k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in trace.items()

@@ -174,18 +174,18 @@ pub fn parity_markdown(r: &ParityReport) -> String {
 /// The terminal table for one component.
 pub fn print_component(c: &ComponentResult) {
     let head = if c.pass { "PASS" } else { "FAIL" };
-    println!("{head}  {} [{}]", c.component, c.backend);
+    crate::outln!("{head}  {} [{}]", c.component, c.backend);
     if let Some(err) = &c.error {
-        println!("      error: {}", err.replace('\n', "\n      "));
+        crate::outln!("      error: {}", err.replace('\n', "\n      "));
         return;
     }
-    println!(
+    crate::outln!(
         "      {:<16} {:>12} {:>10} {:>11} {:>11} {:>10} {:>10}  {}",
         "output", "cosine", "gate", "max_abs", "mean_abs", "rel_l2", "within_tol", "nan/inf"
     );
     for o in &c.outputs {
         let m = &o.metrics;
-        println!(
+        crate::outln!(
             "      {:<16} {:>12} {:>10} {:>11.3e} {:>11.3e} {:>10.3e} {:>10}  {}/{}",
             o.name,
             fmt_cosine(m.cosine),
@@ -198,10 +198,10 @@ pub fn print_component(c: &ComponentResult) {
             m.inf_actual
         );
         if let Some(w) = &o.gate.waiver {
-            println!("      waiver on {}: {w}", o.name);
+            crate::outln!("      waiver on {}: {w}", o.name);
         }
         for reason in &o.verdict.reasons {
-            println!(
+            crate::outln!(
                 "      FAIL {} {}: {reason} (max abs err at {:?})",
                 c.component, o.name, o.max_abs_at
             );

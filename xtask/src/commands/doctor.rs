@@ -16,18 +16,18 @@ impl Doctor {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         let libs = ensure_runtime(&ctx.root)?;
         let rt = Runtime::load(libs)?;
-        println!(
+        crate::outln!(
             "ONNX Runtime  {} ({})",
             rt.ort_version,
             crate::project::rel(&ctx.root, &rt.libs.ort_dylib)
         );
-        println!(
+        crate::outln!(
             "QNN plugin    {} ({}, source: {})",
             QNN_WHEEL.requirement,
             crate::project::rel(&ctx.root, &rt.libs.qnn_plugin()),
             rt.libs.source
         );
-        println!(
+        crate::outln!(
             "QNN device    {}",
             if rt.has_qnn_device() {
                 "registered"
@@ -43,7 +43,7 @@ impl Doctor {
             vtcm_mb: 0,
         });
         let mut qnn_build = None;
-        println!("backends:");
+        crate::outln!("backends:");
         for backend in [Backend::OrtCpu, Backend::QnnCpu, htp] {
             let probe = probe_backend(&rt, &backend);
             qnn_build = qnn_build.or(probe.qnn_build.clone());
@@ -55,13 +55,13 @@ impl Doctor {
                 }
             };
             let state = if probe.usable { "usable" } else { "NOT usable" };
-            println!("  {name:<52} {state}: {}", probe.detail);
+            crate::outln!("  {name:<52} {state}: {}", probe.detail);
         }
-        println!(
+        crate::outln!(
             "QNN build     {}",
             qnn_build.as_deref().unwrap_or("(not reported)")
         );
-        println!("QAIRT SDK     {}", sdk_status());
+        crate::outln!("QAIRT SDK     {}", sdk_status());
         check_pins(&rt.ort_version, qnn_build.as_deref());
         Ok(Outcome::Success)
     }
@@ -91,9 +91,9 @@ fn sdk_status() -> String {
 
 fn check_pins(ort: &str, qnn: Option<&str>) {
     if ort != PINNED_ORT_VERSION {
-        println!("note: ONNX Runtime {ort} differs from the pinned {PINNED_ORT_VERSION}");
+        crate::outln!("note: ONNX Runtime {ort} differs from the pinned {PINNED_ORT_VERSION}");
     }
     if !qnn.is_some_and(|q| q.trim_start_matches('v').starts_with(PINNED_QNN_VERSION)) {
-        println!("note: QNN build {qnn:?} differs from the pinned {PINNED_QNN_VERSION}");
+        crate::outln!("note: QNN build {qnn:?} differs from the pinned {PINNED_QNN_VERSION}");
     }
 }

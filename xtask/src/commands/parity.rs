@@ -119,14 +119,14 @@ fn summarize(report: &ParityReport, dir: &std::path::Path, ctx: &Ctx) {
         .collect();
     let rel = crate::project::rel(&ctx.root, dir);
     if failed.is_empty() {
-        println!(
+        crate::outln!(
             "parity {}: all {} component(s) pass; report {rel}/parity-{}.md",
             report.backend,
             report.components.len(),
             report.backend
         );
     } else {
-        println!(
+        crate::outln!(
             "parity {}: {} of {} component(s) FAIL: {}; report {rel}/parity-{}.md",
             report.backend,
             failed.len(),

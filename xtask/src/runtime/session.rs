@@ -203,7 +203,7 @@ impl Runtime {
     pub fn open(&self, model: &Path, backend: &Backend) -> Result<CheckedSession> {
         let sink: LogSink = Arc::default();
         let mut builder = self.backend_builder(backend, &sink)?;
-        let session = with_stdout_quiet(|| builder.commit_from_file(model))
+        let session = builder.commit_from_file(model)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .with_context(|| {
                 format!(
@@ -243,7 +243,7 @@ impl Runtime {
         .map(|(k, v)| (format!("{QNN_EP}.{k}"), v))
         .collect();
         let mut builder = self.builder(QNN_EP, &opts, &sink)?;
-        let _session = with_stdout_quiet(|| builder.commit_from_file(model))
+        let _session = builder.commit_from_file(model)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .with_context(|| format!("QNN IR conversion of {} failed", model.display()))?;
         let log = std::mem::take(&mut *sink.lock().unwrap());
@@ -286,7 +286,7 @@ impl Runtime {
             })
             .and_then(|b| b.with_disable_cpu_fallback())
             .map_err(ort_err)?;
-        let session = with_stdout_quiet(|| builder.commit_from_file(model))
+        let session = builder.commit_from_file(model)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .with_context(|| format!("HTP context generation for {} failed", model.display()))?;
         drop(session);
@@ -330,7 +330,7 @@ impl CheckedSession {
             .map(|o| o.name().to_string())
             .collect();
         let outputs =
-            with_stdout_quiet(|| self.session.run(values)).map_err(|e| anyhow::anyhow!("{e}"))?;
+            self.session.run(values).map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut out = BTreeMap::new();
         for name in names {
             out.insert(
@@ -467,11 +467,6 @@ fn require_all_on_qnn(placement: &Placement, log: &[String], model: &Path) -> Re
     Ok(())
 }
 
-/// Runs `f` with file descriptor 1 pointed at stderr: HTP graph preparation prints progress to
-/// stdout, which must stay clean for the tool's own tables and JSON.
-fn with_stdout_quiet<T>(f: impl FnOnce() -> T) -> T {
-    super::stdio::with_stdout_captured(f)
-}
 
 /// `ort` errors carry the builder for recovery and are not `Send`; keep only the message.
 fn ort_err<E: std::fmt::Display>(e: E) -> anyhow::Error {

@@ -1,46 +1,57 @@
-//! Captures what native code writes to the process's stdout (fd 1). QNN's HTP graph
-//! preparation prints progress lines straight to fd 1 from C++; the tool's stdout carries its
-//! own tables and must not be interleaved with them. The captured text is kept for `-v`.
+//! Keeps the tool's stdout clean. QNN's HTP graph preparation prints progress lines straight
+//! to fd 1 from C++; the tool's stdout carries its own tables. At start-up fd 1 is duplicated
+//! for the tool's own output (`outln!`), and fd 1 itself is pointed at a log file (or at
+//! stderr with `-v`), once for the whole process, so parallel sessions need no locking.
 
-use std::io::{Read, Seek, Write};
-use std::os::fd::AsRawFd;
-use std::sync::Mutex;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::path::Path;
+use std::sync::{Mutex, OnceLock};
 
-static STDOUT_SWAP: Mutex<()> = Mutex::new(());
-static CAPTURED: Mutex<String> = Mutex::new(String::new());
+static TOOL_STDOUT: OnceLock<Mutex<File>> = OnceLock::new();
 
-pub fn with_stdout_captured<T>(f: impl FnOnce() -> T) -> T {
-    let _guard = STDOUT_SWAP.lock().unwrap_or_else(|e| e.into_inner());
-    let Ok(mut sink) = tempfile::tempfile() else {
-        return f();
-    };
+/// Redirects native stdout to `log` (or to stderr when `verbose`); the tool keeps the real one.
+pub fn isolate_native_stdout(log: &Path, verbose: bool) {
+    if TOOL_STDOUT.get().is_some() {
+        return;
+    }
     let _ = std::io::stdout().flush();
-    // SAFETY: plain POSIX fd calls; fd 1 is restored before returning.
+    // SAFETY: plain POSIX fd calls on fds this process owns.
     let saved = unsafe { libc::dup(1) };
     if saved < 0 {
-        return f();
+        return;
     }
-    unsafe { libc::dup2(sink.as_raw_fd(), 1) };
-    let out = f();
-    unsafe {
-        libc::fflush(std::ptr::null_mut());
-        libc::dup2(saved, 1);
-        libc::close(saved);
-    }
-    let mut text = String::new();
-    if sink.rewind().is_ok()
-        && sink.read_to_string(&mut text).is_ok()
-        && let Ok(mut all) = CAPTURED.lock()
-    {
-        all.push_str(&text);
-    }
-    out
+    let target = if verbose {
+        2
+    } else {
+        let Some(file) = log.parent().and_then(|d| std::fs::create_dir_all(d).ok()).and_then(|_| File::create(log).ok()) else {
+            unsafe { libc::close(saved) };
+            return;
+        };
+        let fd = file.as_raw_fd();
+        unsafe { libc::dup2(fd, 1) };
+        let _ = TOOL_STDOUT.set(Mutex::new(unsafe { File::from_raw_fd(saved) }));
+        return;
+    };
+    unsafe { libc::dup2(target, 1) };
+    let _ = TOOL_STDOUT.set(Mutex::new(unsafe { File::from_raw_fd(saved) }));
 }
 
-/// Everything native code printed to stdout so far (drained).
-pub fn take_captured() -> String {
-    CAPTURED
-        .lock()
-        .map(|mut s| std::mem::take(&mut *s))
-        .unwrap_or_default()
+/// Writes one line to the tool's own stdout.
+pub fn write_line(text: &str) {
+    match TOOL_STDOUT.get() {
+        Some(out) => {
+            let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = writeln!(out, "{text}");
+        }
+        None => println!("{text}"),
+    }
+}
+
+/// `println!` for the tool's own output (never mixed with native library prints).
+#[macro_export]
+macro_rules! outln {
+    () => { $crate::runtime::stdio::write_line("") };
+    ($($arg:tt)*) => { $crate::runtime::stdio::write_line(&format!($($arg)*)) };
 }
