@@ -2,15 +2,21 @@
 //! A thin entry point: parse flags, dispatch to one function per command.
 
 mod atomic;
+mod build_report;
+mod cache;
 mod commands;
 mod component_parity;
+mod epcontext;
 mod hashing;
 mod onnx_proto;
 mod parity;
+mod plan;
+mod progress;
 mod project;
 mod recipe;
 mod report;
 mod runtime;
+mod soc;
 mod tensor;
 
 use std::path::PathBuf;
@@ -39,6 +45,8 @@ struct Cli {
 enum Command {
     /// Show the runtime libraries, their versions and which backends are usable here.
     Doctor(commands::doctor::Doctor),
+    /// Build every component: ONNX → DLC, QNN CPU-backend parity, HTP context binary.
+    BuildCtx(commands::build_ctx::BuildCtx),
     /// Compare every component's outputs with its golden tensors on one backend.
     Parity(commands::parity::Parity),
 }
@@ -47,6 +55,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = project::find_root(cli.root.as_deref()).and_then(|root| {
+        runtime::stdio::isolate_native_stdout(&root.join("target/xtask-native-stdout.log"), cli.verbose);
         let ctx = commands::Ctx {
             root,
             verbose: cli.verbose,
@@ -54,6 +63,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Doctor(cmd) => cmd.run(&ctx),
             Command::Parity(cmd) => cmd.run(&ctx),
+            Command::BuildCtx(cmd) => cmd.run(&ctx),
         }
     });
     match result {

@@ -14,7 +14,7 @@ use crate::tensor::DType;
 
 pub const DEFAULT_MIN_COSINE: f64 = 0.9999;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelFile {
     pub model: ModelSection,
@@ -25,7 +25,7 @@ pub struct ModelFile {
     pub parity: ModelParity,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSection {
     pub name: String,
@@ -40,7 +40,7 @@ pub struct ModelSection {
     pub obtain: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetSection {
     pub qairt: String,
@@ -49,14 +49,14 @@ pub struct TargetSection {
 }
 
 /// Model-wide gate overrides (for example a looser HTP gate for fp16), each with a reason.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ModelParity {
     #[serde(default, rename = "override")]
     pub overrides: Vec<GateOverride>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ComponentFile {
     pub component: ComponentSection,
@@ -69,7 +69,7 @@ pub struct ComponentFile {
     pub parity: ParitySection,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ComponentSection {
     pub name: String,
@@ -79,13 +79,13 @@ pub struct ComponentSection {
     pub onnx: PathBuf,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct GoldenSection {
     pub file: PathBuf,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TensorSpec {
     pub name: Spanned<String>,
@@ -95,7 +95,7 @@ pub struct TensorSpec {
     pub golden_key: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConvertSection {
     /// 32 = float DLC (the bundle's choice); 16 = fp16 weights in the DLC.
@@ -105,7 +105,7 @@ pub struct ConvertSection {
     pub preserve_io_datatype: bool,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContextSection {
     pub graph_name: String,
@@ -117,7 +117,7 @@ pub struct ContextSection {
     pub weight_sharing_group: Option<String>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ParitySection {
     #[serde(default = "default_min_cosine")]

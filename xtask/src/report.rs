@@ -173,6 +173,22 @@ pub fn parity_markdown(r: &ParityReport) -> String {
 
 /// The terminal table for one component.
 pub fn print_component(c: &ComponentResult) {
+    print_component_table(c);
+    let mut waivers: Vec<(String, f64, &str)> = Vec::new();
+    for o in &c.outputs {
+        if let Some(w) = &o.gate.waiver {
+            match waivers.iter_mut().find(|(_, g, text)| *text == w.as_str() && *g == o.gate.min_cosine) {
+                Some(entry) => entry.0.push_str(&format!(", {}", o.name)),
+                None => waivers.push((o.name.clone(), o.gate.min_cosine, w)),
+            }
+        }
+    }
+    for (outputs, gate, text) in waivers {
+        crate::outln!("      waiver ({outputs}: gate {gate}): {text}");
+    }
+}
+
+fn print_component_table(c: &ComponentResult) {
     let head = if c.pass { "PASS" } else { "FAIL" };
     crate::outln!("{head}  {} [{}]", c.component, c.backend);
     if let Some(err) = &c.error {
@@ -197,9 +213,6 @@ pub fn print_component(c: &ComponentResult) {
             m.nan_actual,
             m.inf_actual
         );
-        if let Some(w) = &o.gate.waiver {
-            crate::outln!("      waiver on {}: {w}", o.name);
-        }
         for reason in &o.verdict.reasons {
             crate::outln!(
                 "      FAIL {} {}: {reason} (max abs err at {:?})",

@@ -80,6 +80,19 @@ pub fn ensure_runtime(root: &Path) -> Result<RuntimeLibs> {
     })
 }
 
+/// The runtime when it is already unpacked (or user-provided), without fetching anything.
+pub fn runtime_if_present(root: &Path) -> Option<RuntimeLibs> {
+    if let Ok(Some(libs)) = user_libs() {
+        return Some(libs);
+    }
+    let runtime_dir = root.join("target/qnn-runtime").join(RUNTIME_DIR_NAME);
+    runtime_dir.join("manifest.json").is_file().then(|| RuntimeLibs {
+        ort_dylib: runtime_dir.join(ORT_LIB_IN_WHEEL),
+        qnn_dir: runtime_dir.join(QNN_DIR_IN_WHEEL),
+        source: "embedded",
+    })
+}
+
 /// `ORT_DYLIB_PATH` + `QNN_LIB_DIR` select user libraries (both or neither).
 fn user_libs() -> Result<Option<RuntimeLibs>> {
     let ort = std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty());

@@ -1,0 +1,163 @@
+//! `reports/<model>/build-soc<N>.json` and `.md`: per component and step, status, duration,
+//! output sizes and sha256, graph name, QNN version, every output's cosine, gate result.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::cache::StepRecord;
+use crate::plan::{PlannedStep, Versions};
+use crate::runtime::Runtime;
+use crate::soc::Soc;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OutputFile {
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepStatus {
+    Ran,
+    Fresh,
+    Failed,
+    Skipped,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StepOutcome {
+    pub step: String,
+    pub status: StepStatus,
+    /// Why the step ran (dirty reasons) or why it failed / was skipped.
+    pub reasons: Vec<String>,
+    pub seconds: f64,
+    pub outputs: Vec<OutputFile>,
+    pub detail: serde_json::Value,
+    pub error: Option<String>,
+}
+
+impl StepOutcome {
+    pub fn fresh(step: &PlannedStep, record: Option<&StepRecord>, root: &Path) -> Self {
+        let outputs = record
+            .map(|r| {
+                r.outputs
+                    .iter()
+                    .map(|(path, sha)| OutputFile { path: path.clone(), bytes: std::fs::metadata(root.join(path)).map_or(0, |m| m.len()), sha256: sha.clone() })
+                    .collect()
+            })
+            .unwrap_or_default();
+        StepOutcome {
+            step: step.kind.label().into(),
+            status: StepStatus::Fresh,
+            reasons: vec![],
+            seconds: 0.0,
+            outputs,
+            detail: record.map(|r| r.detail.clone()).unwrap_or_default(),
+            error: None,
+        }
+    }
+
+    pub fn ran(step: &PlannedStep, reasons: Vec<String>, seconds: f64, outputs: Vec<OutputFile>, detail: serde_json::Value) -> Self {
+        StepOutcome { step: step.kind.label().into(), status: StepStatus::Ran, reasons, seconds, outputs, detail, error: None }
+    }
+
+    pub fn failed(step: &PlannedStep, reasons: Vec<String>, seconds: f64, error: String) -> Self {
+        StepOutcome { step: step.kind.label().into(), status: StepStatus::Failed, reasons, seconds, outputs: vec![], detail: serde_json::Value::Null, error: Some(error) }
+    }
+
+    pub fn skipped(step: &PlannedStep, why: String) -> Self {
+        StepOutcome { step: step.kind.label().into(), status: StepStatus::Skipped, reasons: vec![why], seconds: 0.0, outputs: vec![], detail: serde_json::Value::Null, error: None }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ComponentBuild {
+    pub component: String,
+    pub pass: bool,
+    pub steps: Vec<StepOutcome>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BuildReport {
+    pub model: String,
+    pub soc: Soc,
+    pub created_unix: u64,
+    pub onnxruntime: String,
+    pub qnn: String,
+    pub runtime_source: String,
+    pub components: Vec<ComponentBuild>,
+    pub pass: bool,
+}
+
+impl BuildReport {
+    pub fn new(model: &str, soc: &Soc, rt: &Runtime, versions: &Versions, components: Vec<ComponentBuild>) -> Self {
+        BuildReport {
+            model: model.into(),
+            soc: *soc,
+            created_unix: crate::report::now_unix(),
+            onnxruntime: versions.onnxruntime.clone(),
+            qnn: versions.qnn.clone(),
+            runtime_source: rt.libs.source.into(),
+            pass: components.iter().all(|c| c.pass),
+            components,
+        }
+    }
+
+    pub fn print_summary(&self, report_dir: &str) {
+        let count = |s: StepStatus| self.components.iter().flat_map(|c| &c.steps).filter(|x| x.status == s).count();
+        crate::outln!(
+            "build-ctx {} soc {}: {} step(s) ran, {} fresh, {} failed, {} skipped; report {report_dir}/build-soc{}.md",
+            self.model,
+            self.soc.id,
+            count(StepStatus::Ran),
+            count(StepStatus::Fresh),
+            count(StepStatus::Failed),
+            count(StepStatus::Skipped),
+            self.soc.id
+        );
+        for c in self.components.iter().filter(|c| !c.pass) {
+            for s in c.steps.iter().filter(|s| s.status == StepStatus::Failed) {
+                crate::outln!("FAILED {} at {}: {}", c.component, s.step, s.error.as_deref().unwrap_or("?"));
+            }
+        }
+    }
+}
+
+pub fn write_build_report(dir: &Path, report: &BuildReport) -> Result<()> {
+    let stem = format!("build-soc{}", report.soc.id);
+    crate::atomic::write_atomic(&dir.join(format!("{stem}.json")), &serde_json::to_vec_pretty(report)?)?;
+    crate::atomic::write_atomic(&dir.join(format!("{stem}.md")), build_markdown(report).as_bytes())
+}
+
+fn build_markdown(r: &BuildReport) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# build-ctx `{}` for soc {} ({}, Hexagon v{})\n", r.model, r.soc.id, r.soc.chips.join(" / "), r.soc.htp_arch);
+    let _ = writeln!(md, "ONNX Runtime {} · QNN {} · runtime: {}\n", r.onnxruntime, r.qnn, r.runtime_source);
+    let _ = writeln!(md, "| component | step | status | seconds | outputs | detail |");
+    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    for c in &r.components {
+        for s in &c.steps {
+            let outputs: Vec<String> = s.outputs.iter().map(|o| format!("`{}` {} B sha256 `{}`", o.path, o.bytes, &o.sha256[..16.min(o.sha256.len())])).collect();
+            let detail = step_detail(s);
+            let _ = writeln!(md, "| `{}` | {} | {:?} | {:.2} | {} | {} |", c.component, s.step, s.status, s.seconds, outputs.join("<br>"), detail.replace('|', "\\|").replace('\n', " "));
+        }
+    }
+    md
+}
+
+fn step_detail(s: &StepOutcome) -> String {
+    if let Some(e) = &s.error {
+        return format!("FAILED: {e}");
+    }
+    if let Some(g) = s.detail.get("graph_name").and_then(|v| v.as_str()) {
+        return format!("graph `{g}`");
+    }
+    if let Some(sum) = s.detail.get("summary").and_then(|v| v.as_str()) {
+        return sum.to_string();
+    }
+    s.reasons.join("; ")
+}
