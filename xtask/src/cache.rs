@@ -4,7 +4,7 @@
 //! a step is cleared before it re-runs, so an interrupted build never looks fresh.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
@@ -47,10 +47,6 @@ pub struct ComponentRecord {
 }
 
 impl ComponentRecord {
-    pub fn path(ctx_dir: &Path, component: &str) -> PathBuf {
-        ctx_dir.join(format!("{component}.record.json"))
-    }
-
     /// A missing or unreadable record is an empty one (everything dirty), never an error.
     pub fn load(path: &Path) -> Self {
         std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()

@@ -10,7 +10,6 @@ use serde::Serialize;
 
 use crate::cache::{ComponentRecord, Freshness, StepKey, freshness};
 use crate::hashing::{HashMemo, sha256_bytes};
-use crate::project::ctx_dir;
 use crate::recipe::{Component, Model};
 use crate::soc::Soc;
 

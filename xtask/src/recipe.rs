@@ -168,7 +168,6 @@ pub struct GateOverride {
 /// A model's recipes, loaded and checked for internal consistency (not yet against files).
 #[derive(Debug, Clone)]
 pub struct Model {
-    pub dir: PathBuf,
     pub file: ModelFile,
     pub components: Vec<Component>,
 }
@@ -300,7 +299,6 @@ pub fn load_model(root: &Path, name: &str) -> Result<Model> {
         components.push(load_component(&dir, comp)?);
     }
     Ok(Model {
-        dir,
         file,
         components,
     })
@@ -541,7 +539,7 @@ fp16 = true
         let err = parse_toml::<ComponentFile>(Path::new("r/c.toml"), &text)
             .unwrap_err()
             .to_string();
-        assert!(err.starts_with("r/c.toml:22:"), "{err}");
+        assert!(err.starts_with("r/c.toml:24:"), "{err}");
         assert!(err.contains("turbo"), "{err}");
     }
 
@@ -551,7 +549,7 @@ fp16 = true
         let err = parse_toml::<ComponentFile>(Path::new("c.toml"), &text)
             .unwrap_err()
             .to_string();
-        assert!(err.starts_with("c.toml:20:"), "{err}");
+        assert!(err.starts_with("c.toml:22:"), "{err}");
     }
 
     #[test]

@@ -154,7 +154,8 @@ fn read_npz_array(npz: &mut NpzReader<fs::File>, name: &str) -> Result<Tensor> {
     }
 }
 
-/// Writes tensors as an uncompressed npz (used by tests and tools that perturb golden files).
+/// Writes tensors as a compressed npz (tests use it to build fixtures).
+#[cfg(test)]
 pub fn write_npz(path: &Path, tensors: &BTreeMap<String, Tensor>) -> Result<()> {
     let mut buf = std::io::Cursor::new(Vec::new());
     {

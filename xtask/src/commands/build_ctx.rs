@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use super::{Ctx, Outcome, select_components};
-use crate::build_report::{BuildReport, ComponentBuild, OutputFile, StepOutcome, StepStatus, write_build_report};
+use crate::build_report::{BuildReport, ComponentBuild, OutputFile, StepOutcome, write_build_report};
 use crate::cache::{ComponentRecord, Freshness, StepRecord};
 use crate::component_parity::{load_golden, run_component};
 use crate::hashing::{HashMemo, sha256_file};

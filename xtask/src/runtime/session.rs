@@ -277,15 +277,15 @@ impl Runtime {
     ) -> Result<Placement> {
         let sink: LogSink = Arc::default();
         let backend = Backend::QnnHtp(target.clone());
-        let mut builder = self
-            .backend_builder(&backend, &sink)?
-            .with_config_entry("ep.context_enable", "1")
-            .and_then(|b| b.with_config_entry("ep.context_embed_mode", "0"))
-            .and_then(|b| {
-                b.with_config_entry("ep.context_file_path", wrapper.display().to_string())
-            })
-            .and_then(|b| b.with_disable_cpu_fallback())
-            .map_err(ort_err)?;
+        let mut builder = self.backend_builder(&backend, &sink)?;
+        for (key, value) in [
+            ("ep.context_enable", "1".to_string()),
+            ("ep.context_embed_mode", "0".to_string()),
+            ("ep.context_file_path", wrapper.display().to_string()),
+            ("session.disable_cpu_ep_fallback", "1".to_string()),
+        ] {
+            builder = builder.with_config_entry(key, value).map_err(ort_err)?;
+        }
         let session = builder.commit_from_file(model)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .with_context(|| format!("HTP context generation for {} failed", model.display()))?;
@@ -403,33 +403,34 @@ fn from_ort_value(v: &DynValue) -> Result<Tensor> {
     bail!("unsupported output element type")
 }
 
-/// Parses ORT's verbose placement report:
-/// `All nodes placed on [EP]. Number of nodes: N` or, per EP,
-/// `Node(s) placed on [EP]. Number of nodes: N` followed by ` OpType (name)` lines.
+/// Parses ORT's verbose placement report, one log message per line:
+/// `All nodes placed on [EP]. Number of nodes: N`, or per EP
+/// `Node(s) placed on [EP]. Number of nodes: N` followed by one `  OpType (name)` message per node.
 pub fn parse_placement(log: &[String]) -> Placement {
     let mut placement = Placement::default();
+    let mut current_ep: Option<String> = None;
     for msg in log {
-        let Some(idx) = msg.find("placed on [") else {
+        if let Some(idx) = msg.find("placed on [") {
+            let rest = &msg[idx + "placed on [".len()..];
+            let Some(end) = rest.find(']') else { continue };
+            let ep = rest[..end].to_string();
+            let count = rest
+                .split("Number of nodes:")
+                .nth(1)
+                .and_then(|s| s.split_whitespace().next())
+                .and_then(|s| s.trim_end_matches('.').parse::<usize>().ok())
+                .unwrap_or(0);
+            *placement.nodes_per_ep.entry(ep.clone()).or_default() += count;
+            current_ep = Some(ep);
             continue;
-        };
-        let rest = &msg[idx + "placed on [".len()..];
-        let Some(end) = rest.find(']') else { continue };
-        let ep = rest[..end].to_string();
-        let count = rest
-            .split("Number of nodes:")
-            .nth(1)
-            .and_then(|s| s.split_whitespace().next())
-            .and_then(|s| s.trim_end_matches('.').parse::<usize>().ok())
-            .unwrap_or(0);
-        *placement.nodes_per_ep.entry(ep.clone()).or_default() += count;
-        if ep != QNN_EP {
-            let nodes = msg.lines().skip(1).map(str::trim).filter(|l| !l.is_empty());
-            placement
-                .off_qnn
-                .extend(nodes.map(|n| format!("{n} [{ep}]")));
-            if count > 0 && msg.lines().count() == 1 {
-                placement.off_qnn.push(format!("{count} node(s) on [{ep}]"));
+        }
+        match &current_ep {
+            Some(ep) if msg.starts_with("  ") && msg.trim_end().ends_with(')') => {
+                if ep != QNN_EP {
+                    placement.off_qnn.push(format!("{} on [{ep}]", msg.trim()));
+                }
             }
+            _ => current_ep = None,
         }
     }
     placement
@@ -460,13 +461,49 @@ fn require_all_on_qnn(placement: &Placement, log: &[String], model: &Path) -> Re
         bail!(
             "{}: not placed entirely on QNN ({on_qnn} node(s) on QNN, {off} elsewhere):\n  {}\n  QNN said: {:?}",
             model.display(),
-            placement.off_qnn.join("\n  "),
+            if placement.off_qnn.is_empty() { "(node names not logged)".to_string() } else { placement.off_qnn.join("\n  ") },
             reasons
         );
     }
     Ok(())
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placement_names_nodes_left_on_cpu() {
+        let log: Vec<String> = [
+            " Node(s) placed on [QNNExecutionProvider]. Number of nodes: 1",
+            "  QNNExecutionProvider_1672_1 (QNNExecutionProvider_QNNExecutionProvider_1672_1_0)",
+            " Node(s) placed on [CPUExecutionProvider]. Number of nodes: 1",
+            "  Erf (erf_node)",
+            "Some nodes were not assigned to the preferred execution providers",
+        ]
+        .map(String::from)
+        .to_vec();
+        let p = parse_placement(&log);
+        assert_eq!(p.nodes_per_ep[QNN_EP], 1);
+        assert_eq!(p.nodes_per_ep[CPU_EP], 1);
+        assert_eq!(p.off_qnn, vec!["Erf (erf_node) on [CPUExecutionProvider]".to_string()]);
+        assert!(require_all_on_qnn(&p, &log, Path::new("m.onnx")).unwrap_err().to_string().contains("erf_node"));
+    }
+
+    #[test]
+    fn all_nodes_on_qnn_passes() {
+        let log = vec![" All nodes placed on [QNNExecutionProvider]. Number of nodes: 1".to_string()];
+        let p = parse_placement(&log);
+        assert!(p.off_qnn.is_empty());
+        assert!(require_all_on_qnn(&p, &log, Path::new("m.onnx")).is_ok());
+    }
+
+    #[test]
+    fn no_placement_log_is_not_a_proof() {
+        assert!(require_all_on_qnn(&Placement::default(), &[], Path::new("m.onnx")).is_err());
+    }
+}
 
 /// `ort` errors carry the builder for recovery and are not `Send`; keep only the message.
 fn ort_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
