@@ -129,7 +129,7 @@ pub fn run_component(
 }
 
 /// A result for a component that could not run; it fails the command and the report says why.
-pub fn failed_component(comp: &str, backend: &str, err: &anyhow::Error) -> ComponentResult {
+pub fn failed_component(root: &Path, comp: &str, backend: &str, err: &anyhow::Error) -> ComponentResult {
     ComponentResult {
         component: comp.to_string(),
         backend: backend.to_string(),
@@ -140,6 +140,6 @@ pub fn failed_component(comp: &str, backend: &str, err: &anyhow::Error) -> Compo
         run_seconds: 0.0,
         outputs: Vec::new(),
         pass: false,
-        error: Some(format!("{err:#}")),
+        error: Some(crate::project::scrub(root, &format!("{err:#}"))),
     }
 }

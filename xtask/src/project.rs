@@ -40,3 +40,9 @@ pub fn rel(root: &Path, path: &Path) -> String {
         .display()
         .to_string()
 }
+
+/// Removes the project root from a message, so reports never carry this machine's paths.
+pub fn scrub(root: &Path, text: &str) -> String {
+    let prefix = format!("{}/", root.display());
+    text.replace(&prefix, "")
+}

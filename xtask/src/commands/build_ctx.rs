@@ -215,7 +215,7 @@ fn build_component(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan, f
                 upstream_ran = true;
             }
             Err(err) => {
-                let msg = format!("{err:#}");
+                let msg = crate::project::scrub(env.root, &format!("{err:#}"));
                 env.progress.step_line(&bar, &plan.component, step.kind.label(), "FAILED", Some(seconds));
                 failed = Some(format!("{} failed", step.kind.label()));
                 steps.push(StepOutcome::failed(step, reasons, seconds, msg));

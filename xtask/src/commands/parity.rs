@@ -81,7 +81,7 @@ impl Parity {
             result.session_model = crate::project::rel(&ctx.root, &session_model);
             Ok(result)
         };
-        run().unwrap_or_else(|e| failed_component(comp.name(), backend.label(), &e))
+        run().unwrap_or_else(|e| failed_component(&ctx.root, comp.name(), backend.label(), &e))
     }
 }
 

@@ -453,16 +453,18 @@ fn require_all_on_qnn(placement: &Placement, log: &[String], model: &Path) -> Re
         .map(|(_, n)| n)
         .sum();
     if on_qnn == 0 || off > 0 {
-        let reasons: Vec<&String> = log
+        let mut reasons: Vec<&str> = log
             .iter()
-            .filter(|l| l.contains("Validation FAILED") || l.contains("REASON"))
-            .take(10)
+            .flat_map(|l| l.lines())
+            .filter(|l| l.contains("REASON"))
+            .map(str::trim)
             .collect();
+        reasons.dedup();
         bail!(
-            "{}: not placed entirely on QNN ({on_qnn} node(s) on QNN, {off} elsewhere):\n  {}\n  QNN said: {:?}",
+            "{}: not placed entirely on QNN ({on_qnn} node(s) on QNN, {off} elsewhere):\n  {}\n  QNN said: {}",
             model.display(),
             if placement.off_qnn.is_empty() { "(node names not logged)".to_string() } else { placement.off_qnn.join("\n  ") },
-            reasons
+            reasons.join(" | ")
         );
     }
     Ok(())
