@@ -46,7 +46,11 @@ impl StepOutcome {
             .map(|r| {
                 r.outputs
                     .iter()
-                    .map(|(path, sha)| OutputFile { path: path.clone(), bytes: std::fs::metadata(root.join(path)).map_or(0, |m| m.len()), sha256: sha.clone() })
+                    .map(|(path, sha)| OutputFile {
+                        path: path.clone(),
+                        bytes: std::fs::metadata(root.join(path)).map_or(0, |m| m.len()),
+                        sha256: sha.clone(),
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -61,16 +65,46 @@ impl StepOutcome {
         }
     }
 
-    pub fn ran(step: &PlannedStep, reasons: Vec<String>, seconds: f64, outputs: Vec<OutputFile>, detail: serde_json::Value) -> Self {
-        StepOutcome { step: step.kind.label().into(), status: StepStatus::Ran, reasons, seconds, outputs, detail, error: None }
+    pub fn ran(
+        step: &PlannedStep,
+        reasons: Vec<String>,
+        seconds: f64,
+        outputs: Vec<OutputFile>,
+        detail: serde_json::Value,
+    ) -> Self {
+        StepOutcome {
+            step: step.kind.label().into(),
+            status: StepStatus::Ran,
+            reasons,
+            seconds,
+            outputs,
+            detail,
+            error: None,
+        }
     }
 
     pub fn failed(step: &PlannedStep, reasons: Vec<String>, seconds: f64, error: String) -> Self {
-        StepOutcome { step: step.kind.label().into(), status: StepStatus::Failed, reasons, seconds, outputs: vec![], detail: serde_json::Value::Null, error: Some(error) }
+        StepOutcome {
+            step: step.kind.label().into(),
+            status: StepStatus::Failed,
+            reasons,
+            seconds,
+            outputs: vec![],
+            detail: serde_json::Value::Null,
+            error: Some(error),
+        }
     }
 
     pub fn skipped(step: &PlannedStep, why: String) -> Self {
-        StepOutcome { step: step.kind.label().into(), status: StepStatus::Skipped, reasons: vec![why], seconds: 0.0, outputs: vec![], detail: serde_json::Value::Null, error: None }
+        StepOutcome {
+            step: step.kind.label().into(),
+            status: StepStatus::Skipped,
+            reasons: vec![why],
+            seconds: 0.0,
+            outputs: vec![],
+            detail: serde_json::Value::Null,
+            error: None,
+        }
     }
 }
 
@@ -94,7 +128,13 @@ pub struct BuildReport {
 }
 
 impl BuildReport {
-    pub fn new(model: &str, soc: &Soc, rt: &Runtime, versions: &Versions, components: Vec<ComponentBuild>) -> Self {
+    pub fn new(
+        model: &str,
+        soc: &Soc,
+        rt: &Runtime,
+        versions: &Versions,
+        components: Vec<ComponentBuild>,
+    ) -> Self {
         BuildReport {
             model: model.into(),
             soc: *soc,
@@ -108,7 +148,13 @@ impl BuildReport {
     }
 
     pub fn print_summary(&self, report_dir: &str) {
-        let count = |s: StepStatus| self.components.iter().flat_map(|c| &c.steps).filter(|x| x.status == s).count();
+        let count = |s: StepStatus| {
+            self.components
+                .iter()
+                .flat_map(|c| &c.steps)
+                .filter(|x| x.status == s)
+                .count()
+        };
         crate::outln!(
             "build-ctx {} soc {}: {} step(s) ran, {} fresh, {} failed, {} skipped; report {report_dir}/build-soc{}.md",
             self.model,
@@ -121,7 +167,12 @@ impl BuildReport {
         );
         for c in self.components.iter().filter(|c| !c.pass) {
             for s in c.steps.iter().filter(|s| s.status == StepStatus::Failed) {
-                crate::outln!("FAILED {} at {}: {}", c.component, s.step, s.error.as_deref().unwrap_or("?"));
+                crate::outln!(
+                    "FAILED {} at {}: {}",
+                    c.component,
+                    s.step,
+                    s.error.as_deref().unwrap_or("?")
+                );
             }
         }
     }
@@ -129,21 +180,61 @@ impl BuildReport {
 
 pub fn write_build_report(dir: &Path, report: &BuildReport) -> Result<()> {
     let stem = format!("build-soc{}", report.soc.id);
-    crate::atomic::write_atomic(&dir.join(format!("{stem}.json")), &serde_json::to_vec_pretty(report)?)?;
-    crate::atomic::write_atomic(&dir.join(format!("{stem}.md")), build_markdown(report).as_bytes())
+    crate::atomic::write_atomic(
+        &dir.join(format!("{stem}.json")),
+        &serde_json::to_vec_pretty(report)?,
+    )?;
+    crate::atomic::write_atomic(
+        &dir.join(format!("{stem}.md")),
+        build_markdown(report).as_bytes(),
+    )
 }
 
 fn build_markdown(r: &BuildReport) -> String {
     let mut md = String::new();
-    let _ = writeln!(md, "# build-ctx `{}` for soc {} ({}, Hexagon v{})\n", r.model, r.soc.id, r.soc.chips.join(" / "), r.soc.htp_arch);
-    let _ = writeln!(md, "ONNX Runtime {} · QNN {} · runtime: {}\n", r.onnxruntime, r.qnn, r.runtime_source);
-    let _ = writeln!(md, "| component | step | status | seconds | outputs | detail |");
+    let _ = writeln!(
+        md,
+        "# build-ctx `{}` for soc {} ({}, Hexagon v{})\n",
+        r.model,
+        r.soc.id,
+        r.soc.chips.join(" / "),
+        r.soc.htp_arch
+    );
+    let _ = writeln!(
+        md,
+        "ONNX Runtime {} · QNN {} · runtime: {}\n",
+        r.onnxruntime, r.qnn, r.runtime_source
+    );
+    let _ = writeln!(
+        md,
+        "| component | step | status | seconds | outputs | detail |"
+    );
     let _ = writeln!(md, "|---|---|---|---|---|---|");
     for c in &r.components {
         for s in &c.steps {
-            let outputs: Vec<String> = s.outputs.iter().map(|o| format!("`{}` {} B sha256 `{}`", o.path, o.bytes, &o.sha256[..16.min(o.sha256.len())])).collect();
+            let outputs: Vec<String> = s
+                .outputs
+                .iter()
+                .map(|o| {
+                    format!(
+                        "`{}` {} B sha256 `{}`",
+                        o.path,
+                        o.bytes,
+                        &o.sha256[..16.min(o.sha256.len())]
+                    )
+                })
+                .collect();
             let detail = step_detail(s);
-            let _ = writeln!(md, "| `{}` | {} | {:?} | {:.2} | {} | {} |", c.component, s.step, s.status, s.seconds, outputs.join("<br>"), detail.replace('|', "\\|").replace('\n', " "));
+            let _ = writeln!(
+                md,
+                "| `{}` | {} | {:?} | {:.2} | {} | {} |",
+                c.component,
+                s.step,
+                s.status,
+                s.seconds,
+                outputs.join("<br>"),
+                detail.replace('|', "\\|").replace('\n', " ")
+            );
         }
     }
     md

@@ -24,7 +24,10 @@ impl StepKey {
         for (k, v) in &parts {
             text.push_str(&format!("{k}={v}\n"));
         }
-        StepKey { key: sha256_bytes(text.as_bytes()), parts }
+        StepKey {
+            key: sha256_bytes(text.as_bytes()),
+            parts,
+        }
     }
 }
 
@@ -49,7 +52,10 @@ pub struct ComponentRecord {
 impl ComponentRecord {
     /// A missing or unreadable record is an empty one (everything dirty), never an error.
     pub fn load(path: &Path) -> Self {
-        std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+        std::fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
     }
 
     pub fn save(&self, path: &Path) -> Result<()> {
@@ -65,8 +71,15 @@ pub enum Freshness {
 }
 
 /// Compares a step's current key and outputs with its record; the reasons say why it is dirty.
-pub fn freshness(root: &Path, record: Option<&StepRecord>, key: &StepKey, memo: &mut HashMemo) -> Freshness {
-    let Some(record) = record else { return Freshness::Dirty(vec!["never built".into()]) };
+pub fn freshness(
+    root: &Path,
+    record: Option<&StepRecord>,
+    key: &StepKey,
+    memo: &mut HashMemo,
+) -> Freshness {
+    let Some(record) = record else {
+        return Freshness::Dirty(vec!["never built".into()]);
+    };
     let mut reasons = explain_key_change(&record.key, key);
     for (rel, sha) in &record.outputs {
         match memo.sha256(&root.join(rel)) {
@@ -75,7 +88,11 @@ pub fn freshness(root: &Path, record: Option<&StepRecord>, key: &StepKey, memo: 
             Err(_) => reasons.push(format!("output {rel} is missing")),
         }
     }
-    if reasons.is_empty() { Freshness::Fresh } else { Freshness::Dirty(reasons) }
+    if reasons.is_empty() {
+        Freshness::Fresh
+    } else {
+        Freshness::Dirty(reasons)
+    }
 }
 
 fn explain_key_change(old: &StepKey, new: &StepKey) -> Vec<String> {
@@ -104,7 +121,13 @@ mod tests {
     use super::*;
 
     fn key(onnx: &str) -> StepKey {
-        StepKey::new("convert", BTreeMap::from([("onnx".to_string(), onnx.to_string()), ("qnn".to_string(), "2.47".to_string())]))
+        StepKey::new(
+            "convert",
+            BTreeMap::from([
+                ("onnx".to_string(), onnx.to_string()),
+                ("qnn".to_string(), "2.47".to_string()),
+            ]),
+        )
     }
 
     #[test]
@@ -116,11 +139,26 @@ mod tests {
     #[test]
     fn dirty_reason_names_the_changed_part() {
         let dir = tempfile::tempdir().unwrap();
-        let rec = StepRecord { key: key("a"), outputs: BTreeMap::new(), finished_unix: 0, seconds: 0.0, detail: serde_json::Value::Null };
+        let rec = StepRecord {
+            key: key("a"),
+            outputs: BTreeMap::new(),
+            finished_unix: 0,
+            seconds: 0.0,
+            detail: serde_json::Value::Null,
+        };
         let mut memo = HashMemo::default();
-        assert_eq!(freshness(dir.path(), Some(&rec), &key("a"), &mut memo), Freshness::Fresh);
-        assert_eq!(freshness(dir.path(), Some(&rec), &key("b"), &mut memo), Freshness::Dirty(vec!["onnx changed".into()]));
-        assert_eq!(freshness(dir.path(), None, &key("a"), &mut memo), Freshness::Dirty(vec!["never built".into()]));
+        assert_eq!(
+            freshness(dir.path(), Some(&rec), &key("a"), &mut memo),
+            Freshness::Fresh
+        );
+        assert_eq!(
+            freshness(dir.path(), Some(&rec), &key("b"), &mut memo),
+            Freshness::Dirty(vec!["onnx changed".into()])
+        );
+        assert_eq!(
+            freshness(dir.path(), None, &key("a"), &mut memo),
+            Freshness::Dirty(vec!["never built".into()])
+        );
     }
 
     #[test]
@@ -130,9 +168,20 @@ mod tests {
         let mut memo = HashMemo::default();
         let sha = memo.sha256(&dir.path().join("out.bin")).unwrap();
         let outputs = BTreeMap::from([("out.bin".to_string(), sha)]);
-        let rec = StepRecord { key: key("a"), outputs, finished_unix: 0, seconds: 0.0, detail: serde_json::Value::Null };
-        assert_eq!(freshness(dir.path(), Some(&rec), &key("a"), &mut memo), Freshness::Fresh);
+        let rec = StepRecord {
+            key: key("a"),
+            outputs,
+            finished_unix: 0,
+            seconds: 0.0,
+            detail: serde_json::Value::Null,
+        };
+        assert_eq!(
+            freshness(dir.path(), Some(&rec), &key("a"), &mut memo),
+            Freshness::Fresh
+        );
         std::fs::write(dir.path().join("out.bin"), b"bad!!").unwrap();
-        assert!(matches!(freshness(dir.path(), Some(&rec), &key("a"), &mut memo), Freshness::Dirty(r) if r[0].contains("modified")));
+        assert!(
+            matches!(freshness(dir.path(), Some(&rec), &key("a"), &mut memo), Freshness::Dirty(r) if r[0].contains("modified"))
+        );
     }
 }

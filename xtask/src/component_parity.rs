@@ -129,7 +129,12 @@ pub fn run_component(
 }
 
 /// A result for a component that could not run; it fails the command and the report says why.
-pub fn failed_component(root: &Path, comp: &str, backend: &str, err: &anyhow::Error) -> ComponentResult {
+pub fn failed_component(
+    root: &Path,
+    comp: &str,
+    backend: &str,
+    err: &anyhow::Error,
+) -> ComponentResult {
     ComponentResult {
         component: comp.to_string(),
         backend: backend.to_string(),

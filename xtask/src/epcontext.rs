@@ -18,11 +18,30 @@ pub struct ContextInfo {
     pub bin_file: String,
 }
 
-pub fn check_and_retarget_wrapper(wrapper: &Path, bin: &Path, final_bin_name: &str) -> Result<ContextInfo> {
-    let bytes = std::fs::read(wrapper).with_context(|| format!("ORT wrote no EPContext wrapper {} (the session succeeded without a context)", wrapper.display()))?;
-    let summary = parse_model(&bytes).with_context(|| format!("{} is not a valid ONNX wrapper", wrapper.display()))?;
-    let ep_nodes: Vec<_> = summary.nodes.iter().filter(|n| n.op_type == "EPContext").collect();
-    let others: Vec<String> = summary.nodes.iter().filter(|n| n.op_type != "EPContext").map(|n| format!("{} ({})", n.op_type, n.name)).collect();
+pub fn check_and_retarget_wrapper(
+    wrapper: &Path,
+    bin: &Path,
+    final_bin_name: &str,
+) -> Result<ContextInfo> {
+    let bytes = std::fs::read(wrapper).with_context(|| {
+        format!(
+            "ORT wrote no EPContext wrapper {} (the session succeeded without a context)",
+            wrapper.display()
+        )
+    })?;
+    let summary = parse_model(&bytes)
+        .with_context(|| format!("{} is not a valid ONNX wrapper", wrapper.display()))?;
+    let ep_nodes: Vec<_> = summary
+        .nodes
+        .iter()
+        .filter(|n| n.op_type == "EPContext")
+        .collect();
+    let others: Vec<String> = summary
+        .nodes
+        .iter()
+        .filter(|n| n.op_type != "EPContext")
+        .map(|n| format!("{} ({})", n.op_type, n.name))
+        .collect();
     if ep_nodes.len() != 1 || !others.is_empty() {
         bail!(
             "the wrapper holds {} EPContext node(s) and {} other node(s) [{}]: the graph was not compiled into one HTP context",
@@ -32,15 +51,27 @@ pub fn check_and_retarget_wrapper(wrapper: &Path, bin: &Path, final_bin_name: &s
         );
     }
     let node = ep_nodes[0];
-    let source = node.attr_str("source").unwrap_or_default().to_ascii_lowercase();
+    let source = node
+        .attr_str("source")
+        .unwrap_or_default()
+        .to_ascii_lowercase();
     if source != "qnn" && source != "qnnexecutionprovider" {
         bail!("EPContext node source is {source:?}, not QNN");
     }
     if node.attr_int("main_context") != Some(1) || node.attr_int("embed_mode") != Some(0) {
-        bail!("EPContext node must have main_context=1 and embed_mode=0, found {:?} / {:?}", node.attr_int("main_context"), node.attr_int("embed_mode"));
+        bail!(
+            "EPContext node must have main_context=1 and embed_mode=0, found {:?} / {:?}",
+            node.attr_int("main_context"),
+            node.attr_int("embed_mode")
+        );
     }
-    let cache = node.attr_str("ep_cache_context").context("EPContext node has no ep_cache_context")?;
-    let expected = bin.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let cache = node
+        .attr_str("ep_cache_context")
+        .context("EPContext node has no ep_cache_context")?;
+    let expected = bin
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     if cache != expected {
         bail!("EPContext node points at {cache:?}, expected {expected:?}");
     }

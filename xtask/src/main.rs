@@ -55,7 +55,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = project::find_root(cli.root.as_deref()).and_then(|root| {
-        runtime::stdio::isolate_native_stdout(&root.join("target/xtask-native-stdout.log"), cli.verbose);
+        runtime::stdio::isolate_native_stdout(
+            &root.join("target/xtask-native-stdout.log"),
+            cli.verbose,
+        );
         let ctx = commands::Ctx {
             root,
             verbose: cli.verbose,

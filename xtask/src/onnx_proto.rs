@@ -248,7 +248,12 @@ mod tests {
 /// Returns a copy of the model with the string attribute `attr` of every node of type
 /// `op_type` set to `value` (used to point an EPContext wrapper at its renamed `.bin`).
 /// Lengths of the enclosing messages are re-encoded; everything else is copied byte for byte.
-pub fn set_node_string_attr(model: &[u8], op_type: &str, attr: &str, value: &str) -> Result<Vec<u8>> {
+pub fn set_node_string_attr(
+    model: &[u8],
+    op_type: &str,
+    attr: &str,
+    value: &str,
+) -> Result<Vec<u8>> {
     rewrite_fields(model, &mut |num, payload| match num {
         7 => Ok(Some(rewrite_fields(payload, &mut |num, node| {
             if num != 1 || parse_node(node)?.op_type != op_type {
@@ -331,9 +336,18 @@ mod rewrite_tests {
         put_varint(&mut model, 1 << 3);
         put_varint(&mut model, 10);
         put_bytes(&mut model, 7, &graph);
-        let out = set_node_string_attr(&model, "EPContext", "ep_cache_context", "a_much_longer_name.bin").unwrap();
+        let out = set_node_string_attr(
+            &model,
+            "EPContext",
+            "ep_cache_context",
+            "a_much_longer_name.bin",
+        )
+        .unwrap();
         let summary = parse_model(&out).unwrap();
-        assert_eq!(summary.nodes[0].attr_str("ep_cache_context"), Some("a_much_longer_name.bin"));
+        assert_eq!(
+            summary.nodes[0].attr_str("ep_cache_context"),
+            Some("a_much_longer_name.bin")
+        );
         assert_eq!(&out[..2], &model[..2], "ir_version copied as is");
     }
 }

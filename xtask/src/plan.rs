@@ -86,7 +86,14 @@ pub struct ComponentPlan {
 
 /// Plans one component: hashes its inputs (memoised by path, size, mtime), chains the keys,
 /// and compares them with the component's record.
-pub fn plan_component(root: &Path, model: &Model, comp: &Component, soc: &Soc, versions: &Versions, memo: &mut HashMemo) -> Result<ComponentPlan> {
+pub fn plan_component(
+    root: &Path,
+    model: &Model,
+    comp: &Component,
+    soc: &Soc,
+    versions: &Versions,
+    memo: &mut HashMemo,
+) -> Result<ComponentPlan> {
     let name = comp.name();
     let art = artifacts(&model.file.model.name, name, soc);
     let record = ComponentRecord::load(&root.join(&art.record));
@@ -108,8 +115,14 @@ pub fn plan_component(root: &Path, model: &Model, comp: &Component, soc: &Soc, v
         }
         None => convert_inputs.push("(external data: known once the ONNX exists)".into()),
     }
-    convert_parts.insert("recipe [component]".into(), section_hash(&comp.file.component));
-    convert_parts.insert("recipe inputs/outputs".into(), section_hash(&(&comp.file.inputs, &comp.file.outputs)));
+    convert_parts.insert(
+        "recipe [component]".into(),
+        section_hash(&comp.file.component),
+    );
+    convert_parts.insert(
+        "recipe inputs/outputs".into(),
+        section_hash(&(&comp.file.inputs, &comp.file.outputs)),
+    );
     convert_parts.insert("recipe [convert]".into(), section_hash(&comp.file.convert));
     convert_parts.insert("onnxruntime version".into(), versions.onnxruntime.clone());
     convert_parts.insert("qnn version".into(), versions.qnn.clone());
@@ -122,7 +135,10 @@ pub fn plan_component(root: &Path, model: &Model, comp: &Component, soc: &Soc, v
             BTreeMap::from([
                 ("convert step".to_string(), prev.key.clone()),
                 ("golden".to_string(), golden),
-                ("recipe [parity]".to_string(), section_hash(&(&comp.file.parity, &model.file.parity))),
+                (
+                    "recipe [parity]".to_string(),
+                    section_hash(&(&comp.file.parity, &model.file.parity)),
+                ),
             ]),
         )),
         _ => None,
@@ -132,26 +148,51 @@ pub fn plan_component(root: &Path, model: &Model, comp: &Component, soc: &Soc, v
             "context",
             BTreeMap::from([
                 ("cpu parity step".to_string(), prev.key.clone()),
-                ("recipe [context]".to_string(), section_hash(&comp.file.context)),
+                (
+                    "recipe [context]".to_string(),
+                    section_hash(&comp.file.context),
+                ),
                 ("soc".to_string(), format!("{} v{}", soc.id, soc.htp_arch)),
             ]),
         )
     });
 
-    let step = |kind: StepKind, record_name: String, key: Option<StepKey>, inputs: Vec<String>, outputs: Vec<String>, memo: &mut HashMemo| {
+    let step = |kind: StepKind,
+                record_name: String,
+                key: Option<StepKey>,
+                inputs: Vec<String>,
+                outputs: Vec<String>,
+                memo: &mut HashMemo| {
         let freshness = match &key {
             Some(k) => freshness(root, record.steps.get(&record_name), k, memo),
             None => Freshness::Dirty(vec!["an input file is missing".into()]),
         };
-        PlannedStep { kind, record_name, key, inputs, outputs, freshness }
+        PlannedStep {
+            kind,
+            record_name,
+            key,
+            inputs,
+            outputs,
+            freshness,
+        }
     };
     let steps = vec![
-        step(StepKind::Convert, "convert".into(), convert_key, convert_inputs, vec![art.dlc.display().to_string()], memo),
+        step(
+            StepKind::Convert,
+            "convert".into(),
+            convert_key,
+            convert_inputs,
+            vec![art.dlc.display().to_string()],
+            memo,
+        ),
         step(
             StepKind::CpuParity,
             "cpu_parity".into(),
             cpu_key,
-            vec![onnx_rel.display().to_string(), golden_rel.display().to_string()],
+            vec![
+                onnx_rel.display().to_string(),
+                golden_rel.display().to_string(),
+            ],
             vec![],
             memo,
         ),
@@ -160,14 +201,27 @@ pub fn plan_component(root: &Path, model: &Model, comp: &Component, soc: &Soc, v
             format!("context@soc{}", soc.id),
             context_key,
             vec![onnx_rel.display().to_string()],
-            vec![art.bin.display().to_string(), art.wrapper.display().to_string()],
+            vec![
+                art.bin.display().to_string(),
+                art.wrapper.display().to_string(),
+            ],
             memo,
         ),
     ];
-    Ok(ComponentPlan { component: name.to_string(), artifacts: art, steps, missing })
+    Ok(ComponentPlan {
+        component: name.to_string(),
+        artifacts: art,
+        steps,
+        missing,
+    })
 }
 
-fn hash_input(root: &Path, rel: &Path, memo: &mut HashMemo, missing: &mut Vec<String>) -> Option<String> {
+fn hash_input(
+    root: &Path,
+    rel: &Path,
+    memo: &mut HashMemo,
+    missing: &mut Vec<String>,
+) -> Option<String> {
     match memo.sha256(&root.join(rel)) {
         Ok(sha) => Some(sha),
         Err(_) => {
@@ -181,7 +235,11 @@ fn hash_input(root: &Path, rel: &Path, memo: &mut HashMemo, missing: &mut Vec<St
 pub fn external_data(root: &Path, onnx_rel: &Path) -> Result<Vec<PathBuf>> {
     let summary = crate::onnx_proto::read_summary(&root.join(onnx_rel))?;
     let dir = onnx_rel.parent().unwrap_or(Path::new(""));
-    Ok(summary.external_data.iter().map(|loc| dir.join(loc)).collect())
+    Ok(summary
+        .external_data
+        .iter()
+        .map(|loc| dir.join(loc))
+        .collect())
 }
 
 fn section_hash<T: Serialize>(section: &T) -> String {

@@ -15,13 +15,18 @@ pub struct Bar(Option<ProgressBar>);
 
 impl Progress {
     pub fn new() -> Self {
-        Progress { multi: std::io::stderr().is_terminal().then(MultiProgress::new) }
+        Progress {
+            multi: std::io::stderr().is_terminal().then(MultiProgress::new),
+        }
     }
 
     pub fn component(&self, name: &str) -> Bar {
         Bar(self.multi.as_ref().map(|m| {
             let bar = m.add(ProgressBar::new_spinner());
-            bar.set_style(ProgressStyle::with_template("{spinner} {prefix:<16} {msg} [{elapsed}]").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {prefix:<16} {msg} [{elapsed}]")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
             bar.set_prefix(name.to_string());
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
@@ -35,7 +40,14 @@ impl Progress {
         }
     }
 
-    pub fn step_line(&self, bar: &Bar, component: &str, step: &str, state: &str, seconds: Option<f64>) {
+    pub fn step_line(
+        &self,
+        bar: &Bar,
+        component: &str,
+        step: &str,
+        state: &str,
+        seconds: Option<f64>,
+    ) {
         let took = seconds.map(|s| format!(" ({s:.1}s)")).unwrap_or_default();
         let line = format!("{component:<16} {step:<15} {state}{took}");
         match (&self.multi, &bar.0) {

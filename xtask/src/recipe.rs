@@ -298,10 +298,7 @@ pub fn load_model(root: &Path, name: &str) -> Result<Model> {
     for comp in &file.model.components {
         components.push(load_component(&dir, comp)?);
     }
-    Ok(Model {
-        file,
-        components,
-    })
+    Ok(Model { file, components })
 }
 
 fn load_component(dir: &Path, name: &str) -> Result<Component> {

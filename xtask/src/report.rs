@@ -177,7 +177,10 @@ pub fn print_component(c: &ComponentResult) {
     let mut waivers: Vec<(String, f64, &str)> = Vec::new();
     for o in &c.outputs {
         if let Some(w) = &o.gate.waiver {
-            match waivers.iter_mut().find(|(_, g, text)| *text == w.as_str() && *g == o.gate.min_cosine) {
+            match waivers
+                .iter_mut()
+                .find(|(_, g, text)| *text == w.as_str() && *g == o.gate.min_cosine)
+            {
                 Some(entry) => entry.0.push_str(&format!(", {}", o.name)),
                 None => waivers.push((o.name.clone(), o.gate.min_cosine, w)),
             }
@@ -197,7 +200,14 @@ fn print_component_table(c: &ComponentResult) {
     }
     crate::outln!(
         "      {:<16} {:>12} {:>10} {:>11} {:>11} {:>10} {:>10}  {}",
-        "output", "cosine", "gate", "max_abs", "mean_abs", "rel_l2", "within_tol", "nan/inf"
+        "output",
+        "cosine",
+        "gate",
+        "max_abs",
+        "mean_abs",
+        "rel_l2",
+        "within_tol",
+        "nan/inf"
     );
     for o in &c.outputs {
         let m = &o.metrics;
@@ -216,7 +226,9 @@ fn print_component_table(c: &ComponentResult) {
         for reason in &o.verdict.reasons {
             crate::outln!(
                 "      FAIL {} {}: {reason} (max abs err at {:?})",
-                c.component, o.name, o.max_abs_at
+                c.component,
+                o.name,
+                o.max_abs_at
             );
         }
     }

@@ -11,26 +11,79 @@ pub struct Soc {
 }
 
 pub const KNOWN_SOCS: &[Soc] = &[
-    Soc { id: 30, chips: &["SM8350"], htp_arch: 68 },
-    Soc { id: 35, chips: &["SM7325"], htp_arch: 68 },
-    Soc { id: 36, chips: &["SM8450"], htp_arch: 69 },
-    Soc { id: 39, chips: &["SA8295"], htp_arch: 68 },
-    Soc { id: 42, chips: &["SM8475"], htp_arch: 69 },
-    Soc { id: 43, chips: &["SM8550"], htp_arch: 73 },
-    Soc { id: 52, chips: &["SA8255"], htp_arch: 73 },
-    Soc { id: 57, chips: &["SM8650"], htp_arch: 75 },
-    Soc { id: 60, chips: &["SC8380XP"], htp_arch: 73 },
-    Soc { id: 68, chips: &["SM8635"], htp_arch: 73 },
-    Soc { id: 69, chips: &["SM8750"], htp_arch: 79 },
-    Soc { id: 77, chips: &["QCS9075", "QCS9100", "IQ-9075"], htp_arch: 73 },
-    Soc { id: 87, chips: &["SM8850"], htp_arch: 81 },
+    Soc {
+        id: 30,
+        chips: &["SM8350"],
+        htp_arch: 68,
+    },
+    Soc {
+        id: 35,
+        chips: &["SM7325"],
+        htp_arch: 68,
+    },
+    Soc {
+        id: 36,
+        chips: &["SM8450"],
+        htp_arch: 69,
+    },
+    Soc {
+        id: 39,
+        chips: &["SA8295"],
+        htp_arch: 68,
+    },
+    Soc {
+        id: 42,
+        chips: &["SM8475"],
+        htp_arch: 69,
+    },
+    Soc {
+        id: 43,
+        chips: &["SM8550"],
+        htp_arch: 73,
+    },
+    Soc {
+        id: 52,
+        chips: &["SA8255"],
+        htp_arch: 73,
+    },
+    Soc {
+        id: 57,
+        chips: &["SM8650"],
+        htp_arch: 75,
+    },
+    Soc {
+        id: 60,
+        chips: &["SC8380XP"],
+        htp_arch: 73,
+    },
+    Soc {
+        id: 68,
+        chips: &["SM8635"],
+        htp_arch: 73,
+    },
+    Soc {
+        id: 69,
+        chips: &["SM8750"],
+        htp_arch: 79,
+    },
+    Soc {
+        id: 77,
+        chips: &["QCS9075", "QCS9100", "IQ-9075"],
+        htp_arch: 73,
+    },
+    Soc {
+        id: 87,
+        chips: &["SM8850"],
+        htp_arch: 81,
+    },
 ];
 
 /// Parses `77`, `QCS9075`, `qcs9100`, … into a known SoC; anything else lists the known ones.
 pub fn parse_soc(text: &str) -> Result<Soc> {
     let wanted = text.trim();
     let found = KNOWN_SOCS.iter().find(|s| {
-        wanted.parse::<u32>().is_ok_and(|id| id == s.id) || s.chips.iter().any(|c| c.eq_ignore_ascii_case(wanted))
+        wanted.parse::<u32>().is_ok_and(|id| id == s.id)
+            || s.chips.iter().any(|c| c.eq_ignore_ascii_case(wanted))
     });
     match found {
         Some(soc) => Ok(*soc),

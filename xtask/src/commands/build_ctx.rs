@@ -10,7 +10,9 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use super::{Ctx, Outcome, select_components};
-use crate::build_report::{BuildReport, ComponentBuild, OutputFile, StepOutcome, write_build_report};
+use crate::build_report::{
+    BuildReport, ComponentBuild, OutputFile, StepOutcome, write_build_report,
+};
 use crate::cache::{ComponentRecord, Freshness, StepRecord};
 use crate::component_parity::{load_golden, run_component};
 use crate::hashing::{HashMemo, sha256_file};
@@ -55,7 +57,11 @@ struct BuildEnv<'a> {
 impl BuildCtx {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         let model = load_model(&ctx.root, &self.model)?;
-        let soc = parse_soc(self.soc.as_deref().unwrap_or(&model.file.target.soc.to_string()))?;
+        let soc = parse_soc(
+            self.soc
+                .as_deref()
+                .unwrap_or(&model.file.target.soc.to_string()),
+        )?;
         let comps = select_components(&model, &self.only)?;
         if self.jobs == 0 {
             bail!("--jobs must be at least 1");
@@ -77,41 +83,85 @@ impl BuildCtx {
         let plans = plan_all(ctx, &model, &comps, &soc, &versions, &mut memo)?;
         let memo = Mutex::new(memo);
         let progress = Progress::new();
-        let env = BuildEnv { root: &ctx.root, model: &model, rt: &rt, soc, memo: &memo, progress: &progress };
+        let env = BuildEnv {
+            root: &ctx.root,
+            model: &model,
+            rt: &rt,
+            soc,
+            memo: &memo,
+            progress: &progress,
+        };
         let results = execute_plans(&env, &comps, &plans, self.force, self.jobs, ctx.verbose);
         progress.clear();
-        memo.into_inner().unwrap_or_else(|e| e.into_inner()).save(&memo_path)?;
+        memo.into_inner()
+            .unwrap_or_else(|e| e.into_inner())
+            .save(&memo_path)?;
         let report = BuildReport::new(&self.model, &soc, &rt, &versions, results);
         let dir = crate::project::reports_dir(&ctx.root, &self.model);
         write_build_report(&dir, &report)?;
         report.print_summary(&crate::project::rel(&ctx.root, &dir));
-        Ok(if report.pass { Outcome::Success } else { Outcome::GateFailed })
+        Ok(if report.pass {
+            Outcome::Success
+        } else {
+            Outcome::GateFailed
+        })
     }
 }
 
-fn plan_all(ctx: &Ctx, model: &Model, comps: &[&Component], soc: &Soc, versions: &Versions, memo: &mut HashMemo) -> Result<Vec<ComponentPlan>> {
-    comps.iter().map(|c| plan_component(&ctx.root, model, c, soc, versions, memo)).collect()
+fn plan_all(
+    ctx: &Ctx,
+    model: &Model,
+    comps: &[&Component],
+    soc: &Soc,
+    versions: &Versions,
+    memo: &mut HashMemo,
+) -> Result<Vec<ComponentPlan>> {
+    comps
+        .iter()
+        .map(|c| plan_component(&ctx.root, model, c, soc, versions, memo))
+        .collect()
 }
 
 pub fn runtime_versions(rt: &Runtime) -> Result<Versions> {
-    let qnn = rt.qnn_build_version().context("the QNN backend reported no build version (run `cargo xtask doctor`)")?;
-    Ok(Versions { onnxruntime: rt.ort_version.clone(), qnn })
+    let qnn = rt
+        .qnn_build_version()
+        .context("the QNN backend reported no build version (run `cargo xtask doctor`)")?;
+    Ok(Versions {
+        onnxruntime: rt.ort_version.clone(),
+        qnn,
+    })
 }
 
 /// A dry run never downloads: it uses the runtime if it is already here, else the pins.
 fn versions_for_dry_run(ctx: &Ctx) -> Versions {
     let here = crate::runtime::bootstrap::runtime_if_present(&ctx.root);
-    if let Some(v) = here.and_then(|libs| Runtime::load(libs).ok()).and_then(|rt| runtime_versions(&rt).ok()) {
+    if let Some(v) = here
+        .and_then(|libs| Runtime::load(libs).ok())
+        .and_then(|rt| runtime_versions(&rt).ok())
+    {
         return v;
     }
     Versions {
-        onnxruntime: format!("{} (pinned; runtime not fetched yet)", crate::runtime::bootstrap::PINNED_ORT_VERSION),
-        qnn: format!("{} (pinned; runtime not fetched yet)", crate::runtime::bootstrap::PINNED_QNN_VERSION),
+        onnxruntime: format!(
+            "{} (pinned; runtime not fetched yet)",
+            crate::runtime::bootstrap::PINNED_ORT_VERSION
+        ),
+        qnn: format!(
+            "{} (pinned; runtime not fetched yet)",
+            crate::runtime::bootstrap::PINNED_QNN_VERSION
+        ),
     }
 }
 
 fn print_plan(plans: &[ComponentPlan], versions: &Versions, soc: &Soc, verbose: bool) {
-    crate::outln!("plan: soc {} ({}, v{}), onnxruntime {}, QNN {}", soc.id, soc.chips.join("/"), soc.htp_arch, versions.onnxruntime, versions.qnn);
+    crate::outln!(
+        "plan: soc {} ({}, v{}), onnxruntime {}, QNN {}",
+        soc.id,
+        soc.chips.join("/"),
+        soc.htp_arch,
+        versions.onnxruntime,
+        versions.qnn
+    );
     let mut all_missing = Vec::new();
     for plan in plans {
         crate::outln!("{}", plan.component);
@@ -137,7 +187,10 @@ fn print_plan(plans: &[ComponentPlan], versions: &Versions, soc: &Soc, verbose: 
     if all_missing.is_empty() {
         crate::outln!("dry run: nothing was run");
     } else {
-        crate::outln!("dry run: nothing was run; {} input file(s) are missing (listed above)", all_missing.len());
+        crate::outln!(
+            "dry run: nothing was run; {} input file(s) are missing (listed above)",
+            all_missing.len()
+        );
     }
 }
 
@@ -145,21 +198,38 @@ fn print_plan(plans: &[ComponentPlan], versions: &Versions, soc: &Soc, verbose: 
 fn lock_build_dir(dir: &Path) -> Result<std::fs::File> {
     std::fs::create_dir_all(dir)?;
     let path = dir.join(".build.lock");
-    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => {
-            eprintln!("another build-ctx holds {}; waiting for it to finish ...", path.display());
-            file.lock().with_context(|| format!("cannot lock {}", path.display()))?;
+            eprintln!(
+                "another build-ctx holds {}; waiting for it to finish ...",
+                path.display()
+            );
+            file.lock()
+                .with_context(|| format!("cannot lock {}", path.display()))?;
             Ok(file)
         }
-        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("cannot lock {}", path.display())),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("cannot lock {}", path.display()))
+        }
     }
 }
 
 /// Runs the plans on `jobs` workers; each component's steps run in order, failures stop only
 /// that component.
-fn execute_plans(env: &BuildEnv<'_>, comps: &[&Component], plans: &[ComponentPlan], force: bool, jobs: usize, verbose: bool) -> Vec<ComponentBuild> {
+fn execute_plans(
+    env: &BuildEnv<'_>,
+    comps: &[&Component],
+    plans: &[ComponentPlan],
+    force: bool,
+    jobs: usize,
+    verbose: bool,
+) -> Vec<ComponentBuild> {
     let queue = Mutex::new((0..plans.len()).collect::<VecDeque<_>>());
     let results = Mutex::new(BTreeMap::new());
     std::thread::scope(|scope| {
@@ -167,15 +237,28 @@ fn execute_plans(env: &BuildEnv<'_>, comps: &[&Component], plans: &[ComponentPla
             scope.spawn(|| {
                 while let Some(i) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front() {
                     let built = build_component(env, comps[i], &plans[i], force, verbose);
-                    results.lock().unwrap_or_else(|e| e.into_inner()).insert(i, built);
+                    results
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(i, built);
                 }
             });
         }
     });
-    results.into_inner().unwrap_or_else(|e| e.into_inner()).into_values().collect()
+    results
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_values()
+        .collect()
 }
 
-fn build_component(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan, force: bool, verbose: bool) -> ComponentBuild {
+fn build_component(
+    env: &BuildEnv<'_>,
+    comp: &Component,
+    plan: &ComponentPlan,
+    force: bool,
+    verbose: bool,
+) -> ComponentBuild {
     let record_path = env.root.join(&plan.artifacts.record);
     let mut record = ComponentRecord::load(&record_path);
     let bar = env.progress.component(&plan.component);
@@ -190,40 +273,74 @@ fn build_component(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan, f
         if step.is_fresh() && !force && !upstream_ran {
             let rec = record.steps.get(&step.record_name);
             steps.push(StepOutcome::fresh(step, rec, env.root));
-            env.progress.step_line(&bar, &plan.component, step.kind.label(), "fresh", None);
+            env.progress
+                .step_line(&bar, &plan.component, step.kind.label(), "fresh", None);
             continue;
         }
         let mut reasons = match &step.freshness {
             Freshness::Dirty(r) => r.clone(),
-            Freshness::Fresh if upstream_ran => vec!["an earlier step of this component re-ran".into()],
+            Freshness::Fresh if upstream_ran => {
+                vec!["an earlier step of this component re-ran".into()]
+            }
             Freshness::Fresh => vec!["--force".into()],
         };
         if upstream_ran && step.is_fresh() && !force {
             reasons = vec!["an earlier step of this component re-ran".into()];
         }
         if verbose {
-            env.progress.note(&bar, &format!("{}: {} is dirty: {}", plan.component, step.kind.label(), reasons.join("; ")));
+            env.progress.note(
+                &bar,
+                &format!(
+                    "{}: {} is dirty: {}",
+                    plan.component,
+                    step.kind.label(),
+                    reasons.join("; ")
+                ),
+            );
         }
-        env.progress.step_started(&bar, &plan.component, step.kind.label());
+        env.progress
+            .step_started(&bar, &plan.component, step.kind.label());
         let started = Instant::now();
         let outcome = run_step(env, comp, plan, step, &mut record, &record_path);
         let seconds = started.elapsed().as_secs_f64();
         match outcome {
             Ok(done) => {
-                env.progress.step_line(&bar, &plan.component, step.kind.label(), "ran", Some(seconds));
-                steps.push(StepOutcome::ran(step, reasons, seconds, done.outputs, done.detail));
+                env.progress.step_line(
+                    &bar,
+                    &plan.component,
+                    step.kind.label(),
+                    "ran",
+                    Some(seconds),
+                );
+                steps.push(StepOutcome::ran(
+                    step,
+                    reasons,
+                    seconds,
+                    done.outputs,
+                    done.detail,
+                ));
                 upstream_ran = true;
             }
             Err(err) => {
                 let msg = crate::project::scrub(env.root, &format!("{err:#}"));
-                env.progress.step_line(&bar, &plan.component, step.kind.label(), "FAILED", Some(seconds));
+                env.progress.step_line(
+                    &bar,
+                    &plan.component,
+                    step.kind.label(),
+                    "FAILED",
+                    Some(seconds),
+                );
                 failed = Some(format!("{} failed", step.kind.label()));
                 steps.push(StepOutcome::failed(step, reasons, seconds, msg));
             }
         }
     }
     env.progress.finish(&bar, &plan.component, failed.is_none());
-    ComponentBuild { component: plan.component.clone(), pass: failed.is_none(), steps }
+    ComponentBuild {
+        component: plan.component.clone(),
+        pass: failed.is_none(),
+        steps,
+    }
 }
 
 struct StepDone {
@@ -233,7 +350,14 @@ struct StepDone {
 
 /// Runs one step. Its old record entry is cleared first and the new one written last, after
 /// every output was moved into place and (for parity) the gate passed.
-fn run_step(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan, step: &PlannedStep, record: &mut ComponentRecord, record_path: &Path) -> Result<StepDone> {
+fn run_step(
+    env: &BuildEnv<'_>,
+    comp: &Component,
+    plan: &ComponentPlan,
+    step: &PlannedStep,
+    record: &mut ComponentRecord,
+    record_path: &Path,
+) -> Result<StepDone> {
     let key = step.key.clone().context("an input file is missing")?;
     if record.steps.remove(&step.record_name).is_some() {
         record.save(record_path)?;
@@ -244,10 +368,20 @@ fn run_step(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan, step: &P
         StepKind::CpuParity => cpu_parity_step(env, comp)?,
         StepKind::Context => context_step(env, comp, plan)?,
     };
-    let outputs = done.outputs.iter().map(|o| (o.path.clone(), o.sha256.clone())).collect();
+    let outputs = done
+        .outputs
+        .iter()
+        .map(|o| (o.path.clone(), o.sha256.clone()))
+        .collect();
     record.steps.insert(
         step.record_name.clone(),
-        StepRecord { key, outputs, finished_unix: crate::report::now_unix(), seconds: started.elapsed().as_secs_f64(), detail: done.detail.clone() },
+        StepRecord {
+            key,
+            outputs,
+            finished_unix: crate::report::now_unix(),
+            seconds: started.elapsed().as_secs_f64(),
+            detail: done.detail.clone(),
+        },
     );
     record.save(record_path)?;
     Ok(done)
@@ -256,7 +390,9 @@ fn run_step(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan, step: &P
 fn staging_dir(env: &BuildEnv<'_>) -> Result<tempfile::TempDir> {
     let dir = crate::project::ctx_dir(env.root, &env.model.file.model.name);
     std::fs::create_dir_all(&dir)?;
-    Ok(tempfile::Builder::new().prefix(".staging-").tempdir_in(&dir)?)
+    Ok(tempfile::Builder::new()
+        .prefix(".staging-")
+        .tempdir_in(&dir)?)
 }
 
 /// ONNX → DLC through the QNN IR backend; the DLC gets its stable name only once complete.
@@ -266,13 +402,17 @@ fn convert_step(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan) -> R
     let (dlc, placement) = env.rt.dump_dlc(&onnx, staging.path())?;
     check_dlc(&dlc)?;
     let out = move_output(env, &dlc, &plan.artifacts.dlc)?;
-    Ok(StepDone { outputs: vec![out], detail: serde_json::json!({ "placement": placement, "dlc_from": dlc.file_name().map(|n| n.to_string_lossy().into_owned()) }) })
+    Ok(StepDone {
+        outputs: vec![out],
+        detail: serde_json::json!({ "placement": placement, "dlc_from": dlc.file_name().map(|n| n.to_string_lossy().into_owned()) }),
+    })
 }
 
 /// A QNN IR DLC is a zip holding at least the `model` member; anything else is not a DLC.
 fn check_dlc(path: &Path) -> Result<()> {
     let file = std::fs::File::open(path)?;
-    let zip = zip::ZipArchive::new(file).with_context(|| format!("{} is not a DLC (not a zip archive)", path.display()))?;
+    let zip = zip::ZipArchive::new(file)
+        .with_context(|| format!("{} is not a DLC (not a zip archive)", path.display()))?;
     if !zip.file_names().any(|n| n == "model") {
         bail!("{} is not a QNN DLC: no `model` member", path.display());
     }
@@ -284,38 +424,80 @@ fn cpu_parity_step(env: &BuildEnv<'_>, comp: &Component) -> Result<StepDone> {
     let golden = load_golden(env.root, comp)?;
     let onnx = env.root.join(&comp.file.component.onnx);
     let result = run_component(env.rt, env.model, comp, &golden, &onnx, &Backend::QnnCpu)?;
-    let figures: Vec<String> = result.outputs.iter().map(|o| format!("{} cosine {}", o.name, crate::report::fmt_cosine(o.metrics.cosine))).collect();
+    let figures: Vec<String> = result
+        .outputs
+        .iter()
+        .map(|o| {
+            format!(
+                "{} cosine {}",
+                o.name,
+                crate::report::fmt_cosine(o.metrics.cosine)
+            )
+        })
+        .collect();
     if !result.pass {
         let reasons: Vec<String> = result
             .outputs
             .iter()
             .filter(|o| !o.verdict.pass)
-            .map(|o| format!("{} {}: {}", comp.name(), o.name, o.verdict.reasons.join("; ")))
+            .map(|o| {
+                format!(
+                    "{} {}: {}",
+                    comp.name(),
+                    o.name,
+                    o.verdict.reasons.join("; ")
+                )
+            })
             .collect();
         bail!("CPU-backend parity gate failed: {}", reasons.join(" | "));
     }
-    Ok(StepDone { outputs: vec![], detail: serde_json::json!({ "summary": figures.join(", "), "result": result }) })
+    Ok(StepDone {
+        outputs: vec![],
+        detail: serde_json::json!({ "summary": figures.join(", "), "result": result }),
+    })
 }
 
 /// HTP context binary + EPContext wrapper, both checked before they replace anything.
 fn context_step(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan) -> Result<StepDone> {
     let staging = staging_dir(env)?;
     let onnx = env.root.join(&comp.file.component.onnx);
-    let stem = plan.artifacts.wrapper.file_stem().context("wrapper name")?.to_string_lossy().into_owned();
+    let stem = plan
+        .artifacts
+        .wrapper
+        .file_stem()
+        .context("wrapper name")?
+        .to_string_lossy()
+        .into_owned();
     let staged_wrapper = staging.path().join(format!("{stem}.onnx"));
     let target = htp_target(&env.soc, comp);
     env.rt.compile_context(&onnx, &target, &staged_wrapper)?;
     let staged_bin = staging.path().join(format!("{stem}_qnn.bin"));
-    let bin_name = plan.artifacts.bin.file_name().context("bin name")?.to_string_lossy().into_owned();
-    let info = crate::epcontext::check_and_retarget_wrapper(&staged_wrapper, &staged_bin, &bin_name)?;
+    let bin_name = plan
+        .artifacts
+        .bin
+        .file_name()
+        .context("bin name")?
+        .to_string_lossy()
+        .into_owned();
+    let info =
+        crate::epcontext::check_and_retarget_wrapper(&staged_wrapper, &staged_bin, &bin_name)?;
     let bin = move_output(env, &staged_bin, &plan.artifacts.bin)?;
     let wrapper = move_output(env, &staged_wrapper, &plan.artifacts.wrapper)?;
-    Ok(StepDone { outputs: vec![bin, wrapper], detail: serde_json::to_value(info)? })
+    Ok(StepDone {
+        outputs: vec![bin, wrapper],
+        detail: serde_json::to_value(info)?,
+    })
 }
 
 pub fn htp_target(soc: &Soc, comp: &Component) -> HtpTarget {
     let c = &comp.file.context;
-    HtpTarget { soc_model: soc.id, htp_arch: soc.htp_arch, optimization_level: c.optimization_level, fp16: c.fp16, vtcm_mb: c.vtcm_mb }
+    HtpTarget {
+        soc_model: soc.id,
+        htp_arch: soc.htp_arch,
+        optimization_level: c.optimization_level,
+        fp16: c.fp16,
+        vtcm_mb: c.vtcm_mb,
+    }
 }
 
 /// Hashes a finished file, then renames it onto its stable name (same filesystem, one step).
@@ -325,29 +507,60 @@ fn move_output(env: &BuildEnv<'_>, from: &Path, to_rel: &Path) -> Result<OutputF
     let to = env.root.join(to_rel);
     crate::atomic::move_into_place(from, &to)?;
     let _ = env.memo.lock().map(|mut m| m.sha256(&to));
-    Ok(OutputFile { path: to_rel.display().to_string(), bytes, sha256 })
+    Ok(OutputFile {
+        path: to_rel.display().to_string(),
+        bytes,
+        sha256,
+    })
 }
 
 /// For `parity --backend htp`: the component's wrapper, refused when the binary is missing,
 /// stale against the current inputs, or not byte-identical to what the build recorded.
-pub fn fresh_context_wrapper(root: &Path, rt: &Runtime, model: &Model, comp: &Component) -> Result<PathBuf> {
+pub fn fresh_context_wrapper(
+    root: &Path,
+    rt: &Runtime,
+    model: &Model,
+    comp: &Component,
+) -> Result<PathBuf> {
     let soc = parse_soc(&model.file.target.soc.to_string())?;
     let versions = runtime_versions(rt)?;
     let mut memo = HashMemo::load(&root.join("target/xtask-hash-memo.json"));
     let plan = plan_component(root, model, comp, &soc, &versions, &mut memo)?;
-    let step = plan.steps.iter().find(|s| s.kind == StepKind::Context).context("no context step")?;
-    let rebuild = format!("cargo xtask build-ctx --soc {} --model {} --only {}", soc.id, model.file.model.name, comp.name());
+    let step = plan
+        .steps
+        .iter()
+        .find(|s| s.kind == StepKind::Context)
+        .context("no context step")?;
+    let rebuild = format!(
+        "cargo xtask build-ctx --soc {} --model {} --only {}",
+        soc.id,
+        model.file.model.name,
+        comp.name()
+    );
     let bin = root.join(&plan.artifacts.bin);
     if !bin.is_file() {
-        bail!("no context binary {} (run `{rebuild}`)", plan.artifacts.bin.display());
+        bail!(
+            "no context binary {} (run `{rebuild}`)",
+            plan.artifacts.bin.display()
+        );
     }
     if let Freshness::Dirty(reasons) = &step.freshness {
-        bail!("context binary {} is stale: {} (run `{rebuild}`)", plan.artifacts.bin.display(), reasons.join("; "));
+        bail!(
+            "context binary {} is stale: {} (run `{rebuild}`)",
+            plan.artifacts.bin.display(),
+            reasons.join("; ")
+        );
     }
     let record = ComponentRecord::load(&root.join(&plan.artifacts.record));
-    let recorded = record.steps.get(&step.record_name).and_then(|r| r.outputs.get(&plan.artifacts.bin.display().to_string()));
+    let recorded = record
+        .steps
+        .get(&step.record_name)
+        .and_then(|r| r.outputs.get(&plan.artifacts.bin.display().to_string()));
     if recorded != Some(&sha256_file(&bin)?) {
-        bail!("context binary {} does not match the sha256 its build recorded (run `{rebuild}`)", plan.artifacts.bin.display());
+        bail!(
+            "context binary {} does not match the sha256 its build recorded (run `{rebuild}`)",
+            plan.artifacts.bin.display()
+        );
     }
     Ok(root.join(&plan.artifacts.wrapper))
 }

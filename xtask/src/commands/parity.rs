@@ -74,7 +74,9 @@ impl Parity {
         let run = || -> Result<ComponentResult> {
             let golden = load_golden(&ctx.root, comp)?;
             let session_model = match backend {
-                Backend::QnnHtp(_) => super::build_ctx::fresh_context_wrapper(&ctx.root, rt, model, comp)?,
+                Backend::QnnHtp(_) => {
+                    super::build_ctx::fresh_context_wrapper(&ctx.root, rt, model, comp)?
+                }
                 _ => ctx.root.join(&comp.file.component.onnx),
             };
             let mut result = run_component(rt, model, comp, &golden, &session_model, backend)?;

@@ -86,11 +86,14 @@ pub fn runtime_if_present(root: &Path) -> Option<RuntimeLibs> {
         return Some(libs);
     }
     let runtime_dir = root.join("target/qnn-runtime").join(RUNTIME_DIR_NAME);
-    runtime_dir.join("manifest.json").is_file().then(|| RuntimeLibs {
-        ort_dylib: runtime_dir.join(ORT_LIB_IN_WHEEL),
-        qnn_dir: runtime_dir.join(QNN_DIR_IN_WHEEL),
-        source: "embedded",
-    })
+    runtime_dir
+        .join("manifest.json")
+        .is_file()
+        .then(|| RuntimeLibs {
+            ort_dylib: runtime_dir.join(ORT_LIB_IN_WHEEL),
+            qnn_dir: runtime_dir.join(QNN_DIR_IN_WHEEL),
+            source: "embedded",
+        })
 }
 
 /// `ORT_DYLIB_PATH` + `QNN_LIB_DIR` select user libraries (both or neither).

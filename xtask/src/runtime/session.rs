@@ -203,7 +203,8 @@ impl Runtime {
     pub fn open(&self, model: &Path, backend: &Backend) -> Result<CheckedSession> {
         let sink: LogSink = Arc::default();
         let mut builder = self.backend_builder(backend, &sink)?;
-        let session = builder.commit_from_file(model)
+        let session = builder
+            .commit_from_file(model)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .with_context(|| {
                 format!(
@@ -243,7 +244,8 @@ impl Runtime {
         .map(|(k, v)| (format!("{QNN_EP}.{k}"), v))
         .collect();
         let mut builder = self.builder(QNN_EP, &opts, &sink)?;
-        let _session = builder.commit_from_file(model)
+        let _session = builder
+            .commit_from_file(model)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .with_context(|| format!("QNN IR conversion of {} failed", model.display()))?;
         let log = std::mem::take(&mut *sink.lock().unwrap());
@@ -286,7 +288,8 @@ impl Runtime {
         ] {
             builder = builder.with_config_entry(key, value).map_err(ort_err)?;
         }
-        let session = builder.commit_from_file(model)
+        let session = builder
+            .commit_from_file(model)
             .map_err(|e| anyhow::anyhow!("{e}"))
             .with_context(|| format!("HTP context generation for {} failed", model.display()))?;
         drop(session);
@@ -329,8 +332,10 @@ impl CheckedSession {
             .iter()
             .map(|o| o.name().to_string())
             .collect();
-        let outputs =
-            self.session.run(values).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let outputs = self
+            .session
+            .run(values)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut out = BTreeMap::new();
         for name in names {
             out.insert(
@@ -463,13 +468,16 @@ fn require_all_on_qnn(placement: &Placement, log: &[String], model: &Path) -> Re
         bail!(
             "{}: not placed entirely on QNN ({on_qnn} node(s) on QNN, {off} elsewhere):\n  {}\n  QNN said: {}",
             model.display(),
-            if placement.off_qnn.is_empty() { "(node names not logged)".to_string() } else { placement.off_qnn.join("\n  ") },
+            if placement.off_qnn.is_empty() {
+                "(node names not logged)".to_string()
+            } else {
+                placement.off_qnn.join("\n  ")
+            },
             reasons.join(" | ")
         );
     }
     Ok(())
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -489,13 +497,22 @@ mod tests {
         let p = parse_placement(&log);
         assert_eq!(p.nodes_per_ep[QNN_EP], 1);
         assert_eq!(p.nodes_per_ep[CPU_EP], 1);
-        assert_eq!(p.off_qnn, vec!["Erf (erf_node) on [CPUExecutionProvider]".to_string()]);
-        assert!(require_all_on_qnn(&p, &log, Path::new("m.onnx")).unwrap_err().to_string().contains("erf_node"));
+        assert_eq!(
+            p.off_qnn,
+            vec!["Erf (erf_node) on [CPUExecutionProvider]".to_string()]
+        );
+        assert!(
+            require_all_on_qnn(&p, &log, Path::new("m.onnx"))
+                .unwrap_err()
+                .to_string()
+                .contains("erf_node")
+        );
     }
 
     #[test]
     fn all_nodes_on_qnn_passes() {
-        let log = vec![" All nodes placed on [QNNExecutionProvider]. Number of nodes: 1".to_string()];
+        let log =
+            vec![" All nodes placed on [QNNExecutionProvider]. Number of nodes: 1".to_string()];
         let p = parse_placement(&log);
         assert!(p.off_qnn.is_empty());
         assert!(require_all_on_qnn(&p, &log, Path::new("m.onnx")).is_ok());

@@ -25,7 +25,11 @@ pub fn isolate_native_stdout(log: &Path, verbose: bool) {
     let target = if verbose {
         2
     } else {
-        let Some(file) = log.parent().and_then(|d| std::fs::create_dir_all(d).ok()).and_then(|_| File::create(log).ok()) else {
+        let Some(file) = log
+            .parent()
+            .and_then(|d| std::fs::create_dir_all(d).ok())
+            .and_then(|_| File::create(log).ok())
+        else {
             unsafe { libc::close(saved) };
             return;
         };

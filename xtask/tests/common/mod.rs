@@ -1,0 +1,164 @@
+//! Shared helpers of the CLI tests: a scratch copy of the project per test (so tests never
+//! touch the checkout's artifacts), the embedded runtime shared through a symlink, and a runner.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Once;
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Fetches the pinned runtime once (first test to get here), through the tool itself.
+fn ensure_runtime() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(["--root"])
+            .arg(repo_root())
+            .arg("doctor")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "doctor failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+}
+
+pub struct Scratch {
+    pub dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    /// A copy of recipes/, onnx/tiny and golden/tiny with the shared runtime linked in.
+    pub fn tiny() -> Self {
+        ensure_runtime();
+        let dir = tempfile::tempdir().unwrap();
+        let repo = repo_root();
+        for rel in ["recipes", "onnx/tiny", "golden/tiny"] {
+            copy_tree(&repo.join(rel), &dir.path().join(rel));
+        }
+        std::fs::create_dir_all(dir.path().join("target")).unwrap();
+        std::os::unix::fs::symlink(
+            repo.join("target/qnn-runtime"),
+            dir.path().join("target/qnn-runtime"),
+        )
+        .unwrap();
+        Scratch { dir }
+    }
+
+    /// A copy of a fixture project under xtask/tests/fixtures/<name>.
+    pub fn fixture(name: &str) -> Self {
+        let s = Scratch::tiny();
+        copy_tree(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures")
+                .join(name),
+            s.dir.path(),
+        );
+        s
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .arg("--root")
+            .arg(self.dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        Run::from(out)
+    }
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(out: Output) -> Self {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    pub fn all(&self) -> String {
+        format!("--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr)
+    }
+    pub fn assert_code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, code, "{}", self.all());
+        assert!(!self.stderr.contains("panicked"), "panic: {}", self.all());
+        self
+    }
+}
+
+pub fn copy_tree(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let rel = entry.path().strip_prefix(from).unwrap();
+        let dest = to.join(rel);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
+}
+
+pub fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(
+        &std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .unwrap()
+}
+
+/// Every (component, output, cosine) of a parity report.
+pub fn cosines(report: &serde_json::Value) -> Vec<(String, String, f64)> {
+    let mut out = Vec::new();
+    for c in report["components"].as_array().unwrap() {
+        for o in c["outputs"].as_array().unwrap() {
+            out.push((
+                c["component"].as_str().unwrap().to_string(),
+                o["name"].as_str().unwrap().to_string(),
+                o["metrics"]["cosine"].as_f64().unwrap(),
+            ));
+        }
+    }
+    out
+}
+
+/// Rewrites one array of a golden npz through `f` (f32 arrays only).
+pub fn edit_golden(path: &Path, key: &str, f: impl Fn(&mut ndarray::ArrayD<f32>)) {
+    use ndarray_npy::{NpzReader, NpzWriter};
+    let mut reader = NpzReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let names = reader.names().unwrap();
+    let mut arrays = Vec::new();
+    for name in names {
+        let mut a: ndarray::ArrayD<f32> = reader.by_name(&name).unwrap();
+        if name.trim_end_matches(".npy") == key {
+            f(&mut a);
+        }
+        arrays.push((name.trim_end_matches(".npy").to_string(), a));
+    }
+    let mut writer = NpzWriter::new(std::fs::File::create(path).unwrap());
+    for (name, a) in arrays {
+        writer.add_array(name, &a).unwrap();
+    }
+    writer.finish().unwrap();
+}
