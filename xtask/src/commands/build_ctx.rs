@@ -71,7 +71,7 @@ impl BuildCtx {
         if self.dry_run {
             let versions = versions_for_dry_run(ctx);
             let plans = plan_all(ctx, &model, &comps, &soc, &versions, &mut memo)?;
-            print_plan(&plans, &versions, &soc, ctx.verbose);
+            print_plan(&model, &plans, &versions, &soc, ctx.verbose);
             memo.save(&memo_path)?;
             return Ok(Outcome::Success);
         }
@@ -153,7 +153,13 @@ fn versions_for_dry_run(ctx: &Ctx) -> Versions {
     }
 }
 
-fn print_plan(plans: &[ComponentPlan], versions: &Versions, soc: &Soc, verbose: bool) {
+fn print_plan(
+    model: &Model,
+    plans: &[ComponentPlan],
+    versions: &Versions,
+    soc: &Soc,
+    verbose: bool,
+) {
     crate::outln!(
         "plan: soc {} ({}, v{}), onnxruntime {}, QNN {}",
         soc.id,
@@ -191,6 +197,13 @@ fn print_plan(plans: &[ComponentPlan], versions: &Versions, soc: &Soc, verbose: 
             "dry run: nothing was run; {} input file(s) are missing (listed above)",
             all_missing.len()
         );
+        let hint = model
+            .file
+            .model
+            .obtain
+            .as_deref()
+            .unwrap_or("see the model's recipes");
+        crate::outln!("how to obtain them: {hint}");
     }
 }
 

@@ -1,0 +1,301 @@
+//! `build-ctx --soc 77` on the tiny model as a user runs it: a cold build, a no-op rebuild,
+//! a weight change, a failing CPU-parity gate, the HTP parity of the result, the dry run of
+//! the real model, and the build lock.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::{Scratch, cosines, edit_golden, read_json};
+
+const COMPONENTS: [&str; 7] = [
+    "vision",
+    "llm_split0",
+    "llm_split1",
+    "llm_split2",
+    "llm_split3",
+    "action_context",
+    "action_step",
+];
+
+fn sha(path: &Path) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(std::fs::read(path).unwrap())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// (component, step) -> status from the build report.
+fn statuses(p: &Scratch) -> BTreeMap<(String, String), String> {
+    let report = read_json(&p.path("reports/tiny/build-soc77.json"));
+    let mut out = BTreeMap::new();
+    for c in report["components"].as_array().unwrap() {
+        for s in c["steps"].as_array().unwrap() {
+            out.insert(
+                (
+                    c["component"].as_str().unwrap().into(),
+                    s["step"].as_str().unwrap().into(),
+                ),
+                s["status"].as_str().unwrap().into(),
+            );
+        }
+    }
+    out
+}
+
+fn ran_components(p: &Scratch) -> Vec<String> {
+    let mut ran: Vec<String> = statuses(p)
+        .into_iter()
+        .filter(|(_, s)| s == "ran")
+        .map(|((c, _), _)| c)
+        .collect();
+    ran.dedup();
+    ran
+}
+
+#[test]
+fn build_ctx_cold_noop_weight_change_htp_parity_and_failing_gate() {
+    let p = Scratch::tiny();
+
+    // Cold build: 7 DLCs, 7 binaries, 7 wrappers, the report, CPU cosines >= 0.9999.
+    let run = p.run(&["build-ctx", "--soc", "77", "--model", "tiny"]);
+    run.assert_code(0);
+    for c in COMPONENTS {
+        for f in [
+            format!("{c}.dlc"),
+            format!("{c}_socid77_archv73.bin"),
+            format!("{c}_socid77_archv73_ctx.onnx"),
+        ] {
+            let path = p.path(&format!("ctx/tiny/{f}"));
+            assert!(
+                std::fs::metadata(&path)
+                    .map(|m| m.len() > 0)
+                    .unwrap_or(false),
+                "missing {f}\n{}",
+                run.all()
+            );
+        }
+    }
+    let report = read_json(&p.path("reports/tiny/build-soc77.json"));
+    assert_eq!(report["pass"], true);
+    assert!(report["qnn"].as_str().unwrap().starts_with("v2.47.0"));
+    for c in report["components"].as_array().unwrap() {
+        let cpu = &c["steps"][1];
+        assert_eq!(cpu["step"], "cpu parity");
+        for o in cpu["detail"]["result"]["outputs"].as_array().unwrap() {
+            assert!(o["metrics"]["cosine"].as_f64().unwrap() >= 0.9999, "{c}");
+        }
+        assert!(
+            !c["steps"][2]["detail"]["graph_name"]
+                .as_str()
+                .unwrap()
+                .is_empty()
+        );
+    }
+    assert!(p.path("reports/tiny/build-soc77.md").is_file());
+
+    // No-op: nothing runs, everything fresh.
+    let run = p.run(&["build-ctx", "--soc", "77"]);
+    run.assert_code(0);
+    assert!(
+        run.stdout.contains("0 step(s) ran, 21 fresh"),
+        "{}",
+        run.all()
+    );
+
+    // HTP parity through the EPContext wrappers.
+    p.run(&["parity", "--backend", "htp", "--model", "tiny"])
+        .assert_code(0);
+    let htp = read_json(&p.path("reports/tiny/parity-htp.json"));
+    assert_eq!(htp["htp_emulated"], true);
+    for (comp, out, cos) in cosines(&htp) {
+        assert!(cos >= 0.999, "{comp} {out} {cos}");
+    }
+
+    // One weight of llm_split2 changes (its external data): only its three steps re-run,
+    // and until then its binary is refused as stale.
+    let data = p.path("onnx/tiny/llm_split2.onnx.data");
+    let mut bytes = std::fs::read(&data).unwrap();
+    bytes[1000] ^= 0x01;
+    std::fs::write(&data, bytes).unwrap();
+    let stale = p.run(&["parity", "--backend", "htp", "--only", "llm_split2"]);
+    stale.assert_code(1);
+    assert!(
+        stale.stdout.contains("is stale") && stale.stdout.contains("changed"),
+        "{}",
+        stale.all()
+    );
+    let run = p.run(&["build-ctx", "--soc", "77", "-v"]);
+    run.assert_code(0);
+    assert_eq!(
+        ran_components(&p),
+        vec!["llm_split2".to_string()],
+        "{}",
+        run.all()
+    );
+    assert!(
+        run.stdout.contains("3 step(s) ran, 18 fresh"),
+        "{}",
+        run.all()
+    );
+    assert!(
+        run.stdout
+            .contains("external data onnx/tiny/llm_split2.onnx.data changed"),
+        "{}",
+        run.all()
+    );
+
+    // A perturbed golden output of action_step: it fails at cpu parity, gets no new binary,
+    // keeps its previous one untouched; the other six stay built.
+    let bin = p.path("ctx/tiny/action_step_socid77_archv73.bin");
+    let before = sha(&bin);
+    edit_golden(
+        &p.path("golden/tiny/action_step_io.npz"),
+        "next_trajectory",
+        |a| a.mapv_inplace(|v| v * 0.5 + 0.3),
+    );
+    let run = p.run(&["build-ctx", "--soc", "77"]);
+    run.assert_code(1);
+    assert!(
+        run.stdout.contains("FAILED action_step at cpu parity"),
+        "{}",
+        run.all()
+    );
+    let st = statuses(&p);
+    assert_eq!(st[&("action_step".into(), "cpu parity".into())], "failed");
+    assert_eq!(
+        st[&("action_step".into(), "context binary".into())],
+        "skipped"
+    );
+    for c in COMPONENTS.iter().filter(|c| **c != "action_step") {
+        assert_eq!(
+            st[&(c.to_string(), "context binary".into())],
+            "fresh",
+            "{c}"
+        );
+    }
+    assert_eq!(sha(&bin), before, "the previous binary must stay untouched");
+    let refused = p.run(&["parity", "--backend", "htp", "--only", "action_step"]);
+    refused.assert_code(1);
+    assert!(refused.stdout.contains("is stale"), "{}", refused.all());
+}
+
+#[test]
+fn dry_run_on_the_real_model_prints_the_plan_and_names_missing_files() {
+    let p = Scratch::tiny();
+    let run = p.run(&[
+        "build-ctx",
+        "--soc",
+        "77",
+        "--model",
+        "molmoact2-libero-lp-vtp-sd",
+        "--dry-run",
+    ]);
+    run.assert_code(0);
+    for c in COMPONENTS {
+        assert!(
+            run.stdout.contains(&format!(
+                "MISSING onnx/molmoact2-libero-lp-vtp-sd/{c}/{c}.onnx"
+            )),
+            "{}",
+            run.all()
+        );
+        assert!(
+            run.stdout.contains(&format!(
+                "ctx/molmoact2-libero-lp-vtp-sd/{c}_socid77_archv73.bin"
+            )),
+            "{}",
+            run.all()
+        );
+    }
+    assert!(run.stdout.contains("how to obtain them"), "{}", run.all());
+    assert!(
+        !p.path("ctx/molmoact2-libero-lp-vtp-sd").exists(),
+        "a dry run writes nothing"
+    );
+    let real = p.run(&[
+        "build-ctx",
+        "--soc",
+        "77",
+        "--model",
+        "molmoact2-libero-lp-vtp-sd",
+    ]);
+    real.assert_code(2);
+    assert!(
+        real.stderr.contains("is missing 14 file(s)"),
+        "{}",
+        real.all()
+    );
+}
+
+#[test]
+fn unknown_soc_lists_the_known_ones_and_chip_names_work() {
+    let p = Scratch::tiny();
+    let run = p.run(&["build-ctx", "--soc", "12345", "--dry-run"]);
+    run.assert_code(2);
+    assert!(
+        run.stderr.contains("unknown SoC `12345`") && run.stderr.contains("QCS9075"),
+        "{}",
+        run.all()
+    );
+    let run = p.run(&[
+        "build-ctx",
+        "--soc",
+        "QCS9075",
+        "--dry-run",
+        "--only",
+        "vision",
+    ]);
+    run.assert_code(0);
+    assert!(
+        run.stdout.contains("vision_socid77_archv73.bin"),
+        "{}",
+        run.all()
+    );
+}
+
+#[test]
+fn a_second_build_waits_for_the_lock() {
+    let p = Scratch::tiny();
+    std::fs::create_dir_all(p.path("ctx/tiny")).unwrap();
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(p.path("ctx/tiny/.build.lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let stderr_path = p.path("second.stderr");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .arg("--root")
+        .arg(p.dir.path())
+        .args(["build-ctx", "--soc", "77", "--only", "action_context"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    let mut waited = false;
+    for _ in 0..600 {
+        if std::fs::read_to_string(&stderr_path)
+            .unwrap_or_default()
+            .contains("waiting for it to finish")
+        {
+            waited = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(waited, "the second build never said it waits");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "it must not run while the lock is held"
+    );
+    drop(lock);
+    assert!(child.wait().unwrap().success());
+    assert!(
+        p.path("ctx/tiny/action_context_socid77_archv73.bin")
+            .is_file()
+    );
+}
