@@ -479,6 +479,11 @@ fn require_all_on_qnn(placement: &Placement, log: &[String], model: &Path) -> Re
     Ok(())
 }
 
+/// `ort` errors carry the builder for recovery and are not `Send`; keep only the message.
+fn ort_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    anyhow::anyhow!("{e}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -522,9 +527,4 @@ mod tests {
     fn no_placement_log_is_not_a_proof() {
         assert!(require_all_on_qnn(&Placement::default(), &[], Path::new("m.onnx")).is_err());
     }
-}
-
-/// `ort` errors carry the builder for recovery and are not `Send`; keep only the message.
-fn ort_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
-    anyhow::anyhow!("{e}")
 }
