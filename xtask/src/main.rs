@@ -9,6 +9,7 @@ mod component_parity;
 mod epcontext;
 mod hashing;
 mod onnx_proto;
+mod onnx_writer;
 mod parity;
 mod plan;
 mod progress;
@@ -47,6 +48,8 @@ enum Command {
     Doctor(commands::doctor::Doctor),
     /// Build every component: ONNX → DLC, QNN CPU-backend parity, HTP context binary.
     BuildCtx(commands::build_ctx::BuildCtx),
+    /// Benchmark: cold build vs no-op rebuild (tiny model and a ~100 MB ONNX).
+    Bench(commands::bench::Bench),
     /// Compare every component's outputs with its golden tensors on one backend.
     Parity(commands::parity::Parity),
 }
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
             Command::Doctor(cmd) => cmd.run(&ctx),
             Command::Parity(cmd) => cmd.run(&ctx),
             Command::BuildCtx(cmd) => cmd.run(&ctx),
+            Command::Bench(cmd) => cmd.run(&ctx),
         }
     });
     match result {

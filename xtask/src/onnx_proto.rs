@@ -304,7 +304,7 @@ fn rewrite_fields(msg: &[u8], f: &mut Rewriter<'_>) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -312,7 +312,7 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn put_bytes(out: &mut Vec<u8>, num: u32, payload: &[u8]) {
+pub fn put_bytes(out: &mut Vec<u8>, num: u32, payload: &[u8]) {
     put_varint(out, (u64::from(num) << 3) | 2);
     put_varint(out, payload.len() as u64);
     out.extend_from_slice(payload);

@@ -154,8 +154,7 @@ fn read_npz_array(npz: &mut NpzReader<fs::File>, name: &str) -> Result<Tensor> {
     }
 }
 
-/// Writes tensors as a compressed npz (tests use it to build fixtures).
-#[cfg(test)]
+/// Writes tensors as a compressed npz (benchmark fixtures, tests).
 pub fn write_npz(path: &Path, tensors: &BTreeMap<String, Tensor>) -> Result<()> {
     let mut buf = std::io::Cursor::new(Vec::new());
     {

@@ -1,5 +1,6 @@
 //! One module per subcommand; each flag struct is the command's input and has `run`.
 
+pub mod bench;
 pub mod build_ctx;
 pub mod doctor;
 pub mod parity;

@@ -1,0 +1,193 @@
+//! `cargo xtask bench`: cold build vs no-op rebuild of `build-ctx`, for the tiny model and for
+//! a hundred-megabyte-class ONNX (an MLP with ~100 MB of external weights, generated here).
+//! Each figure is printed as a ratio against the cold build measured in the same run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use super::{Ctx, Outcome};
+use crate::runtime::bootstrap::ensure_runtime;
+use crate::runtime::{Backend, Runtime};
+use crate::tensor::Tensor;
+
+#[derive(clap::Args)]
+pub struct Bench {
+    /// Hidden width of the large MLP (2560 x hidden x 2 f32 weights; 4864 ≈ 100 MB).
+    #[arg(long, default_value_t = 4864)]
+    large_hidden: usize,
+}
+
+impl Bench {
+    pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        let libs = ensure_runtime(&ctx.root)?;
+        let bench_dir = ctx.root.join("target/bench");
+        if bench_dir.exists() {
+            std::fs::remove_dir_all(&bench_dir)?;
+        }
+        let tiny = setup_tiny(&ctx.root, &bench_dir.join("tiny"))?;
+        let rt = Runtime::load(libs)?;
+        let large = setup_large(&ctx.root, &bench_dir.join("large"), &rt, self.large_hidden)?;
+        let weights_mb =
+            std::fs::metadata(large.join("onnx/large/mlp.onnx.data"))?.len() as f64 / 1e6;
+        crate::outln!(
+            "{:<28} {:>11} {:>11} {:>9} {:>22} {:>9}",
+            "model",
+            "cold build",
+            "no-op",
+            "no-op/cold",
+            "no-op, memo cleared",
+            "/cold"
+        );
+        for (label, root, model) in [
+            ("tiny (7 components)".to_string(), &tiny, "tiny"),
+            (
+                format!("large (mlp, {weights_mb:.0} MB ONNX)"),
+                &large,
+                "large",
+            ),
+        ] {
+            let cold = time_build(root, model)?;
+            let noop = time_build(root, model)?;
+            std::fs::remove_file(root.join("target/xtask-hash-memo.json"))?;
+            let rehash = time_build(root, model)?;
+            crate::outln!(
+                "{label:<28} {cold:>10.2}s {noop:>10.3}s {:>9.4} {rehash:>21.3}s {:>9.4}",
+                noop / cold,
+                rehash / cold
+            );
+        }
+        crate::outln!(
+            "(no-op = a second build-ctx with nothing changed; memo cleared = the same with the path/size/mtime hash memo deleted, so every input is re-hashed)"
+        );
+        Ok(Outcome::Success)
+    }
+}
+
+/// Runs `build-ctx` in a scratch project as a separate process and returns its wall time.
+fn time_build(root: &Path, model: &str) -> Result<f64> {
+    let exe = std::env::current_exe()?;
+    let started = Instant::now();
+    let out = duct::cmd(
+        &exe,
+        [
+            "--root".as_ref(),
+            root.as_os_str(),
+            "build-ctx".as_ref(),
+            "--model".as_ref(),
+            model.as_ref(),
+            "--soc".as_ref(),
+            "77".as_ref(),
+        ],
+    )
+    .stdout_capture()
+    .stderr_capture()
+    .unchecked()
+    .run()?;
+    let seconds = started.elapsed().as_secs_f64();
+    if !out.status.success() {
+        bail!(
+            "build-ctx of {model} failed in the benchmark:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(seconds)
+}
+
+fn link_runtime(repo: &Path, project: &Path) -> Result<()> {
+    std::fs::create_dir_all(project.join("target"))?;
+    std::os::unix::fs::symlink(
+        repo.join("target/qnn-runtime"),
+        project.join("target/qnn-runtime"),
+    )
+    .context("cannot link the runtime into the bench project")
+}
+
+fn setup_tiny(repo: &Path, project: &Path) -> Result<PathBuf> {
+    for rel in ["recipes/tiny", "onnx/tiny", "golden/tiny"] {
+        copy_dir(&repo.join(rel), &project.join(rel))?;
+    }
+    link_runtime(repo, project)?;
+    Ok(project.to_path_buf())
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry?;
+        let dest = to.join(entry.path().strip_prefix(from)?);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest)?;
+        } else {
+            std::fs::copy(entry.path(), &dest)?;
+        }
+    }
+    Ok(())
+}
+
+/// The large project: the MLP, its recipe, and golden tensors computed by ORT's CPU EP (the
+/// benchmark measures build time; the tiny model is where golden tensors are independent).
+fn setup_large(repo: &Path, project: &Path, rt: &Runtime, hidden: usize) -> Result<PathBuf> {
+    const SEQ: usize = 130;
+    const WIDTH: usize = 2560;
+    let onnx = project.join("onnx/large/mlp.onnx");
+    std::fs::create_dir_all(onnx.parent().context("onnx dir")?)?;
+    crate::onnx_writer::write_mlp(&onnx, SEQ, WIDTH, hidden, 42)?;
+    let x = ndarray::ArrayD::from_shape_vec(
+        vec![1, SEQ, WIDTH],
+        crate::onnx_writer::seeded_weights(SEQ * WIDTH, 7, 1.0),
+    )?;
+    let inputs = BTreeMap::from([("x".to_string(), Tensor::F32(x))]);
+    let mut outputs = rt.open(&onnx, &Backend::OrtCpu)?.run(&inputs)?;
+    let mut golden = inputs;
+    golden.insert("y".into(), outputs.remove("y").context("no output y")?);
+    crate::tensor::write_npz(&project.join("golden/large/mlp_io.npz"), &golden)?;
+    std::fs::create_dir_all(project.join("recipes/large"))?;
+    std::fs::write(project.join("recipes/large/model.toml"), LARGE_MODEL_TOML)?;
+    std::fs::write(project.join("recipes/large/mlp.toml"), LARGE_MLP_TOML)?;
+    link_runtime(repo, project)?;
+    Ok(project.to_path_buf())
+}
+
+const LARGE_MODEL_TOML: &str = r#"[model]
+name = "large"
+family = "bench"
+components = ["mlp"]
+seq_len = 130
+
+[target]
+qairt = "2.47.0"
+soc = 77
+htp_arch = 73
+"#;
+
+const LARGE_MLP_TOML: &str = r#"[component]
+name = "mlp"
+onnx = "onnx/large/mlp.onnx"
+
+[golden]
+file = "golden/large/mlp_io.npz"
+
+[[inputs]]
+name = "x"
+shape = [1, 130, 2560]
+dtype = "f32"
+golden_key = "x"
+
+[[outputs]]
+name = "y"
+shape = [1, 130, 2560]
+dtype = "f32"
+golden_key = "y"
+
+[convert]
+float_bitwidth = 32
+preserve_io_datatype = true
+
+[context]
+graph_name = "mlp"
+optimization_level = 3
+fp16 = true
+"#;
