@@ -259,10 +259,6 @@ pub fn parse_toml<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Re
     })
 }
 
-pub fn recipes_dir(root: &Path, model: &str) -> PathBuf {
-    root.join("recipes").join(model)
-}
-
 pub fn known_models(root: &Path) -> Vec<String> {
     let mut names: Vec<String> = fs::read_dir(root.join("recipes"))
         .into_iter()
@@ -276,9 +272,8 @@ pub fn known_models(root: &Path) -> Vec<String> {
 }
 
 pub fn load_model(root: &Path, name: &str) -> Result<Model> {
-    let dir = recipes_dir(root, name);
-    let model_path = dir.join("model.toml");
-    let text = fs::read_to_string(&model_path).with_context(|| {
+    let model_path = Path::new("recipes").join(name).join("model.toml");
+    let text = fs::read_to_string(root.join(&model_path)).with_context(|| {
         format!(
             "no recipe for model `{name}` ({} missing); known models: {}",
             model_path.display(),
@@ -296,14 +291,17 @@ pub fn load_model(root: &Path, name: &str) -> Result<Model> {
     check_overrides(&model_path, &file.parity.overrides, None)?;
     let mut components = Vec::new();
     for comp in &file.model.components {
-        components.push(load_component(&dir, comp)?);
+        components.push(load_component(root, name, comp)?);
     }
     Ok(Model { file, components })
 }
 
-fn load_component(dir: &Path, name: &str) -> Result<Component> {
-    let recipe_path = dir.join(format!("{name}.toml"));
-    let recipe_text = fs::read_to_string(&recipe_path).with_context(|| {
+/// Recipe paths are kept relative to the project root: that is how errors and reports show them.
+fn load_component(root: &Path, model: &str, name: &str) -> Result<Component> {
+    let recipe_path = Path::new("recipes")
+        .join(model)
+        .join(format!("{name}.toml"));
+    let recipe_text = fs::read_to_string(root.join(&recipe_path)).with_context(|| {
         format!(
             "component `{name}` is listed in model.toml but {} is missing",
             recipe_path.display()

@@ -299,3 +299,25 @@ fn a_second_build_waits_for_the_lock() {
             .is_file()
     );
 }
+
+#[test]
+fn a_weight_sharing_group_is_refused_with_the_reason() {
+    let p = Scratch::tiny();
+    let path = p.path("recipes/tiny/llm_split0.toml");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("vtcm_mb = 0", "vtcm_mb = 0\nweight_sharing_group = \"llm\"");
+    std::fs::write(&path, text).unwrap();
+    let run = p.run(&["build-ctx", "--soc", "77"]);
+    run.assert_code(2);
+    assert!(
+        run.stderr.contains("llm_split0 (group `llm`")
+            && run.stderr.contains("QNN_COMMON_ERROR_NOT_SUPPORTED"),
+        "{}",
+        run.all()
+    );
+    assert!(
+        !p.path("ctx/tiny/vision_socid77_archv73.bin").exists(),
+        "nothing is built"
+    );
+}

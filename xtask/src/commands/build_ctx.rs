@@ -66,6 +66,7 @@ impl BuildCtx {
         if self.jobs == 0 {
             bail!("--jobs must be at least 1");
         }
+        refuse_weight_sharing_groups(&comps)?;
         let memo_path = ctx.root.join("target/xtask-hash-memo.json");
         let mut memo = HashMemo::load(&memo_path);
         if self.dry_run {
@@ -205,6 +206,35 @@ fn print_plan(
             .unwrap_or("see the model's recipes");
         crate::outln!("how to obtain them: {hint}");
     }
+}
+
+/// Weight-sharing groups (several graphs in one context) are not built: the QNN 2.47 plugin
+/// generates such a context (`ep.share_ep_contexts`), but the x86_64 HTP emulator refuses to
+/// load it (`QNN_COMMON_ERROR_NOT_SUPPORTED`), so its HTP parity could never be proven here.
+/// A recipe asking for one gets this explanation instead of a silently unshared build.
+fn refuse_weight_sharing_groups(comps: &[&Component]) -> Result<()> {
+    let grouped: Vec<String> = comps
+        .iter()
+        .filter_map(|c| {
+            c.file
+                .context
+                .weight_sharing_group
+                .as_ref()
+                .map(|g| format!("{} (group `{g}`, {})", c.name(), c.recipe_path.display()))
+        })
+        .collect();
+    if grouped.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "weight-sharing groups are not supported by the embedded toolchain: {}\n\
+         QNN 2.47 through onnxruntime-qnn 2.3.0 writes a shared multi-graph context \
+         (ep.share_ep_contexts=1), but its emulated HTP refuses to load it (\"Failed to create \
+         context from binary ... QNN_COMMON_ERROR_NOT_SUPPORTED\"), with or without \
+         ep.share_ep_contexts / enable_htp_weight_sharing, so its parity cannot be checked. \
+         Remove `weight_sharing_group` to build one context per component.",
+        grouped.join(", ")
+    )
 }
 
 /// Takes the tree's build lock; a second build waits, saying why.

@@ -271,3 +271,44 @@ fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wheel_with_a_wrong_hash_is_refused_and_nothing_is_unpacked() {
+        let root = tempfile::tempdir().unwrap();
+        let wheel_dir = root.path().join("target/qnn-runtime/wheels");
+        fs::create_dir_all(&wheel_dir).unwrap();
+        fs::write(wheel_dir.join(ORT_WHEEL.file), b"not the pinned wheel").unwrap();
+        let err = fetch_verified_wheel(&wheel_dir, &ORT_WHEEL)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("refusing") && err.contains(ORT_WHEEL.sha256),
+            "{err}"
+        );
+        assert!(
+            !root
+                .path()
+                .join("target/qnn-runtime")
+                .join(RUNTIME_DIR_NAME)
+                .exists()
+        );
+    }
+
+    #[test]
+    fn pip_is_asked_for_the_pinned_platforms_and_python() {
+        let args = pip_download_args(Path::new("w"), QNN_WHEEL.requirement).join(" ");
+        assert!(
+            args.contains("--only-binary=:all: --python-version 3.11"),
+            "{args}"
+        );
+        assert!(
+            args.contains("--platform manylinux_2_35_x86_64 --platform manylinux_2_28_x86_64"),
+            "{args}"
+        );
+        assert!(args.ends_with("onnxruntime-qnn==2.3.0"), "{args}");
+    }
+}
