@@ -79,6 +79,7 @@ impl BuildCtx {
         super::require_files(ctx, &model, &comps)?;
         let ctx_dir = crate::project::ctx_dir(&ctx.root, &self.model);
         let _lock = lock_build_dir(&ctx_dir)?;
+        remove_stale_staging(&ctx_dir)?;
         let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
         let versions = runtime_versions(&rt)?;
         let plans = plan_all(ctx, &model, &comps, &soc, &versions, &mut memo)?;
@@ -235,6 +236,17 @@ fn refuse_weight_sharing_groups(comps: &[&Component]) -> Result<()> {
          Remove `weight_sharing_group` to build one context per component.",
         grouped.join(", ")
     )
+}
+
+/// Staging folders left by an interrupted build (the lock is held, so none is in use).
+fn remove_stale_staging(dir: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(".staging-") {
+            std::fs::remove_dir_all(entry.path())
+                .with_context(|| format!("cannot remove {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Takes the tree's build lock; a second build waits, saying why.

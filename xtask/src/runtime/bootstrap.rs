@@ -40,6 +40,8 @@ pub const PINNED_QNN_VERSION: &str = "2.47.0";
 
 const ORT_LIB_IN_WHEEL: &str = "onnxruntime/capi/libonnxruntime.so.1.24.4";
 const QNN_DIR_IN_WHEEL: &str = "onnxruntime_qnn";
+/// A pip download that hangs (a dead proxy, a stalled index) is stopped after this long.
+const PIP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(900);
 const RUNTIME_DIR_NAME: &str = "ort-1.24.4-qnn-2.3.0";
 
 /// Where the libraries of this run come from.
@@ -162,14 +164,23 @@ fn download_wheel(wheel_dir: &Path, pin: &WheelPin) -> Result<()> {
     fs::create_dir_all(wheel_dir)?;
     eprintln!("fetching {} (pinned wheel, once) ...", pin.requirement);
     let args = pip_download_args(wheel_dir, pin.requirement);
-    let out = duct::cmd("python3", &args)
+    let handle = duct::cmd("python3", &args)
         .stderr_to_stdout()
         .stdout_capture()
         .unchecked()
-        .run()
+        .start()
         .context(
             "cannot run python3: the embedded runtime is fetched with `python3 -m pip download`",
         )?;
+    let Some(out) = handle.wait_timeout(PIP_TIMEOUT)? else {
+        handle.kill()?;
+        bail!(
+            "`python3 {}` did not finish within {} s and was stopped; nothing was unpacked. \
+             hint: check access to the package index, or set ORT_DYLIB_PATH and QNN_LIB_DIR",
+            args.join(" "),
+            PIP_TIMEOUT.as_secs()
+        );
+    };
     if !out.status.success() {
         let text = String::from_utf8_lossy(&out.stdout);
         bail!(
