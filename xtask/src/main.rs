@@ -11,11 +11,13 @@ mod hashing;
 mod onnx_proto;
 mod onnx_writer;
 mod parity;
+mod pipeline;
 mod plan;
 mod progress;
 mod project;
 mod recipe;
 mod report;
+mod run_report;
 mod runtime;
 mod soc;
 mod tensor;
@@ -48,6 +50,8 @@ enum Command {
     Doctor(commands::doctor::Doctor),
     /// Build every component: ONNX → DLC, QNN CPU-backend parity, HTP context binary.
     BuildCtx(commands::build_ctx::BuildCtx),
+    /// Run the whole chain end to end: chain parity and latency reports.
+    Run(commands::run::Run),
     /// Benchmark: cold build vs no-op rebuild (tiny model and a ~100 MB ONNX).
     Bench(commands::bench::Bench),
     /// Compare every component's outputs with its golden tensors on one backend.
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
             Command::Parity(cmd) => cmd.run(&ctx),
             Command::BuildCtx(cmd) => cmd.run(&ctx),
             Command::Bench(cmd) => cmd.run(&ctx),
+            Command::Run(cmd) => cmd.run(&ctx),
         }
     });
     match result {

@@ -19,8 +19,9 @@ pub const DEFAULT_MIN_COSINE: f64 = 0.9999;
 pub struct ModelFile {
     pub model: ModelSection,
     pub target: TargetSection,
+    /// The host chain of the model family (`cargo xtask run`); absent for single-graph models.
     #[serde(default)]
-    pub host: toml::Table,
+    pub host: Option<HostSection>,
     #[serde(default)]
     pub parity: ModelParity,
 }
@@ -46,6 +47,60 @@ pub struct TargetSection {
     pub qairt: String,
     pub soc: u32,
     pub htp_arch: u32,
+}
+
+/// Host pipeline parameters: which component plays which role in the chain, the flow-matching
+/// timesteps, de-normalisation, and the chain's gates. Sizes come from the component recipes.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSection {
+    /// `trace.json` of one reference chain run; its `npz` key names the host tensors beside it.
+    pub trace: PathBuf,
+    pub vision: String,
+    pub llm_splits: Vec<String>,
+    pub action_context: String,
+    pub action_step: String,
+    /// One Euler step per entry (`dt` is applied inside `action_step`).
+    pub timesteps: Vec<f32>,
+    pub action_dim_used: usize,
+    /// The gripper dimension passes through de-normalisation unchanged.
+    #[serde(default)]
+    pub gripper_dim: Option<usize>,
+    pub norm_mode: String,
+    #[serde(default)]
+    pub gate: ChainGate,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainGate {
+    /// Every boundary tensor of the chain against the golden.
+    #[serde(default = "default_chain_cosine")]
+    pub min_cosine: f64,
+    /// Largest |action - expected| in action units, per backend.
+    #[serde(default = "default_actions_max_abs")]
+    pub actions_max_abs: BTreeMap<String, f64>,
+}
+
+impl Default for ChainGate {
+    fn default() -> Self {
+        ChainGate {
+            min_cosine: default_chain_cosine(),
+            actions_max_abs: default_actions_max_abs(),
+        }
+    }
+}
+
+fn default_chain_cosine() -> f64 {
+    0.999
+}
+
+fn default_actions_max_abs() -> BTreeMap<String, f64> {
+    BTreeMap::from([
+        ("ort".into(), 1e-4),
+        ("cpu".into(), 1e-4),
+        ("htp".into(), 1e-2),
+    ])
 }
 
 /// Model-wide gate overrides (for example a looser HTP gate for fp16), each with a reason.
@@ -289,6 +344,9 @@ pub fn load_model(root: &Path, name: &str) -> Result<Model> {
         );
     }
     check_overrides(&model_path, &file.parity.overrides, None)?;
+    if let Some(host) = &file.host {
+        check_host(&model_path, &file.model, host)?;
+    }
     let mut components = Vec::new();
     for comp in &file.model.components {
         components.push(load_component(root, name, comp)?);
@@ -368,6 +426,42 @@ fn check_component(comp: &Component, expected_name: &str) -> Result<()> {
         &comp.file.parity.overrides,
         Some(&outputs),
     )
+}
+
+fn check_host(path: &Path, model: &ModelSection, host: &HostSection) -> Result<()> {
+    let p = path.display();
+    let roles = [&host.vision, &host.action_context, &host.action_step]
+        .into_iter()
+        .chain(&host.llm_splits);
+    for role in roles {
+        if !model.components.contains(role) {
+            bail!(
+                "{p}: [host] names component `{role}`, which is not among [model] components {:?}",
+                model.components
+            );
+        }
+    }
+    if host.llm_splits.is_empty() || host.timesteps.is_empty() {
+        bail!("{p}: [host] needs at least one entry in llm_splits and in timesteps");
+    }
+    if host.norm_mode != "q01_q99" {
+        bail!(
+            "{p}: [host] norm_mode {:?} is not supported (known: \"q01_q99\")",
+            host.norm_mode
+        );
+    }
+    if host.gripper_dim.is_some_and(|g| g >= host.action_dim_used) {
+        bail!(
+            "{p}: [host] gripper_dim must be below action_dim_used ({})",
+            host.action_dim_used
+        );
+    }
+    for key in host.gate.actions_max_abs.keys() {
+        if !["ort", "cpu", "htp"].contains(&key.as_str()) {
+            bail!("{p}: [host.gate] actions_max_abs key {key:?} is not one of ort, cpu, htp");
+        }
+    }
+    Ok(())
 }
 
 fn check_overrides(

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod build_ctx;
 pub mod doctor;
 pub mod parity;
+pub mod run;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,371 @@
+//! The host chain of the MolmoAct2 family, as the robot runs it: vision → scatter (image
+//! embeddings added into the prompt scaffold) → LLM splits chained (K/V collected) →
+//! action_context once → Euler steps with action_step → de-normalisation. Component roles,
+//! timesteps and de-normalisation come from `model.toml [host]`; sizes from the recipes. The
+//! chain calls components through a closure, so it is the same for every backend.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use ndarray::{ArrayD, Axis, IxDyn, concatenate, s};
+
+use crate::recipe::{HostSection, Model};
+use crate::tensor::{Tensor, read_npz};
+
+/// Family-wide tensor names of the MolmoAct2 I/O contract (the model card's table).
+pub mod names {
+    pub const PIXEL_VALUES: &str = "pixel_values";
+    pub const IMAGE_EMBEDS: &str = "image_embeds";
+    pub const HIDDEN_STATES: &str = "hidden_states";
+    pub const ATTENTION_BIAS: &str = "attention_bias";
+    pub const HIDDEN_OUT: &str = "hidden_out";
+    pub const KEYS: &str = "keys";
+    pub const VALUES: &str = "values";
+    pub const K_CTX: &str = "k_ctx";
+    pub const V_CTX: &str = "v_ctx";
+    pub const TRAJECTORY: &str = "trajectory";
+    pub const TIMESTEP: &str = "timestep";
+    pub const ENCODER_MASK: &str = "encoder_attention_mask";
+    pub const ACTION_DIM_IS_PAD: &str = "action_dim_is_pad";
+    pub const NEXT_TRAJECTORY: &str = "next_trajectory";
+}
+
+/// Tensors of `trace.npz` the chain needs as inputs.
+const HOST_INPUT_KEYS: [&str; 8] = [
+    "prompt_embeds",
+    "image_token_positions",
+    "attention_bias",
+    "encoder_attention_mask",
+    "action_dim_is_pad",
+    "initial_noise",
+    "q01",
+    "q99",
+];
+
+/// Everything the chain starts from: the vision input and the host tensors of the trace.
+pub struct HostInputs {
+    pub pixel_values: Tensor,
+    pub trace: BTreeMap<String, Tensor>,
+}
+
+/// Loads the chain's inputs and checks the host tensors are there, with a clear error if not.
+pub fn load_host_inputs(root: &Path, model: &Model, host: &HostSection) -> Result<HostInputs> {
+    let trace_json = root.join(&host.trace);
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(&trace_json)
+            .with_context(|| format!("missing host trace {}", host.trace.display()))?,
+    )
+    .with_context(|| format!("{} is not valid JSON", host.trace.display()))?;
+    let npz_name = meta["npz"].as_str().with_context(|| {
+        format!(
+            "{}: no `npz` key naming the host tensors",
+            host.trace.display()
+        )
+    })?;
+    let npz_path = trace_json.parent().unwrap_or(root).join(npz_name);
+    let trace = read_npz(&npz_path)?;
+    let missing: Vec<&str> = HOST_INPUT_KEYS
+        .iter()
+        .copied()
+        .filter(|k| !trace.contains_key(*k))
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "{}: the golden has no host tensors {missing:?} (needed to run the chain; see golden/README.md)",
+            crate::project::rel(root, &npz_path)
+        );
+    }
+    let vision = model
+        .components
+        .iter()
+        .find(|c| c.name() == host.vision)
+        .context("vision component")?;
+    let golden = crate::component_parity::load_golden(root, vision)?;
+    let pixel_values = golden
+        .inputs
+        .get(names::PIXEL_VALUES)
+        .cloned()
+        .context("the vision golden has no pixel_values")?;
+    Ok(HostInputs {
+        pixel_values,
+        trace,
+    })
+}
+
+/// One named tensor the chain produced, with what it is compared against.
+pub struct Boundary {
+    pub name: String,
+    pub value: ArrayD<f32>,
+}
+
+pub struct ChainResult {
+    /// Every boundary tensor in chain order (ending with the actions).
+    pub boundaries: Vec<Boundary>,
+    pub keys: ArrayD<f32>,
+    pub values: ArrayD<f32>,
+}
+
+/// Calls one component by name with named inputs.
+pub type CallFn<'a> =
+    dyn FnMut(&str, BTreeMap<String, Tensor>) -> Result<BTreeMap<String, Tensor>> + 'a;
+
+pub fn run_chain(
+    host: &HostSection,
+    inputs: &HostInputs,
+    call: &mut CallFn<'_>,
+) -> Result<ChainResult> {
+    let t = &inputs.trace;
+    let mut boundaries = Vec::new();
+    let mut keep = |name: String, value: &ArrayD<f32>| {
+        boundaries.push(Boundary {
+            name,
+            value: value.clone(),
+        })
+    };
+
+    let vision_out = call(
+        &host.vision,
+        BTreeMap::from([(names::PIXEL_VALUES.into(), inputs.pixel_values.clone())]),
+    )?;
+    let image_embeds = f32_out(&vision_out, &host.vision, names::IMAGE_EMBEDS)?;
+    keep(
+        format!("{}/{}", host.vision, names::IMAGE_EMBEDS),
+        &image_embeds,
+    );
+
+    let mut hidden = scatter_image_embeds(
+        f32_in(t, "prompt_embeds")?,
+        &image_embeds,
+        i64_in(t, "image_token_positions")?,
+    )?;
+    keep(format!("scatter/{}", names::HIDDEN_STATES), &hidden);
+
+    let bias = Tensor::F32(f32_in(t, "attention_bias")?.clone());
+    let (mut keys, mut values) = (Vec::new(), Vec::new());
+    for split in &host.llm_splits {
+        let out = call(
+            split,
+            BTreeMap::from([
+                (names::HIDDEN_STATES.into(), Tensor::F32(hidden)),
+                (names::ATTENTION_BIAS.into(), bias.clone()),
+            ]),
+        )?;
+        hidden = f32_out(&out, split, names::HIDDEN_OUT)?;
+        let (k, v) = (
+            f32_out(&out, split, names::KEYS)?,
+            f32_out(&out, split, names::VALUES)?,
+        );
+        keep(format!("{split}/{}", names::HIDDEN_OUT), &hidden);
+        keep(format!("{split}/{}", names::KEYS), &k);
+        keep(format!("{split}/{}", names::VALUES), &v);
+        keys.push(k);
+        values.push(v);
+    }
+    let keys = concat_layers(&keys)?;
+    let values = concat_layers(&values)?;
+
+    let ctx_out = call(
+        &host.action_context,
+        BTreeMap::from([
+            (names::KEYS.into(), Tensor::F32(keys.clone())),
+            (names::VALUES.into(), Tensor::F32(values.clone())),
+        ]),
+    )?;
+    let k_ctx = f32_out(&ctx_out, &host.action_context, names::K_CTX)?;
+    let v_ctx = f32_out(&ctx_out, &host.action_context, names::V_CTX)?;
+    keep(format!("{}/{}", host.action_context, names::K_CTX), &k_ctx);
+    keep(format!("{}/{}", host.action_context, names::V_CTX), &v_ctx);
+
+    let pad = f32_in(t, "action_dim_is_pad")?;
+    let mut x = f32_in(t, "initial_noise")?.clone();
+    zero_padded_dims(&mut x, pad)?;
+    let (k_ctx, v_ctx) = (Tensor::F32(k_ctx), Tensor::F32(v_ctx));
+    let (mask, pad_t) = (
+        Tensor::F32(f32_in(t, "encoder_attention_mask")?.clone()),
+        Tensor::F32(pad.clone()),
+    );
+    for (i, &step_t) in host.timesteps.iter().enumerate() {
+        let step_in = BTreeMap::from([
+            (names::TRAJECTORY.into(), Tensor::F32(x)),
+            (
+                names::TIMESTEP.into(),
+                Tensor::F32(ArrayD::from_elem(IxDyn(&[1]), step_t)),
+            ),
+            (names::K_CTX.into(), k_ctx.clone()),
+            (names::V_CTX.into(), v_ctx.clone()),
+            (names::ENCODER_MASK.into(), mask.clone()),
+            (names::ACTION_DIM_IS_PAD.into(), pad_t.clone()),
+        ]);
+        x = f32_out(
+            &call(&host.action_step, step_in)?,
+            &host.action_step,
+            names::NEXT_TRAJECTORY,
+        )?;
+        zero_padded_dims(&mut x, pad)?;
+        keep(format!("euler step {i} (t={step_t})/trajectory"), &x);
+    }
+    let used = x
+        .slice(s![.., .., ..host.action_dim_used])
+        .to_owned()
+        .into_dyn();
+    keep("normalized actions (before clipping)".into(), &used);
+    let actions = denormalize(
+        &used,
+        f32_in(t, "q01")?,
+        f32_in(t, "q99")?,
+        host.gripper_dim,
+    )?;
+    keep("actions".into(), &actions);
+    Ok(ChainResult {
+        boundaries,
+        keys,
+        values,
+    })
+}
+
+/// `hidden[0, pos[j]] += image_embeds[j]`: image features are added at the image-token slots.
+pub fn scatter_image_embeds(
+    prompt: &ArrayD<f32>,
+    image_embeds: &ArrayD<f32>,
+    positions: &ArrayD<i64>,
+) -> Result<ArrayD<f32>> {
+    let mut hidden = prompt.clone();
+    let (seq, width) = (hidden.shape()[1], hidden.shape()[2]);
+    if image_embeds.shape() != [positions.len(), width] {
+        bail!(
+            "scatter: image_embeds {:?} do not fit {} image positions of width {width}",
+            image_embeds.shape(),
+            positions.len()
+        );
+    }
+    for (j, &pos) in positions.iter().enumerate() {
+        let pos = usize::try_from(pos)
+            .ok()
+            .filter(|p| *p < seq)
+            .with_context(|| format!("image token position {pos} outside the sequence of {seq}"))?;
+        let mut row = hidden.slice_mut(s![0, pos, ..]);
+        row += &image_embeds.slice(s![j, ..]);
+    }
+    Ok(hidden)
+}
+
+fn concat_layers(parts: &[ArrayD<f32>]) -> Result<ArrayD<f32>> {
+    let views: Vec<_> = parts.iter().map(|a| a.view()).collect();
+    concatenate(Axis(0), &views).context("the splits' K/V do not concatenate on the layer axis")
+}
+
+fn zero_padded_dims(x: &mut ArrayD<f32>, pad: &ArrayD<f32>) -> Result<()> {
+    let dims = *x.shape().last().context("trajectory has no dims")?;
+    if pad.len() != dims {
+        bail!(
+            "action_dim_is_pad has {} entries, the trajectory {dims} dims",
+            pad.len()
+        );
+    }
+    let keep: Vec<f32> = pad.iter().map(|p| 1.0 - p).collect();
+    let last = Axis(x.ndim() - 1);
+    for mut lane in x.lanes_mut(last) {
+        lane.iter_mut().zip(&keep).for_each(|(v, k)| *v *= k);
+    }
+    Ok(())
+}
+
+/// q01/q99 de-normalisation: clip to [-1, 1], then `(a + 1)(q99 - q01)/2 + q01`; the gripper
+/// dimension passes through unchanged.
+pub fn denormalize(
+    a: &ArrayD<f32>,
+    q01: &ArrayD<f32>,
+    q99: &ArrayD<f32>,
+    gripper: Option<usize>,
+) -> Result<ArrayD<f32>> {
+    let dims = *a.shape().last().context("actions have no dims")?;
+    if q01.len() < dims || q99.len() < dims {
+        bail!(
+            "q01/q99 have {}/{} entries for {dims} action dims",
+            q01.len(),
+            q99.len()
+        );
+    }
+    let (lo, hi): (Vec<f32>, Vec<f32>) =
+        (q01.iter().copied().collect(), q99.iter().copied().collect());
+    let mut out = a.clone();
+    for mut lane in out.lanes_mut(Axis(a.ndim() - 1)) {
+        for (d, v) in lane.iter_mut().enumerate() {
+            if Some(d) != gripper {
+                *v = (v.clamp(-1.0, 1.0) + 1.0) * (hi[d] - lo[d]) / 2.0 + lo[d];
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn f32_in<'t>(trace: &'t BTreeMap<String, Tensor>, key: &str) -> Result<&'t ArrayD<f32>> {
+    match trace.get(key) {
+        Some(Tensor::F32(a)) => Ok(a),
+        Some(other) => bail!("host tensor `{key}` is {}, expected f32", other.dtype()),
+        None => bail!("the golden has no host tensor `{key}`"),
+    }
+}
+
+fn i64_in<'t>(trace: &'t BTreeMap<String, Tensor>, key: &str) -> Result<&'t ArrayD<i64>> {
+    match trace.get(key) {
+        Some(Tensor::I64(a)) => Ok(a),
+        Some(other) => bail!("host tensor `{key}` is {}, expected i64", other.dtype()),
+        None => bail!("the golden has no host tensor `{key}`"),
+    }
+}
+
+fn f32_out(out: &BTreeMap<String, Tensor>, comp: &str, name: &str) -> Result<ArrayD<f32>> {
+    match out.get(name) {
+        Some(Tensor::F32(a)) => Ok(a.clone()),
+        Some(Tensor::F16(a)) => Ok(a.mapv(f32::from)),
+        Some(other) => bail!("{comp}: output `{name}` is {}, expected f32", other.dtype()),
+        None => bail!("{comp}: produced no output `{name}`"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scatter_adds_at_positions() {
+        let prompt = ArrayD::from_elem(IxDyn(&[1, 4, 2]), 1.0f32);
+        let embeds = ArrayD::from_shape_vec(IxDyn(&[2, 2]), vec![10.0, 20.0, 30.0, 40.0]).unwrap();
+        let pos = ArrayD::from_shape_vec(IxDyn(&[2]), vec![3i64, 1]).unwrap();
+        let h = scatter_image_embeds(&prompt, &embeds, &pos).unwrap();
+        assert_eq!(
+            h.iter().copied().collect::<Vec<_>>(),
+            vec![1.0, 1.0, 31.0, 41.0, 1.0, 1.0, 11.0, 21.0]
+        );
+    }
+
+    #[test]
+    fn scatter_refuses_positions_outside_the_sequence() {
+        let prompt = ArrayD::from_elem(IxDyn(&[1, 4, 2]), 0.0f32);
+        let embeds = ArrayD::from_elem(IxDyn(&[1, 2]), 1.0f32);
+        let pos = ArrayD::from_shape_vec(IxDyn(&[1]), vec![4i64]).unwrap();
+        assert!(scatter_image_embeds(&prompt, &embeds, &pos).is_err());
+    }
+
+    #[test]
+    fn denormalize_clips_and_passes_the_gripper() {
+        let a = ArrayD::from_shape_vec(IxDyn(&[1, 1, 3]), vec![2.0f32, 0.0, 0.7]).unwrap();
+        let q01 = ArrayD::from_shape_vec(IxDyn(&[3]), vec![-2.0f32, 0.0, 5.0]).unwrap();
+        let q99 = ArrayD::from_shape_vec(IxDyn(&[3]), vec![2.0f32, 10.0, 6.0]).unwrap();
+        let out = denormalize(&a, &q01, &q99, Some(2)).unwrap();
+        assert_eq!(out.iter().copied().collect::<Vec<_>>(), vec![2.0, 5.0, 0.7]);
+    }
+
+    #[test]
+    fn padded_dims_are_zeroed() {
+        let mut x = ArrayD::from_elem(IxDyn(&[1, 2, 3]), 1.0f32);
+        let pad = ArrayD::from_shape_vec(IxDyn(&[1, 3]), vec![0.0f32, 1.0, 1.0]).unwrap();
+        zero_padded_dims(&mut x, &pad).unwrap();
+        assert_eq!(
+            x.iter().copied().collect::<Vec<_>>(),
+            vec![1.0, 0.0, 0.0, 1.0, 0.0, 0.0]
+        );
+    }
+}
