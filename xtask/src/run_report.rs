@@ -418,7 +418,8 @@ fn svg_series(
 ) -> String {
     let n = labels.len().max(2);
     let (w, h, left, bottom) = (760.0, 320.0, 50.0, 120.0);
-    let x = |i: usize| left + i as f64 * (w - left - 20.0) / (n - 1) as f64;
+    let right = 90.0;
+    let x = |i: usize| left + i as f64 * (w - left - right) / (n - 1) as f64;
     let y = |v: f64| 20.0 + (12.0 - v) * (h - bottom - 20.0) / 12.0;
     let mut s = format!(
         r#"<svg id="{id}" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img"><title>{}</title>"#,
@@ -450,6 +451,18 @@ fn svg_series(
             x(i),
             h - bottom + 14.0,
             esc(label)
+        );
+    }
+    for (k, (name, color, _)) in series.iter().enumerate() {
+        let ly = 20.0 + 16.0 * k as f64;
+        let _ = write!(
+            s,
+            r#"<rect x="{:.1}" y="{:.1}" width="10" height="10" fill="{color}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
+            w - right + 10.0,
+            ly,
+            w - right + 24.0,
+            ly + 9.0,
+            esc(name)
         );
     }
     for (name, color, values) in series {

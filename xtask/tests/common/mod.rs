@@ -162,3 +162,17 @@ pub fn edit_golden(path: &Path, key: &str, f: impl Fn(&mut ndarray::ArrayD<f32>)
     }
     writer.finish().unwrap();
 }
+
+/// Rewrites an npz without one of its arrays (the other members are copied as they are).
+pub fn drop_npz_key(path: &Path, key: &str) {
+    let bytes = std::fs::read(path).unwrap();
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
+    let mut writer = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    for i in 0..archive.len() {
+        let member = archive.by_index_raw(i).unwrap();
+        if member.name().trim_end_matches(".npy") != key {
+            writer.raw_copy_file(member).unwrap();
+        }
+    }
+    writer.finish().unwrap();
+}

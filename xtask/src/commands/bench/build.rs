@@ -1,33 +1,34 @@
-//! `cargo xtask bench`: cold build vs no-op rebuild of `build-ctx`, for the tiny model and for
-//! a hundred-megabyte-class ONNX (an MLP with ~100 MB of external weights, generated here).
-//! Each figure is printed as a ratio against the cold build measured in the same run.
+//! `cargo xtask bench build`: cold build vs no-op rebuild of `build-ctx`, for the tiny model
+//! and for a hundred-megabyte-class ONNX (an MLP with ~100 MB of external weights, generated
+//! here). Each figure is printed as a ratio against the cold build measured in the same run.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
-use super::{Ctx, Outcome};
+use super::super::{Ctx, Outcome};
+use super::{link_runtime, xtask_in};
 use crate::runtime::bootstrap::ensure_runtime;
 use crate::runtime::{Backend, Runtime};
 use crate::tensor::Tensor;
 
 #[derive(clap::Args)]
-pub struct Bench {
+pub struct BenchBuild {
     /// Hidden width of the large MLP (2560 x hidden x 2 f32 weights; 4864 ≈ 100 MB).
     #[arg(long, default_value_t = 4864)]
     large_hidden: usize,
 }
 
-impl Bench {
+impl BenchBuild {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         let libs = ensure_runtime(&ctx.root)?;
-        let bench_dir = ctx.root.join("target/bench");
+        let bench_dir = ctx.root.join("target/bench/build");
         if bench_dir.exists() {
             std::fs::remove_dir_all(&bench_dir)?;
         }
-        let tiny = setup_tiny(&ctx.root, &bench_dir.join("tiny"))?;
+        let tiny = super::tiny_project(&ctx.root, "build/tiny")?;
         let rt = Runtime::load(libs)?;
         let large = setup_large(&ctx.root, &bench_dir.join("large"), &rt, self.large_hidden)?;
         let weights_mb =
@@ -68,63 +69,9 @@ impl Bench {
 
 /// Runs `build-ctx` in a scratch project as a separate process and returns its wall time.
 fn time_build(root: &Path, model: &str) -> Result<f64> {
-    let exe = std::env::current_exe()?;
     let started = Instant::now();
-    let out = duct::cmd(
-        &exe,
-        [
-            "--root".as_ref(),
-            root.as_os_str(),
-            "build-ctx".as_ref(),
-            "--model".as_ref(),
-            model.as_ref(),
-            "--soc".as_ref(),
-            "77".as_ref(),
-        ],
-    )
-    .stdout_capture()
-    .stderr_capture()
-    .unchecked()
-    .run()?;
-    let seconds = started.elapsed().as_secs_f64();
-    if !out.status.success() {
-        bail!(
-            "build-ctx of {model} failed in the benchmark:\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(seconds)
-}
-
-fn link_runtime(repo: &Path, project: &Path) -> Result<()> {
-    std::fs::create_dir_all(project.join("target"))?;
-    std::os::unix::fs::symlink(
-        repo.join("target/qnn-runtime"),
-        project.join("target/qnn-runtime"),
-    )
-    .context("cannot link the runtime into the bench project")
-}
-
-fn setup_tiny(repo: &Path, project: &Path) -> Result<PathBuf> {
-    for rel in ["recipes/tiny", "onnx/tiny", "golden/tiny"] {
-        copy_dir(&repo.join(rel), &project.join(rel))?;
-    }
-    link_runtime(repo, project)?;
-    Ok(project.to_path_buf())
-}
-
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    for entry in walkdir::WalkDir::new(from) {
-        let entry = entry?;
-        let dest = to.join(entry.path().strip_prefix(from)?);
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&dest)?;
-        } else {
-            std::fs::copy(entry.path(), &dest)?;
-        }
-    }
-    Ok(())
+    xtask_in(root, &["build-ctx", "--model", model, "--soc", "77"])?;
+    Ok(started.elapsed().as_secs_f64())
 }
 
 /// The large project: the MLP, its recipe, and golden tensors computed by ORT's CPU EP (the

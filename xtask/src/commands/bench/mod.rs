@@ -1,0 +1,200 @@
+//! `cargo xtask bench <build|chain|parity>`: benchmarks that print ratios against a baseline
+//! measured in the same run. Scratch projects live under `target/bench/`.
+
+mod build;
+mod chain;
+mod parity_engine;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::{Ctx, Outcome};
+
+#[derive(clap::Args)]
+pub struct Bench {
+    #[command(subcommand)]
+    which: Which,
+}
+
+#[derive(clap::Subcommand)]
+enum Which {
+    /// build-ctx: cold build vs no-op rebuild (tiny model and a ~100 MB ONNX).
+    Build(build::BenchBuild),
+    /// The Rust chain on ORT CPU vs plain Python onnxruntime; host share; chain vs its parts.
+    Chain(chain::BenchChain),
+    /// The parity engine (read golden + compare every output) vs numpy: time and peak memory.
+    Parity(parity_engine::BenchParity),
+    /// (internal) one timed parity-engine pass, printed as JSON for `bench parity`.
+    #[command(hide = true)]
+    ParityEngineOnce(parity_engine::ParityEngineOnce),
+}
+
+impl Bench {
+    pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        match self.which {
+            Which::Build(b) => b.run(ctx),
+            Which::Chain(b) => b.run(ctx),
+            Which::Parity(b) => b.run(ctx),
+            Which::ParityEngineOnce(b) => b.run(ctx),
+        }
+    }
+}
+
+/// Runs this tool in another project root as a separate process; returns its stdout.
+pub fn xtask_in(root: &Path, args: &[&str]) -> Result<String> {
+    let exe = std::env::current_exe()?;
+    let mut argv: Vec<std::ffi::OsString> = vec!["--root".into(), root.into()];
+    argv.extend(args.iter().map(std::ffi::OsString::from));
+    let out = duct::cmd(&exe, &argv)
+        .stdout_capture()
+        .stderr_capture()
+        .unchecked()
+        .run()?;
+    if !out.status.success() {
+        bail!(
+            "`xtask {}` failed in {}:\n{}\n{}",
+            args.join(" "),
+            root.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+pub fn link_runtime(repo: &Path, project: &Path) -> Result<()> {
+    std::fs::create_dir_all(project.join("target"))?;
+    let link = project.join("target/qnn-runtime");
+    if link.exists() {
+        return Ok(());
+    }
+    std::os::unix::fs::symlink(repo.join("target/qnn-runtime"), link)
+        .context("cannot link the runtime into the bench project")
+}
+
+pub fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry?;
+        let dest = to.join(entry.path().strip_prefix(from)?);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest)?;
+        } else {
+            std::fs::copy(entry.path(), &dest)?;
+        }
+    }
+    Ok(())
+}
+
+/// A Python environment for the baselines: the pinned onnxruntime wheel (hash-checked, the
+/// same library the tool loads), numpy and onnx, in `target/bench/pyenv`.
+pub fn python_env(root: &Path) -> Result<PathBuf> {
+    let env = root.join("target/bench/pyenv");
+    let python = env.join("bin/python");
+    if python.is_file() && env.join(".complete").is_file() {
+        return Ok(python);
+    }
+    crate::runtime::bootstrap::ensure_runtime(root)?;
+    let wheel = root
+        .join("target/qnn-runtime/wheels")
+        .join(crate::runtime::bootstrap::ORT_WHEEL.file);
+    crate::runtime::bootstrap::verify_wheel_hash(&wheel, &crate::runtime::bootstrap::ORT_WHEEL)?;
+    eprintln!(
+        "creating the baseline Python environment {} (once) ...",
+        crate::project::rel(root, &env)
+    );
+    // A program given as a string is looked up on PATH; as a path, it is used as is.
+    let run = |program: &std::ffi::OsStr, args: &[&str]| -> Result<()> {
+        let out = duct::cmd(program, args)
+            .stderr_to_stdout()
+            .stdout_capture()
+            .unchecked()
+            .run()?;
+        if !out.status.success() {
+            bail!(
+                "`{} {}` failed:\n{}",
+                program.display(),
+                args.join(" "),
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+        Ok(())
+    };
+    run(
+        "python3".as_ref(),
+        &["-m", "venv", &env.display().to_string()],
+    )?;
+    run(
+        python.as_os_str(),
+        &[
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "-q",
+            &wheel.display().to_string(),
+            "numpy",
+            "onnx",
+        ],
+    )?;
+    std::fs::write(env.join(".complete"), b"")?;
+    Ok(python)
+}
+
+/// The full-width synthetic model (real tensor sizes, one layer per split), generated on
+/// demand by the generator into `target/bench/fullwidth`; never committed.
+pub fn full_width_project(root: &Path) -> Result<PathBuf> {
+    let project = root.join("target/bench/fullwidth");
+    if !project.join(".complete").is_file() {
+        let python = python_env(root)?;
+        if project.exists() {
+            std::fs::remove_dir_all(&project)?;
+        }
+        eprintln!(
+            "generating the full-width model into {} (once, ~1 min, ~2 GB) ...",
+            crate::project::rel(root, &project)
+        );
+        let script = root.join("xtask/scripts/gen_tiny_model.py");
+        let out = duct::cmd(
+            &python,
+            [
+                script.as_os_str(),
+                "--full-width".as_ref(),
+                project.as_os_str(),
+            ],
+        )
+        .stderr_to_stdout()
+        .stdout_capture()
+        .unchecked()
+        .run()?;
+        if !out.status.success() {
+            bail!(
+                "the full-width generator failed:\n{}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+        std::fs::write(project.join(".complete"), b"")?;
+    }
+    link_runtime(root, &project)?;
+    Ok(project)
+}
+
+/// A scratch copy of the tiny model under `target/bench/<name>`.
+pub fn tiny_project(root: &Path, name: &str) -> Result<PathBuf> {
+    let project = root.join("target/bench").join(name);
+    if project.exists() {
+        std::fs::remove_dir_all(&project)?;
+    }
+    for rel in ["recipes/tiny", "onnx/tiny", "golden/tiny"] {
+        copy_dir(&root.join(rel), &project.join(rel))?;
+    }
+    link_runtime(root, &project)?;
+    Ok(project)
+}
+
+/// Median of a sample.
+pub fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s.get(s.len() / 2).copied().unwrap_or(f64::NAN)
+}
