@@ -19,6 +19,17 @@ With ``--large-out DIR`` it instead writes a ~100 MB single-component
 benchmark model (DIR/onnx/large/mlp.onnx + mlp.onnx.data and
 DIR/golden/large/mlp_io.npz); that one is not meant to be committed.
 
+With ``--full-width DIR`` it instead writes, into the project root DIR, a synthetic
+model at the REAL widths of the bundle (~2 GB of float32 weights, never committed):
+DIR/onnx/fullwidth/<component>.onnx + <component>.onnx.data (external data for every
+component), DIR/golden/fullwidth/<component>_io.npz + trace.json + trace.npz (same
+schema as tiny) and the recipes DIR/recipes/fullwidth/model.toml + <component>.toml
+(the format of recipes/tiny).  Widths: LLM hidden 2560, 32 q / 8 kv heads of 128,
+FFN 9728, one layer per split; ViT 1152 (16x72), MLP 4304, one layer, projector
+1152 -> 9728 -> 2560; expert 768 (12x64), MLP 3072.  Same ops, same builders and the
+same float64 numpy reference as tiny (see ``Dims``: TINY / FULL_WIDTH).  Takes ~45 s
+and ~3.3 GB of RAM.
+
 Dependencies: numpy, onnx.
 """
 
@@ -31,6 +42,7 @@ import json
 import math
 import os
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -42,13 +54,8 @@ OPSET = 20
 IR_VERSION = 10
 
 # ---------------------------------------------------------------- dimensions
-H = 64  # LLM hidden
-NQ, NKV, HD = 4, 2, 16  # query heads, kv heads, head dim
-KVW = NKV * HD  # 32
-FFN = 128
-LAYERS_PER_SPLIT = 2
-NSPLITS = 4
-NLAYERS = LAYERS_PER_SPLIT * NSPLITS  # 8
+# Shared by every model this script writes (the bundle's static I/O layout).
+NSPLITS = 4  # LLM splits (contexts)
 S = 130  # sequence length
 VALID_LEN = 124
 
@@ -58,23 +65,78 @@ GRID = IMG // PATCH  # 27
 NPATCH = GRID * GRID  # 729
 PDIM = PATCH * PATCH * 3  # 588
 CAMS = 2
-DV = 48  # ViT width
-VHEADS, VHD = 3, 16
-VMLP = 96
-VLAYERS = 2
 TOK_PER_CAM = 16
-PROJ_HIDDEN = 128
 
-E = 32  # expert width
-EHEADS, EHD = 2, 16
-EMLP = 64
 HORIZON = 10
 ADIM = 32
 ADIM_USED = 7
 GRIPPER_DIM = 6
-TDIM = 32
 DT = 0.5
 TIMESTEPS = [0.0, 0.5]
+OUT_GAIN = 0.5  # gain of action_step's final Linear (E -> 32), see make_action_step_weights
+# Gain of action_step's residual-branch output Linears (attention wo, MLP w_down).
+# Like a trained expert, each layer only nudges the residual stream, so the fp16
+# rounding of the 8 layers does not compound (HTP fp16 chain: actions max abs err
+# ~2.4e-3 at 0.1 vs ~1.3e-2 at 0.5); cross-attention still moves the actions by
+# 0.2-0.7 when k_ctx / v_ctx are wired wrongly.
+RES_GAIN = 0.1
+ADALN_GAIN = 0.3  # gain of action_step's AdaLN scale / shift Linears
+
+
+@dataclass(frozen=True)
+class Dims:
+    """Widths of one generated model; every builder / reference takes one."""
+
+    name: str  # onnx/<name>/, golden/<name>/
+    H: int  # LLM hidden
+    NQ: int  # query heads
+    NKV: int  # kv heads
+    HD: int  # head dim
+    FFN: int
+    LAYERS_PER_SPLIT: int
+    DV: int  # ViT width
+    VHEADS: int
+    VHD: int
+    VMLP: int
+    VLAYERS: int
+    PROJ_HIDDEN: int
+    E: int  # expert width
+    EHEADS: int
+    EHD: int
+    EMLP: int
+    TDIM: int  # sinusoidal time-embedding width
+    external: tuple  # components whose weights go to <component>.onnx.data
+
+    NSPLITS = NSPLITS
+
+    @property
+    def KVW(self):
+        return self.NKV * self.HD
+
+    @property
+    def NLAYERS(self):
+        return self.LAYERS_PER_SPLIT * NSPLITS
+
+
+# The committed tiny model: LLM hidden 64, 4 q / 2 kv heads of 16 (KV 32), FFN 128,
+# 8 layers in 4 splits of 2; ViT 48 (3x16), MLP 96, 2 layers; expert 32 (2x16).
+TINY = Dims(
+    name="tiny", H=64, NQ=4, NKV=2, HD=16, FFN=128, LAYERS_PER_SPLIT=2,
+    DV=48, VHEADS=3, VHD=16, VMLP=96, VLAYERS=2, PROJ_HIDDEN=128,
+    E=32, EHEADS=2, EHD=16, EMLP=64, TDIM=32,
+    external=tuple(f"llm_split{i}" for i in range(NSPLITS)),
+)
+
+# The real bundle's widths (not committed, ~2 GB of float32 weights): LLM hidden 2560,
+# 32 q / 8 kv heads of 128 (KV 1024), FFN 9728, ONE layer per split (4 layers);
+# ViT 1152 (16x72), MLP 4304, 1 layer, projector 1152 -> 9728 -> 2560;
+# expert 768 (12x64), MLP 3072, 4 layers.
+FULL_WIDTH = Dims(
+    name="fullwidth", H=2560, NQ=32, NKV=8, HD=128, FFN=9728, LAYERS_PER_SPLIT=1,
+    DV=1152, VHEADS=16, VHD=72, VMLP=4304, VLAYERS=1, PROJ_HIDDEN=9728,
+    E=768, EHEADS=12, EHD=64, EMLP=3072, TDIM=256,
+    external=("vision", *(f"llm_split{i}" for i in range(NSPLITS)), "action_context", "action_step"),
+)
 
 RMS_EPS = 1e-6
 LN_EPS = 1e-6
@@ -196,151 +258,154 @@ def grid_sample_ref(feat, grid):
 
 
 # ---------------------------------------------------------------- weights
-def smooth_pos_embed(r):
+def smooth_pos_embed(d, r):
     """Low-frequency 2-D sinusoids per channel: a smooth position embedding
     (like a trained ViT's) keeps the 27x27 feature map smooth, so the bilinear
     GridSample is not overly sensitive to fp16 error in the sample points."""
     yy, xx = np.mgrid[0:GRID, 0:GRID].astype(np.float64) / GRID
-    f = r.uniform(-1.5, 1.5, (2, DV, 2))
-    ph = r.uniform(0, 2 * np.pi, (2, DV))
-    pos = np.zeros((GRID, GRID, DV))
+    f = r.uniform(-1.5, 1.5, (2, d.DV, 2))
+    ph = r.uniform(0, 2 * np.pi, (2, d.DV))
+    pos = np.zeros((GRID, GRID, d.DV))
     for k in range(2):
-        for c in range(DV):
+        for c in range(d.DV):
             pos[..., c] += 0.2 * np.sin(2 * np.pi * (f[k, c, 0] * xx + f[k, c, 1] * yy) + ph[k, c])
-    return pos.reshape(NPATCH, DV).astype(F32)
+    return pos.reshape(NPATCH, d.DV).astype(F32)
 
 
-def make_vision_weights():
+def make_vision_weights(d):
     r = rng_for("vision")
     w = {
-        "patch_w": linear_w(r, PDIM, DV),
-        "patch_b": bias(r, DV),
-        "pos": smooth_pos_embed(r),
+        "patch_w": linear_w(r, PDIM, d.DV),
+        "patch_b": bias(r, d.DV),
+        "pos": smooth_pos_embed(d, r),
         "layers": [],
     }
-    for _ in range(VLAYERS):
+    for _ in range(d.VLAYERS):
         w["layers"].append(
             {
-                "ln1_g": norm_w(r, DV), "ln1_b": bias(r, DV),
-                "wq": linear_w(r, DV, DV), "bq": bias(r, DV),
-                "wk": linear_w(r, DV, DV), "bk": bias(r, DV),
-                "wv": linear_w(r, DV, DV), "bv": bias(r, DV),
-                "wo": linear_w(r, DV, DV, 0.5), "bo": bias(r, DV),
-                "ln2_g": norm_w(r, DV), "ln2_b": bias(r, DV),
-                "w1": linear_w(r, DV, VMLP), "b1": bias(r, VMLP),
-                "w2": linear_w(r, VMLP, DV, 0.5), "b2": bias(r, DV),
+                "ln1_g": norm_w(r, d.DV), "ln1_b": bias(r, d.DV),
+                "wq": linear_w(r, d.DV, d.DV), "bq": bias(r, d.DV),
+                "wk": linear_w(r, d.DV, d.DV), "bk": bias(r, d.DV),
+                "wv": linear_w(r, d.DV, d.DV), "bv": bias(r, d.DV),
+                "wo": linear_w(r, d.DV, d.DV, 0.5), "bo": bias(r, d.DV),
+                "ln2_g": norm_w(r, d.DV), "ln2_b": bias(r, d.DV),
+                "w1": linear_w(r, d.DV, d.VMLP), "b1": bias(r, d.VMLP),
+                "w2": linear_w(r, d.VMLP, d.DV, 0.5), "b2": bias(r, d.DV),
             }
         )
-    w["lnf_g"] = norm_w(r, DV)
-    w["lnf_b"] = bias(r, DV)
+    w["lnf_g"] = norm_w(r, d.DV)
+    w["lnf_b"] = bias(r, d.DV)
     # Grid sampler: mostly driven by the bias so that the 16 points per camera
     # are spread over the 27x27 map; the pooled features perturb them per camera.
     # (Small gain: on HTP fp16 the pooled mean carries ~2e-3 rounding error and
     # GridSample amplifies coordinate error by the feature-map gradient.)
-    w["grid_w"] = linear_w(r, DV, TOK_PER_CAM * 2, 0.5)
+    w["grid_w"] = linear_w(r, d.DV, TOK_PER_CAM * 2, 0.5)
     w["grid_b"] = r.uniform(-1.3, 1.3, TOK_PER_CAM * 2).astype(F32)
-    w["proj_w1"] = linear_w(r, DV, PROJ_HIDDEN)
-    w["proj_w2"] = linear_w(r, DV, PROJ_HIDDEN)
-    w["proj_w3"] = linear_w(r, PROJ_HIDDEN, H)
+    w["proj_w1"] = linear_w(r, d.DV, d.PROJ_HIDDEN)
+    w["proj_w2"] = linear_w(r, d.DV, d.PROJ_HIDDEN)
+    w["proj_w3"] = linear_w(r, d.PROJ_HIDDEN, d.H)
     return w
 
 
-def make_llm_weights(split):
+def make_llm_weights(d, split):
     r = rng_for(f"llm_split{split}")
     layers = []
-    for _ in range(LAYERS_PER_SPLIT):
+    for _ in range(d.LAYERS_PER_SPLIT):
         layers.append(
             {
-                "in_norm": norm_w(r, H),
-                "wq": linear_w(r, H, NQ * HD),
-                "wk": linear_w(r, H, KVW),
-                "wv": linear_w(r, H, KVW),
-                "wo": linear_w(r, NQ * HD, H, 0.5),
-                "post_norm": norm_w(r, H),
-                "w_gate": linear_w(r, H, FFN),
-                "w_up": linear_w(r, H, FFN),
-                "w_down": linear_w(r, FFN, H, 0.5),
+                "in_norm": norm_w(r, d.H),
+                "wq": linear_w(r, d.H, d.NQ * d.HD),
+                "wk": linear_w(r, d.H, d.KVW),
+                "wv": linear_w(r, d.H, d.KVW),
+                "wo": linear_w(r, d.NQ * d.HD, d.H, 0.5),
+                "post_norm": norm_w(r, d.H),
+                "w_gate": linear_w(r, d.H, d.FFN),
+                "w_up": linear_w(r, d.H, d.FFN),
+                "w_down": linear_w(r, d.FFN, d.H, 0.5),
             }
         )
     return layers
 
 
-def make_action_context_weights():
+def make_action_context_weights(d):
     r = rng_for("action_context")
     return {
-        "w": (r.standard_normal((NLAYERS, 1, KVW, E)) / math.sqrt(KVW)).astype(F32),
-        "norm": norm_w(r, (NLAYERS, 1, 1, E)),
+        "w": (r.standard_normal((d.NLAYERS, 1, d.KVW, d.E)) / math.sqrt(d.KVW)).astype(F32),
+        "norm": norm_w(r, (d.NLAYERS, 1, 1, d.E)),
     }
 
 
-def make_action_step_weights():
+def make_action_step_weights(d):
     r = rng_for("action_step")
     w = {
-        "t_w1": linear_w(r, TDIM, E), "t_b1": bias(r, E),
-        "t_w2": linear_w(r, E, E), "t_b2": bias(r, E),
-        "in_w": linear_w(r, ADIM, E), "in_b": bias(r, E),
+        "t_w1": linear_w(r, d.TDIM, d.E), "t_b1": bias(r, d.E),
+        "t_w2": linear_w(r, d.E, d.E), "t_b2": bias(r, d.E),
+        "in_w": linear_w(r, ADIM, d.E), "in_b": bias(r, d.E),
         "layers": [],
     }
-    for _ in range(NLAYERS):
+    for _ in range(d.NLAYERS):
         w["layers"].append(
             {
-                "scale_w": linear_w(r, E, E, 0.3), "scale_b": bias(r, E),
-                "shift_w": linear_w(r, E, E, 0.3), "shift_b": bias(r, E),
-                "wq": linear_w(r, E, E), "wk": linear_w(r, E, E),
-                "wv": linear_w(r, E, E), "wo": linear_w(r, E, E, 0.5),
-                "mlp_norm": norm_w(r, E),
-                "w_gate": linear_w(r, E, EMLP), "w_up": linear_w(r, E, EMLP),
-                "w_down": linear_w(r, EMLP, E, 0.5),
+                "scale_w": linear_w(r, d.E, d.E, ADALN_GAIN), "scale_b": bias(r, d.E),
+                "shift_w": linear_w(r, d.E, d.E, ADALN_GAIN), "shift_b": bias(r, d.E),
+                "wq": linear_w(r, d.E, d.E), "wk": linear_w(r, d.E, d.E),
+                "wv": linear_w(r, d.E, d.E), "wo": linear_w(r, d.E, d.E, RES_GAIN),
+                "mlp_norm": norm_w(r, d.E),
+                "w_gate": linear_w(r, d.E, d.EMLP), "w_up": linear_w(r, d.E, d.EMLP),
+                "w_down": linear_w(r, d.EMLP, d.E, RES_GAIN),
             }
         )
-    w["final_norm"] = norm_w(r, E)
-    w["out_w"] = linear_w(r, E, ADIM)
+    w["final_norm"] = norm_w(r, d.E)
+    # Gain 0.5 keeps the pre-activation z of the bounded x-prediction head
+    # D = tanh(z) mostly inside |z| < ~1.5, so D spreads over about [-0.9, 0.9]
+    # instead of saturating at +-1 (see action_step_ref).
+    w["out_w"] = linear_w(r, d.E, ADIM, OUT_GAIN)
     w["out_b"] = bias(r, ADIM)
     return w
 
 
 # ---------------------------------------------------------------- numpy forwards
-def vision_ref(w, pixel_values):
+def vision_ref(d, w, pixel_values):
     x = f64(pixel_values).reshape(CAMS, NPATCH, PDIM)
     x = x @ f64(w["patch_w"]) + f64(w["patch_b"]) + f64(w["pos"])
     for L in w["layers"]:
         h = layernorm(x, L["ln1_g"], L["ln1_b"])
-        q = (h @ f64(L["wq"]) + f64(L["bq"])).reshape(CAMS, NPATCH, VHEADS, VHD).transpose(0, 2, 1, 3)
-        k = (h @ f64(L["wk"]) + f64(L["bk"])).reshape(CAMS, NPATCH, VHEADS, VHD).transpose(0, 2, 1, 3)
-        v = (h @ f64(L["wv"]) + f64(L["bv"])).reshape(CAMS, NPATCH, VHEADS, VHD).transpose(0, 2, 1, 3)
-        a = softmax(q @ k.transpose(0, 1, 3, 2) / math.sqrt(VHD)) @ v
-        a = a.transpose(0, 2, 1, 3).reshape(CAMS, NPATCH, DV)
+        q = (h @ f64(L["wq"]) + f64(L["bq"])).reshape(CAMS, NPATCH, d.VHEADS, d.VHD).transpose(0, 2, 1, 3)
+        k = (h @ f64(L["wk"]) + f64(L["bk"])).reshape(CAMS, NPATCH, d.VHEADS, d.VHD).transpose(0, 2, 1, 3)
+        v = (h @ f64(L["wv"]) + f64(L["bv"])).reshape(CAMS, NPATCH, d.VHEADS, d.VHD).transpose(0, 2, 1, 3)
+        a = softmax(q @ k.transpose(0, 1, 3, 2) / math.sqrt(d.VHD)) @ v
+        a = a.transpose(0, 2, 1, 3).reshape(CAMS, NPATCH, d.DV)
         x = x + a @ f64(L["wo"]) + f64(L["bo"])
         h = layernorm(x, L["ln2_g"], L["ln2_b"])
         x = x + silu(h @ f64(L["w1"]) + f64(L["b1"])) @ f64(L["w2"]) + f64(L["b2"])
     x = layernorm(x, w["lnf_g"], w["lnf_b"])  # [2,729,48]
     pooled = x.mean(axis=1)  # [2,48]
     grid = np.tanh(pooled @ f64(w["grid_w"]) + f64(w["grid_b"])).reshape(CAMS, TOK_PER_CAM, 1, 2)
-    fmap = x.transpose(0, 2, 1).reshape(CAMS, DV, GRID, GRID)
+    fmap = x.transpose(0, 2, 1).reshape(CAMS, d.DV, GRID, GRID)
     s = grid_sample_ref(fmap, grid)  # [2,48,16,1]
-    t = s.reshape(CAMS, DV, TOK_PER_CAM).transpose(0, 2, 1).reshape(CAMS * TOK_PER_CAM, DV)
+    t = s.reshape(CAMS, d.DV, TOK_PER_CAM).transpose(0, 2, 1).reshape(CAMS * TOK_PER_CAM, d.DV)
     y = (silu(t @ f64(w["proj_w1"])) * (t @ f64(w["proj_w2"]))) @ f64(w["proj_w3"])
     return y  # [32,64]
 
 
-def llm_split_ref(layers, hidden, attn_bias):
+def llm_split_ref(d, layers, hidden, attn_bias):
     x = f64(hidden)  # [1,S,H]
     bias_ = f64(attn_bias)  # [1,1,S,S]
     keys, values = [], []
     for L in layers:
         h = rmsnorm(x, L["in_norm"])
-        q = (h @ f64(L["wq"])).reshape(1, S, NQ, HD).transpose(0, 2, 1, 3)
+        q = (h @ f64(L["wq"])).reshape(1, S, d.NQ, d.HD).transpose(0, 2, 1, 3)
         kp = h @ f64(L["wk"])  # [1,S,32]
         vp = h @ f64(L["wv"])
         keys.append(kp)
         values.append(vp)
-        k = kp.reshape(1, S, NKV, HD).transpose(0, 2, 1, 3)
-        v = vp.reshape(1, S, NKV, HD).transpose(0, 2, 1, 3)
-        rep = NQ // NKV
+        k = kp.reshape(1, S, d.NKV, d.HD).transpose(0, 2, 1, 3)
+        v = vp.reshape(1, S, d.NKV, d.HD).transpose(0, 2, 1, 3)
+        rep = d.NQ // d.NKV
         k = np.repeat(k, rep, axis=1)  # query head h uses kv head h // rep
         v = np.repeat(v, rep, axis=1)
-        sc = q @ k.transpose(0, 1, 3, 2) / math.sqrt(HD) + bias_
-        a = (softmax(sc) @ v).transpose(0, 2, 1, 3).reshape(1, S, NQ * HD)
+        sc = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d.HD) + bias_
+        a = (softmax(sc) @ v).transpose(0, 2, 1, 3).reshape(1, S, d.NQ * d.HD)
         x = x + a @ f64(L["wo"])
         h = rmsnorm(x, L["post_norm"])
         x = x + (silu(h @ f64(L["w_gate"])) * (h @ f64(L["w_up"]))) @ f64(L["w_down"])
@@ -353,32 +418,38 @@ def action_context_ref(w, keys, values):
     return k, v
 
 
-def time_freqs():
-    half = TDIM // 2
+def time_freqs(d):
+    half = d.TDIM // 2
     return np.exp(-math.log(10000.0) * np.arange(half, dtype=np.float64) / half)
 
 
-def action_step_ref(w, traj, timestep, k_ctx, v_ctx, enc_mask, pad):
+def action_step_ref(d, w, traj, timestep, k_ctx, v_ctx, enc_mask, pad):
     traj = f64(traj)
-    arg = f64(timestep).reshape(1, 1) * time_freqs().reshape(1, -1)
+    arg = f64(timestep).reshape(1, 1) * time_freqs(d).reshape(1, -1)
     temb = np.concatenate([np.sin(arg), np.cos(arg)], axis=-1)  # [1,32]
     temb = silu(temb @ f64(w["t_w1"]) + f64(w["t_b1"])) @ f64(w["t_w2"]) + f64(w["t_b2"])
-    temb = temb.reshape(1, 1, E)
+    temb = temb.reshape(1, 1, d.E)
     x = traj @ f64(w["in_w"]) + f64(w["in_b"])  # [1,10,E]
     mbias = ((f64(enc_mask) - 1.0) * ACTION_MASK_SCALE).reshape(1, 1, 1, S)
     for l, L in enumerate(w["layers"]):
         scale = temb @ f64(L["scale_w"]) + f64(L["scale_b"])
         shift = temb @ f64(L["shift_w"]) + f64(L["shift_b"])
         h = rmsnorm(x) * (1.0 + scale) + shift
-        q = (h @ f64(L["wq"])).reshape(1, HORIZON, EHEADS, EHD).transpose(0, 2, 1, 3)
-        k = (f64(k_ctx[l]) @ f64(L["wk"])).reshape(1, S, EHEADS, EHD).transpose(0, 2, 1, 3)
-        v = (f64(v_ctx[l]) @ f64(L["wv"])).reshape(1, S, EHEADS, EHD).transpose(0, 2, 1, 3)
-        sc = q @ k.transpose(0, 1, 3, 2) / math.sqrt(EHD) + mbias
-        a = (softmax(sc) @ v).transpose(0, 2, 1, 3).reshape(1, HORIZON, E)
+        q = (h @ f64(L["wq"])).reshape(1, HORIZON, d.EHEADS, d.EHD).transpose(0, 2, 1, 3)
+        k = (f64(k_ctx[l]) @ f64(L["wk"])).reshape(1, S, d.EHEADS, d.EHD).transpose(0, 2, 1, 3)
+        v = (f64(v_ctx[l]) @ f64(L["wv"])).reshape(1, S, d.EHEADS, d.EHD).transpose(0, 2, 1, 3)
+        sc = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d.EHD) + mbias
+        a = (softmax(sc) @ v).transpose(0, 2, 1, 3).reshape(1, HORIZON, d.E)
         x = x + a @ f64(L["wo"])
         h = rmsnorm(x, L["mlp_norm"])
         x = x + (silu(h @ f64(L["w_gate"])) * (h @ f64(L["w_up"]))) @ f64(L["w_down"])
-    vel = rmsnorm(x, w["final_norm"]) @ f64(w["out_w"]) + f64(w["out_b"])
+    # x-prediction flow matching: the network predicts the clean actions
+    # D = tanh(z) = 2*sigmoid(2z) - 1 (bounded to [-1, 1]); the velocity towards
+    # them is v = (D - x_t) / (1 - t).  With timesteps [0, 0.5] and dt = 0.5 the
+    # second Euler step lands exactly on D, so the trajectory stays bounded.
+    z = rmsnorm(x, w["final_norm"]) @ f64(w["out_w"]) + f64(w["out_b"])
+    denoised = 2.0 / (1.0 + np.exp(-2.0 * z)) - 1.0
+    vel = (denoised - traj) / (1.0 - f64(timestep).reshape(1, 1, 1))
     return (traj + DT * vel) * (1.0 - f64(pad))
 
 
@@ -461,13 +532,13 @@ class GraphBuilder:
         return model
 
 
-def build_vision(w):
+def build_vision(d, w):
     g = GraphBuilder("vision")
     px = g.input("pixel_values", [1, CAMS, NPATCH, PDIM])
     x = g.reshape(px, [CAMS, NPATCH, PDIM])
     x = g.linear(x, g.weight("patch_embed.weight", w["patch_w"]), g.weight("patch_embed.bias", w["patch_b"]))
     x = g.op("Add", [x, g.weight("pos_embed", w["pos"])])
-    scale = g.const(np.float32(1.0 / math.sqrt(VHD)), np.float32)
+    scale = g.const(np.float32(1.0 / math.sqrt(d.VHD)), np.float32)
     for i, L in enumerate(w["layers"]):
         p = f"vit.{i}."
         W = lambda k: g.weight(p + k, L[k])  # noqa: E731
@@ -475,14 +546,14 @@ def build_vision(w):
 
         def heads(wk, bk, perm):
             t = g.linear(h, W(wk), W(bk))
-            return g.transpose(g.reshape(t, [CAMS, NPATCH, VHEADS, VHD]), perm)
+            return g.transpose(g.reshape(t, [CAMS, NPATCH, d.VHEADS, d.VHD]), perm)
 
         q = heads("wq", "bq", [0, 2, 1, 3])  # [2,3,729,16]
         kt = heads("wk", "bk", [0, 2, 3, 1])  # [2,3,16,729]
         v = heads("wv", "bv", [0, 2, 1, 3])
         sc = g.op("Mul", [g.op("MatMul", [q, kt]), scale])
         a = g.op("MatMul", [g.op("Softmax", [sc], axis=-1), v])
-        a = g.reshape(g.transpose(a, [0, 2, 1, 3]), [CAMS, NPATCH, DV])
+        a = g.reshape(g.transpose(a, [0, 2, 1, 3]), [CAMS, NPATCH, d.DV])
         x = g.op("Add", [x, g.linear(a, W("wo"), W("bo"))])
         h = g.layernorm(x, W("ln2_g"), W("ln2_b"))
         m = g.linear(g.silu(g.linear(h, W("w1"), W("b1"))), W("w2"), W("b2"))
@@ -498,9 +569,9 @@ def build_vision(w):
     sg = g.op("Sigmoid", [g.op("Mul", [z, two])])
     grid = g.op("Sub", [g.op("Mul", [sg, two]), g.const(np.float32(1.0), np.float32)])
     grid = g.reshape(grid, [CAMS, TOK_PER_CAM, 1, 2])
-    fmap = g.reshape(g.transpose(x, [0, 2, 1]), [CAMS, DV, GRID, GRID])
+    fmap = g.reshape(g.transpose(x, [0, 2, 1]), [CAMS, d.DV, GRID, GRID])
     s = g.op("GridSample", [fmap, grid], mode="linear", padding_mode="zeros", align_corners=0)
-    t = g.reshape(g.transpose(g.reshape(s, [CAMS, DV, TOK_PER_CAM]), [0, 2, 1]), [CAMS * TOK_PER_CAM, DV])
+    t = g.reshape(g.transpose(g.reshape(s, [CAMS, d.DV, TOK_PER_CAM]), [0, 2, 1]), [CAMS * TOK_PER_CAM, d.DV])
     g.swiglu(
         t,
         g.weight("projector.w1", w["proj_w1"]),
@@ -508,79 +579,79 @@ def build_vision(w):
         g.weight("projector.w3", w["proj_w3"]),
         out="image_embeds",
     )
-    g.output("image_embeds", [CAMS * TOK_PER_CAM, H])
+    g.output("image_embeds", [CAMS * TOK_PER_CAM, d.H])
     return g.build()
 
 
-def build_llm_split(split, layers):
+def build_llm_split(d, split, layers):
     g = GraphBuilder(f"llm_split{split}")
-    x = g.input("hidden_states", [1, S, H])
+    x = g.input("hidden_states", [1, S, d.H])
     ab = g.input("attention_bias", [1, 1, S, S])
-    scale = g.const(np.float32(1.0 / math.sqrt(HD)), np.float32)
-    rep_idx = g.const(np.repeat(np.arange(NKV), NQ // NKV))  # [0,0,1,1]
+    scale = g.const(np.float32(1.0 / math.sqrt(d.HD)), np.float32)
+    rep_idx = g.const(np.repeat(np.arange(d.NKV), d.NQ // d.NKV))  # [0,0,1,1]
     ks, vs = [], []
     for i, L in enumerate(layers):
-        li = split * LAYERS_PER_SPLIT + i
+        li = split * d.LAYERS_PER_SPLIT + i
         p = f"model.layers.{li}."
         W = lambda k: g.weight(p + k, L[k])  # noqa: E731
         h = g.rmsnorm(x, W("in_norm"))
-        q = g.transpose(g.reshape(g.op("MatMul", [h, W("wq")]), [1, S, NQ, HD]), [0, 2, 1, 3])
+        q = g.transpose(g.reshape(g.op("MatMul", [h, W("wq")]), [1, S, d.NQ, d.HD]), [0, 2, 1, 3])
         kp = g.op("MatMul", [h, W("wk")])  # [1,S,32]
         vp = g.op("MatMul", [h, W("wv")])
-        ks.append(g.reshape(kp, [1, 1, S, KVW]))
-        vs.append(g.reshape(vp, [1, 1, S, KVW]))
+        ks.append(g.reshape(kp, [1, 1, S, d.KVW]))
+        vs.append(g.reshape(vp, [1, 1, S, d.KVW]))
         # GQA: repeat kv heads with a constant-index Gather (all tensors stay 4-D)
-        kt = g.transpose(g.reshape(kp, [1, S, NKV, HD]), [0, 2, 3, 1])  # [1,2,16,S]
+        kt = g.transpose(g.reshape(kp, [1, S, d.NKV, d.HD]), [0, 2, 3, 1])  # [1,2,16,S]
         kt = g.op("Gather", [kt, rep_idx], axis=1)  # [1,4,16,S]
-        v = g.transpose(g.reshape(vp, [1, S, NKV, HD]), [0, 2, 1, 3])  # [1,2,S,16]
+        v = g.transpose(g.reshape(vp, [1, S, d.NKV, d.HD]), [0, 2, 1, 3])  # [1,2,S,16]
         v = g.op("Gather", [v, rep_idx], axis=1)  # [1,4,S,16]
         sc = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, kt]), scale]), ab])
         a = g.op("MatMul", [g.op("Softmax", [sc], axis=-1), v])  # [1,4,S,16]
-        a = g.reshape(g.transpose(a, [0, 2, 1, 3]), [1, S, NQ * HD])
+        a = g.reshape(g.transpose(a, [0, 2, 1, 3]), [1, S, d.NQ * d.HD])
         x = g.op("Add", [x, g.op("MatMul", [a, W("wo")])])
         h = g.rmsnorm(x, W("post_norm"))
         last = i == len(layers) - 1
         x = g.op("Add", [x, g.swiglu(h, W("w_gate"), W("w_up"), W("w_down"))], out="hidden_out" if last else None)
     g.op("Concat", ks, out="keys", axis=0)
     g.op("Concat", vs, out="values", axis=0)
-    g.output("hidden_out", [1, S, H])
-    g.output("keys", [LAYERS_PER_SPLIT, 1, S, KVW])
-    g.output("values", [LAYERS_PER_SPLIT, 1, S, KVW])
+    g.output("hidden_out", [1, S, d.H])
+    g.output("keys", [d.LAYERS_PER_SPLIT, 1, S, d.KVW])
+    g.output("values", [d.LAYERS_PER_SPLIT, 1, S, d.KVW])
     return g.build()
 
 
-def build_action_context(w):
+def build_action_context(d, w):
     g = GraphBuilder("action_context")
-    k = g.input("keys", [NLAYERS, 1, S, KVW])
-    v = g.input("values", [NLAYERS, 1, S, KVW])
+    k = g.input("keys", [d.NLAYERS, 1, S, d.KVW])
+    v = g.input("values", [d.NLAYERS, 1, S, d.KVW])
     pw = g.weight("context_proj.weight", w["w"])
     nw = g.weight("context_norm.weight", w["norm"])
     g.rmsnorm(g.op("MatMul", [k, pw]), nw, out="k_ctx")
     g.rmsnorm(g.op("MatMul", [v, pw]), nw, out="v_ctx")
-    g.output("k_ctx", [NLAYERS, 1, S, E])
-    g.output("v_ctx", [NLAYERS, 1, S, E])
+    g.output("k_ctx", [d.NLAYERS, 1, S, d.E])
+    g.output("v_ctx", [d.NLAYERS, 1, S, d.E])
     return g.build()
 
 
-def build_action_step(w):
+def build_action_step(d, w):
     g = GraphBuilder("action_step")
     traj = g.input("trajectory", [1, HORIZON, ADIM])
     ts = g.input("timestep", [1])
-    kc = g.input("k_ctx", [NLAYERS, 1, S, E])
-    vc = g.input("v_ctx", [NLAYERS, 1, S, E])
+    kc = g.input("k_ctx", [d.NLAYERS, 1, S, d.E])
+    vc = g.input("v_ctx", [d.NLAYERS, 1, S, d.E])
     em = g.input("encoder_attention_mask", [1, S])
     pad = g.input("action_dim_is_pad", [1, ADIM])
     f32c = lambda v: g.const(np.float32(v), np.float32)  # noqa: E731
     # sinusoidal time embedding
-    arg = g.op("Mul", [g.reshape(ts, [1, 1]), g.const(time_freqs().astype(F32).reshape(1, -1), np.float32)])
+    arg = g.op("Mul", [g.reshape(ts, [1, 1]), g.const(time_freqs(d).astype(F32).reshape(1, -1), np.float32)])
     temb = g.op("Concat", [g.op("Sin", [arg]), g.op("Cos", [arg])], axis=-1)  # [1,32]
-    temb = g.reshape(temb, [1, 1, TDIM])
+    temb = g.reshape(temb, [1, 1, d.TDIM])
     temb = g.linear(g.silu(g.linear(temb, g.weight("time_mlp.w1", w["t_w1"]), g.weight("time_mlp.b1", w["t_b1"]))),
                     g.weight("time_mlp.w2", w["t_w2"]), g.weight("time_mlp.b2", w["t_b2"]))  # [1,1,E]
     x = g.linear(traj, g.weight("action_in.weight", w["in_w"]), g.weight("action_in.bias", w["in_b"]))
     mb = g.op("Mul", [g.op("Sub", [em, f32c(1.0)]), f32c(ACTION_MASK_SCALE)])
     mb = g.reshape(mb, [1, 1, 1, S])
-    scale = f32c(1.0 / math.sqrt(EHD))
+    scale = f32c(1.0 / math.sqrt(d.EHD))
     one = f32c(1.0)
     for l, L in enumerate(w["layers"]):
         p = f"expert.layers.{l}."
@@ -588,20 +659,26 @@ def build_action_step(w):
         sc_ = g.linear(temb, W("scale_w"), W("scale_b"))
         sh_ = g.linear(temb, W("shift_w"), W("shift_b"))
         h = g.op("Add", [g.op("Mul", [g.rmsnorm(x), g.op("Add", [sc_, one])]), sh_])
-        q = g.transpose(g.reshape(g.op("MatMul", [h, W("wq")]), [1, HORIZON, EHEADS, EHD]), [0, 2, 1, 3])
+        q = g.transpose(g.reshape(g.op("MatMul", [h, W("wq")]), [1, HORIZON, d.EHEADS, d.EHD]), [0, 2, 1, 3])
         idx = g.const(np.int64(l))
         kl = g.op("Gather", [kc, idx], axis=0)  # [1,S,E]
         vl = g.op("Gather", [vc, idx], axis=0)
-        kt = g.transpose(g.reshape(g.op("MatMul", [kl, W("wk")]), [1, S, EHEADS, EHD]), [0, 2, 3, 1])
-        v = g.transpose(g.reshape(g.op("MatMul", [vl, W("wv")]), [1, S, EHEADS, EHD]), [0, 2, 1, 3])
+        kt = g.transpose(g.reshape(g.op("MatMul", [kl, W("wk")]), [1, S, d.EHEADS, d.EHD]), [0, 2, 3, 1])
+        v = g.transpose(g.reshape(g.op("MatMul", [vl, W("wv")]), [1, S, d.EHEADS, d.EHD]), [0, 2, 1, 3])
         s = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, kt]), scale]), mb])
         a = g.op("MatMul", [g.op("Softmax", [s], axis=-1), v])
-        a = g.reshape(g.transpose(a, [0, 2, 1, 3]), [1, HORIZON, E])
+        a = g.reshape(g.transpose(a, [0, 2, 1, 3]), [1, HORIZON, d.E])
         x = g.op("Add", [x, g.op("MatMul", [a, W("wo")])])
         h = g.rmsnorm(x, W("mlp_norm"))
         x = g.op("Add", [x, g.swiglu(h, W("w_gate"), W("w_up"), W("w_down"))])
-    vel = g.linear(g.rmsnorm(x, g.weight("final_norm.weight", w["final_norm"])),
-                   g.weight("action_out.weight", w["out_w"]), g.weight("action_out.bias", w["out_b"]))
+    z = g.linear(g.rmsnorm(x, g.weight("final_norm.weight", w["final_norm"])),
+                 g.weight("action_out.weight", w["out_w"]), g.weight("action_out.bias", w["out_b"]))
+    # x-prediction: denoised = tanh(z), built as 2 * Sigmoid(2z) - 1 (the HTP fp16
+    # Tanh kernel is inaccurate); velocity = (denoised - trajectory) / (1 - timestep).
+    two = f32c(2.0)
+    den = g.op("Sub", [g.op("Mul", [g.op("Sigmoid", [g.op("Mul", [z, two])]), two]), one])
+    inv = g.op("Reciprocal", [g.op("Sub", [one, ts])])  # [1], broadcast over [1,10,32]
+    vel = g.op("Mul", [g.op("Sub", [den, traj]), inv])
     y = g.op("Add", [traj, g.op("Mul", [vel, f32c(DT)])])
     keep = g.op("Sub", [one, pad])
     g.op("Mul", [y, keep], out="next_trajectory")
@@ -673,31 +750,38 @@ def report(paths, root):
     for p in paths:
         sz = p.stat().st_size
         total += sz
-        digest = hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+        h = hashlib.sha256()
+        with open(p, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 24), b""):
+                h.update(chunk)
+        digest = h.hexdigest()[:16]
         print(f"  wrote {p.relative_to(root)}  {human(sz)}  sha256:{digest}")
     print(f"  total {human(total)} ({total} bytes) in {len(paths)} files")
 
 
-def generate_tiny(root: Path):
-    onnx_dir = root / "onnx" / "tiny"
-    gold_dir = root / "golden" / "tiny"
+def generate_model(d: Dims, root: Path):
+    """Write onnx/<d.name>/*, golden/<d.name>/* under root (the tiny model with d = TINY)."""
+    onnx_dir = root / "onnx" / d.name
+    gold_dir = root / "golden" / d.name
     written = []
 
-    vw = make_vision_weights()
-    lw = [make_llm_weights(i) for i in range(NSPLITS)]
-    cw = make_action_context_weights()
-    aw = make_action_step_weights()
+    vw = make_vision_weights(d)
+    lw = [make_llm_weights(d, i) for i in range(d.NSPLITS)]
+    cw = make_action_context_weights(d)
+    aw = make_action_step_weights(d)
 
-    written += save_onnx(build_vision(vw), onnx_dir / "vision.onnx", external=False)
-    for i in range(NSPLITS):
-        written += save_onnx(build_llm_split(i, lw[i]), onnx_dir / f"llm_split{i}.onnx", external=True)
-    written += save_onnx(build_action_context(cw), onnx_dir / "action_context.onnx", external=False)
-    written += save_onnx(build_action_step(aw), onnx_dir / "action_step.onnx", external=False)
+    ext = lambda comp: comp in d.external  # noqa: E731
+    written += save_onnx(build_vision(d, vw), onnx_dir / "vision.onnx", external=ext("vision"))
+    for i in range(d.NSPLITS):
+        comp = f"llm_split{i}"
+        written += save_onnx(build_llm_split(d, i, lw[i]), onnx_dir / f"{comp}.onnx", external=ext(comp))
+    written += save_onnx(build_action_context(d, cw), onnx_dir / "action_context.onnx", external=ext("action_context"))
+    written += save_onnx(build_action_step(d, aw), onnx_dir / "action_step.onnx", external=ext("action_step"))
 
     # ---- host chain (numpy reference) -------------------------------------
     r = rng_for("chain")
     pixel_values = np.stack([patchify(im) for im in make_images()])[None].astype(F32)  # [1,2,729,588]
-    prompt_embeds = (r.standard_normal((1, S, H)) * 0.5).astype(F32)
+    prompt_embeds = (r.standard_normal((1, S, d.H)) * 0.5).astype(F32)
     attention_bias = make_attention_bias()
     encoder_attention_mask = (np.arange(S) < VALID_LEN).astype(F32).reshape(1, S)
     action_dim_is_pad = (np.arange(ADIM) >= ADIM_USED).astype(F32).reshape(1, ADIM)
@@ -707,15 +791,15 @@ def generate_tiny(root: Path):
     q01[GRIPPER_DIM], q99[GRIPPER_DIM] = 0.0, 1.0  # unused: gripper passes through
 
     golden = {}
-    image_embeds = vision_ref(vw, pixel_values).astype(F32)
+    image_embeds = vision_ref(d, vw, pixel_values).astype(F32)
     golden["vision"] = {"pixel_values": pixel_values, "image_embeds": image_embeds}
 
     hidden = prompt_embeds.copy()
     hidden[0, IMAGE_TOKEN_POSITIONS] += image_embeds  # f32 add, as the host does
     hidden_states = hidden.copy()
     keys_all, values_all, split_outs = [], [], []
-    for i in range(NSPLITS):
-        ho, k, v = llm_split_ref(lw[i], hidden, attention_bias)
+    for i in range(d.NSPLITS):
+        ho, k, v = llm_split_ref(d, lw[i], hidden, attention_bias)
         ho, k, v = ho.astype(F32), k.astype(F32), v.astype(F32)
         golden[f"llm_split{i}"] = {
             "hidden_states": hidden, "attention_bias": attention_bias,
@@ -734,7 +818,7 @@ def generate_tiny(root: Path):
     traj_in, traj_out = [], []
     for t in TIMESTEPS:
         ts = np.array([t], dtype=F32)
-        y = action_step_ref(aw, x, ts, k_ctx, v_ctx, encoder_attention_mask, action_dim_is_pad).astype(F32)
+        y = action_step_ref(d, aw, x, ts, k_ctx, v_ctx, encoder_attention_mask, action_dim_is_pad).astype(F32)
         traj_in.append(x)
         traj_out.append(y)
         if not golden.get("action_step"):
@@ -746,8 +830,8 @@ def generate_tiny(root: Path):
         x = y
 
     a = f64(x[:, :, :ADIM_USED]).copy()
-    d = slice(0, GRIPPER_DIM)
-    a[..., d] = (np.clip(a[..., d], -1.0, 1.0) + 1.0) * (f64(q99[d]) - f64(q01[d])) / 2.0 + f64(q01[d])
+    dd = slice(0, GRIPPER_DIM)
+    a[..., dd] = (np.clip(a[..., dd], -1.0, 1.0) + 1.0) * (f64(q99[dd]) - f64(q01[dd])) / 2.0 + f64(q01[dd])
     actions = a.astype(F32)
 
     for comp in COMPONENTS:
@@ -783,12 +867,12 @@ def generate_tiny(root: Path):
 
     meta = {
         "format": "molmoact2-trace.v1",
-        "model": "tiny",
+        "model": d.name,
         "seq_len": S,
         "valid_len": VALID_LEN,
-        "hidden_size": H,
-        "num_layers": NLAYERS,
-        "num_llm_splits": NSPLITS,
+        "hidden_size": d.H,
+        "num_layers": d.NLAYERS,
+        "num_llm_splits": d.NSPLITS,
         "image_tokens_per_camera": TOK_PER_CAM,
         "cameras": CAMS,
         "image_size": IMG,
@@ -814,9 +898,9 @@ def generate_tiny(root: Path):
         "encoder_mask_scale": ACTION_MASK_SCALE,
         "components": {
             comp: {
-                "onnx": f"onnx/tiny/{comp}.onnx",
-                "external_data": f"onnx/tiny/{comp}.onnx.data" if comp.startswith("llm_split") else None,
-                "golden": f"golden/tiny/{comp}_io.npz",
+                "onnx": f"onnx/{d.name}/{comp}.onnx",
+                "external_data": f"onnx/{d.name}/{comp}.onnx.data" if comp in d.external else None,
+                "golden": f"golden/{d.name}/{comp}_io.npz",
                 "inputs": {k: list(golden[comp][k].shape) for k in IO_NAMES[comp][0]},
                 "outputs": {k: list(golden[comp][k].shape) for k in IO_NAMES[comp][1]},
             }
@@ -834,7 +918,143 @@ def generate_tiny(root: Path):
     p.write_text(json.dumps(meta, indent=2) + "\n")
     written.append(p)
 
-    print(f"tiny model (seed {SEED}) -> {root}")
+    print(f"{d.name} model (seed {SEED}) -> {root}")
+    return written
+
+
+def generate_tiny(root: Path):
+    written = generate_model(TINY, root)
+    report(written, root)
+
+
+# ---------------------------------------------------------------- recipes (full width)
+COMPONENT_DESCRIPTIONS = {
+    "vision": "ViT + grid token sampler (GridSample bilinear, align_corners=0), 16 tokens per camera",
+    "llm_split": "RMSNorm, GQA attention with additive attention_bias, SwiGLU; K/V as outputs",
+    "action_context": "per-layer K/V projections of the action expert (computed once per decision)",
+    "action_step": "one flow-matching Euler step (dt = 0.5) of the action expert",
+}
+
+
+def component_description(d: Dims, comp: str) -> str:
+    if comp.startswith("llm_split"):
+        i = int(comp[len("llm_split"):])
+        lo, hi = i * d.LAYERS_PER_SPLIT, (i + 1) * d.LAYERS_PER_SPLIT - 1
+        layers = f"layer {lo}" if lo == hi else f"layers {lo}..{hi}"
+        return f"LLM {layers}: {COMPONENT_DESCRIPTIONS['llm_split']}"
+    return COMPONENT_DESCRIPTIONS[comp]
+
+
+def component_recipe(d: Dims, comp: str, shapes: dict) -> str:
+    """<component>.toml, in the format of recipes/tiny/<component>.toml."""
+    desc = component_description(d, comp)
+    lines = [
+        f"# {desc}",
+        "[component]",
+        f'name = "{comp}"',
+        f'description = "{desc}"',
+        f'onnx = "onnx/{d.name}/{comp}.onnx"',
+        "",
+        "[golden]",
+        f'file = "golden/{d.name}/{comp}_io.npz"',
+        "",
+    ]
+    ins, outs = IO_NAMES[comp]
+    for table, names in (("inputs", ins), ("outputs", outs)):
+        for n in names:
+            lines += [
+                f"[[{table}]]",
+                f'name = "{n}"',
+                f"shape = [{', '.join(str(x) for x in shapes[n])}]",
+                'dtype = "f32"',
+                f'golden_key = "{n}"',
+                "",
+            ]
+    lines += [
+        "# ONNX -> DLC: a float DLC (no quantization), I/O kept as f32.",
+        "[convert]",
+        "float_bitwidth = 32",
+        "preserve_io_datatype = true",
+        "",
+        "# HTP context binary: soc/arch come from model.toml [target]; fp16 weights, O3.",
+        "[context]",
+        f'graph_name = "{comp}"',
+        "optimization_level = 3",
+        "fp16 = true",
+        "vtcm_mb = 0",
+        "",
+        "# Gate: cosine >= min_cosine on every output; atol/rtol only feed the informational within_tol.",
+        "[parity]",
+        "min_cosine = 0.9999",
+        "atol = 1e-4",
+        "rtol = 1e-3",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def model_recipe(d: Dims) -> str:
+    """model.toml, in the format of recipes/tiny/model.toml, with the full [host] table."""
+    comps = ", ".join(f'"{c}"' for c in COMPONENTS)
+    splits = ", ".join(f'"llm_split{i}"' for i in range(d.NSPLITS))
+    return f"""# A synthetic model of the MolmoAct2 family at the REAL bundle's widths (never committed):
+# the seven components, tensor names and ranks of the bundle, seq 130, 2 cameras x 16 tokens,
+# pixel_values [1,2,729,588], action [1,10,32]; LLM hidden {d.H}, {d.NQ} query / {d.NKV} KV heads of {d.HD}
+# (KV {d.KVW}), FFN {d.FFN}, {d.NSPLITS} splits of {d.LAYERS_PER_SPLIT} layer(s); ViT {d.DV}, expert {d.E}.
+# Random weights, golden tensors from the same numpy reference as the tiny model.
+# Generated by `python3 xtask/scripts/gen_tiny_model.py --full-width DIR`.
+[model]
+name = "{d.name}"
+family = "molmoact2"
+description = "Synthetic MolmoAct2-shaped model at the real bundle's widths (generated, ~2 GB, not committed)"
+components = [{comps}]
+seq_len = {S}
+obtain = "generate it with `python3 xtask/scripts/gen_tiny_model.py --full-width DIR` (needs numpy and onnx) and use DIR as the project root"
+
+[target]
+qairt = "2.47.0"
+soc = 77
+htp_arch = 73
+
+# Host pipeline of `cargo xtask run`: vision -> scatter -> LLM splits -> action_context ->
+# Euler steps with action_step -> de-normalize. Sizes come from the component recipes.
+[host]
+trace = "golden/{d.name}/trace.json"
+vision = "vision"
+llm_splits = [{splits}]
+action_context = "action_context"
+action_step = "action_step"
+timesteps = [{", ".join(repr(float(t)) for t in TIMESTEPS)}]
+action_dim_used = {ADIM_USED}
+gripper_dim = {GRIPPER_DIM}
+norm_mode = "q01_q99"
+
+# Chain gates: every boundary tensor's cosine, and the actions' max abs error per backend.
+[host.gate]
+min_cosine = 0.999
+actions_max_abs = {{ ort = 1e-4, cpu = 1e-4, htp = 1e-2 }}
+
+[parity]
+[[parity.override]]
+backend = "htp"
+min_cosine = 0.999
+reason = "The HTP runs fp16 weights and activations (enable_htp_fp16_precision=1, soc 77): fp16 rounding puts cosines near 0.9999x, so the HTP gate is 0.999."
+"""
+
+
+def generate_full_width(root: Path):
+    d = FULL_WIDTH
+    written = generate_model(d, root)
+    meta = json.loads((root / "golden" / d.name / "trace.json").read_text())
+    rdir = root / "recipes" / d.name
+    rdir.mkdir(parents=True, exist_ok=True)
+    p = rdir / "model.toml"
+    p.write_text(model_recipe(d))
+    written.append(p)
+    for comp in COMPONENTS:
+        c = meta["components"][comp]
+        p = rdir / f"{comp}.toml"
+        p.write_text(component_recipe(d, comp, {**c["inputs"], **c["outputs"]}))
+        written.append(p)
     report(written, root)
 
 
@@ -865,8 +1085,13 @@ def main():
                     help="repository root to write onnx/tiny and golden/tiny into")
     ap.add_argument("--large-out", type=Path, default=None,
                     help="write the ~100 MB benchmark model into DIR instead")
+    ap.add_argument("--full-width", type=Path, default=None, metavar="DIR",
+                    help="write the synthetic model at the real bundle's widths (~2 GB) into the "
+                         "project root DIR instead: onnx/fullwidth, golden/fullwidth, recipes/fullwidth")
     args = ap.parse_args()
-    if args.large_out is not None:
+    if args.full_width is not None:
+        generate_full_width(args.full_width.resolve())
+    elif args.large_out is not None:
         generate_large(args.large_out.resolve())
     else:
         generate_tiny(args.root.resolve())
