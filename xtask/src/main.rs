@@ -4,6 +4,7 @@
 mod atomic;
 mod build_report;
 mod cache;
+mod card;
 mod commands;
 mod component_parity;
 mod epcontext;
@@ -52,6 +53,10 @@ enum Command {
     BuildCtx(commands::build_ctx::BuildCtx),
     /// Run the whole chain end to end: chain parity and latency reports.
     Run(commands::run::Run),
+    /// Assemble the Hugging Face bundle (card, manifest, checksums) of a built model.
+    Package(commands::package::Package),
+    /// Prove a bundle intact: hashes, wrappers, HTP loads, card vs reports.
+    Verify(commands::verify::Verify),
     /// Benchmark: cold build vs no-op rebuild (tiny model and a ~100 MB ONNX).
     Bench(commands::bench::Bench),
     /// Compare every component's outputs with its golden tensors on one backend.
@@ -76,6 +81,8 @@ fn main() -> ExitCode {
             Command::BuildCtx(cmd) => cmd.run(&ctx),
             Command::Bench(cmd) => cmd.run(&ctx),
             Command::Run(cmd) => cmd.run(&ctx),
+            Command::Package(cmd) => cmd.run(&ctx),
+            Command::Verify(cmd) => cmd.run(&ctx),
         }
     });
     match result {

@@ -24,6 +24,33 @@ pub struct ModelFile {
     pub host: Option<HostSection>,
     #[serde(default)]
     pub parity: ModelParity,
+    #[serde(default)]
+    pub package: PackageSection,
+}
+
+/// What `cargo xtask package` puts in the bundle besides the context binaries.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PackageSection {
+    /// The DLC of each component (`ctx/<component>.dlc`).
+    #[serde(default)]
+    pub dlc: bool,
+    /// The EPContext wrapper of each binary, so ONNX Runtime can load it.
+    #[serde(default = "yes")]
+    pub wrappers: bool,
+}
+
+impl Default for PackageSection {
+    fn default() -> Self {
+        PackageSection {
+            dlc: false,
+            wrappers: true,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]

@@ -3,8 +3,10 @@
 pub mod bench;
 pub mod build_ctx;
 pub mod doctor;
+pub mod package;
 pub mod parity;
 pub mod run;
+pub mod verify;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,210 @@
+//! `cargo xtask verify DIR`: proves a bundle intact: every file re-hashed against
+//! `manifest.json` (a changed, missing or extra file is named), `SHA256SUMS` consistent, every
+//! EPContext wrapper resolving to its binary, every binary loading on the HTP backend, and the
+//! card's tables equal to what the bundled reports render.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::package::Manifest;
+use super::{Ctx, Outcome};
+use crate::card::{BundleInfo, htp_figures, latency_figures, render};
+use crate::hashing::sha256_file;
+use crate::runtime::bootstrap::ensure_runtime;
+use crate::runtime::{Backend, HtpTarget, Runtime};
+
+#[derive(clap::Args)]
+pub struct Verify {
+    /// The bundle folder (as written by `cargo xtask package`).
+    dir: PathBuf,
+}
+
+impl Verify {
+    pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        let dir = &self.dir;
+        let mut problems = check_files(dir)?;
+        problems.extend(check_wrappers(dir)?);
+        problems.extend(check_card(dir));
+        if !problems.is_empty() {
+            bail!(
+                "bundle {} is NOT intact:\n  {}",
+                dir.display(),
+                problems.join("\n  ")
+            );
+        }
+        let loaded = load_binaries(ctx, dir)?;
+        crate::outln!(
+            "bundle {} verified: every file matches manifest.json, {loaded} context binaries load on the HTP, the card matches the reports",
+            dir.display()
+        );
+        Ok(Outcome::Success)
+    }
+}
+
+pub fn read_manifest(dir: &Path) -> Result<Manifest> {
+    let path = dir.join("manifest.json");
+    let bytes = std::fs::read(&path)
+        .with_context(|| format!("{} has no manifest.json: not a bundle", dir.display()))?;
+    serde_json::from_slice(&bytes)
+        .with_context(|| format!("{} is not a valid manifest", path.display()))
+}
+
+/// Changed, missing and extra files, each named.
+pub fn check_files(dir: &Path) -> Result<Vec<String>> {
+    let manifest = read_manifest(dir)?;
+    let mut problems = Vec::new();
+    let mut listed = BTreeSet::new();
+    for f in &manifest.files {
+        listed.insert(f.path.clone());
+        let path = dir.join(&f.path);
+        match std::fs::metadata(&path) {
+            Err(_) => problems.push(format!("missing: {}", f.path)),
+            Ok(m) if m.len() != f.bytes => problems.push(format!(
+                "changed: {} ({} bytes, manifest says {})",
+                f.path,
+                m.len(),
+                f.bytes
+            )),
+            Ok(_) => {
+                let sha = sha256_file(&path)?;
+                if sha != f.sha256 {
+                    problems.push(format!(
+                        "changed: {} (sha256 {sha}, manifest says {})",
+                        f.path, f.sha256
+                    ));
+                }
+            }
+        }
+    }
+    for entry in walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+    {
+        let rel = entry
+            .path()
+            .strip_prefix(dir)?
+            .to_string_lossy()
+            .into_owned();
+        if rel != "manifest.json" && rel != "SHA256SUMS" && !listed.contains(&rel) {
+            problems.push(format!("extra: {rel} (not in manifest.json)"));
+        }
+    }
+    let sums: String = manifest
+        .files
+        .iter()
+        .map(|f| format!("{}  {}\n", f.sha256, f.path))
+        .collect();
+    if std::fs::read_to_string(dir.join("SHA256SUMS"))
+        .ok()
+        .as_deref()
+        != Some(sums.as_str())
+    {
+        problems.push("SHA256SUMS does not match manifest.json".into());
+    }
+    Ok(problems)
+}
+
+fn wrappers(dir: &Path) -> Result<Vec<String>> {
+    Ok(read_manifest(dir)?
+        .files
+        .into_iter()
+        .filter(|f| f.role == "epcontext-wrapper")
+        .map(|f| f.path)
+        .collect())
+}
+
+fn check_wrappers(dir: &Path) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    for rel in wrappers(dir)? {
+        let path = dir.join(&rel);
+        let Ok(summary) = crate::onnx_proto::read_summary(&path) else {
+            problems.push(format!("{rel}: not a readable ONNX wrapper"));
+            continue;
+        };
+        let targets: Vec<String> = summary
+            .nodes
+            .iter()
+            .filter(|n| n.op_type == "EPContext")
+            .filter_map(|n| n.attr_str("ep_cache_context").map(str::to_string))
+            .collect();
+        if targets.is_empty() {
+            problems.push(format!("{rel}: holds no EPContext node"));
+        }
+        for t in targets {
+            if t.contains("..") || Path::new(&t).is_absolute() || !path.with_file_name(&t).is_file()
+            {
+                problems.push(format!(
+                    "{rel}: its EPContext points at {t:?}, which is not a binary beside it"
+                ));
+            }
+        }
+    }
+    Ok(problems)
+}
+
+/// Renders the card from the bundled reports and compares it with README.md.
+pub fn check_card(dir: &Path) -> Vec<String> {
+    let read = |rel: &str| {
+        std::fs::read(dir.join(rel))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+    };
+    let Some(info) =
+        read("reports/bundle.json").and_then(|v| serde_json::from_value::<BundleInfo>(v).ok())
+    else {
+        return vec![
+            "reports/bundle.json is missing or unreadable: the card cannot be checked".into(),
+        ];
+    };
+    let htp = read("reports/parity-htp.json").map(|r| htp_figures(&r));
+    let run = ["htp", "cpu", "ort"]
+        .iter()
+        .find_map(|b| read(&format!("reports/run-{b}.json")))
+        .map(|r| latency_figures(&r));
+    let expected = render(&info, htp.as_ref(), run.as_ref());
+    let actual = std::fs::read_to_string(dir.join("README.md")).unwrap_or_default();
+    if actual == expected {
+        return Vec::new();
+    }
+    let line = expected
+        .lines()
+        .zip(actual.lines())
+        .position(|(a, b)| a != b)
+        .unwrap_or(expected.lines().count().min(actual.lines().count()));
+    vec![format!(
+        "README.md does not match the reports in the bundle (first difference at line {}: {:?})",
+        line + 1,
+        actual.lines().nth(line).unwrap_or("<end of file>")
+    )]
+}
+
+fn load_binaries(ctx: &Ctx, dir: &Path) -> Result<usize> {
+    let info: BundleInfo =
+        serde_json::from_slice(&std::fs::read(dir.join("reports/bundle.json"))?)?;
+    let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
+    let target = HtpTarget {
+        soc_model: info.soc_id,
+        htp_arch: info.htp_arch,
+        optimization_level: 3,
+        fp16: true,
+        vtcm_mb: 0,
+    };
+    let mut problems = Vec::new();
+    let all = wrappers(dir)?;
+    for rel in &all {
+        if let Err(e) = rt.open(&dir.join(rel), &Backend::QnnHtp(target.clone())) {
+            problems.push(format!("{rel}: does not load on the HTP backend: {e:#}"));
+        }
+    }
+    if !problems.is_empty() {
+        bail!(
+            "bundle {} is NOT intact:\n  {}",
+            dir.display(),
+            problems.join("\n  ")
+        );
+    }
+    Ok(all.len())
+}

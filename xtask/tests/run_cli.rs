@@ -1,0 +1,154 @@
+//! `cargo xtask run`: the chain end to end on ort, cpu and htp, its reports, and its errors.
+
+mod common;
+
+use common::{Scratch, drop_npz_key, read_json};
+
+fn actions_err(p: &Scratch, backend: &str) -> f64 {
+    read_json(&p.path(&format!("reports/tiny/run-{backend}.json")))["actions_max_abs_err"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn chain_on_ort_and_cpu_matches_the_expected_actions() {
+    let p = Scratch::tiny();
+    for backend in ["ort", "cpu"] {
+        let run = p.run(&["run", "--backend", backend, "--iters", "3", "--warmup", "1"]);
+        run.assert_code(0);
+        let err = actions_err(&p, backend);
+        assert!(
+            err <= 1e-4,
+            "{backend}: actions max abs err {err}\n{}",
+            run.all()
+        );
+        let report = read_json(&p.path(&format!("reports/tiny/run-{backend}.json")));
+        let names: Vec<&str> = report["boundaries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["name"].as_str().unwrap())
+            .collect();
+        for expected in [
+            "vision/image_embeds",
+            "llm_split3/values",
+            "action_context/k_ctx",
+            "euler step 1 (t=0.5)/trajectory",
+            "normalized actions (before clipping)",
+            "actions",
+        ] {
+            assert!(
+                names.contains(&expected),
+                "{expected} missing from {names:?}"
+            );
+        }
+        assert_eq!(report["keys_per_layer_cosine"].as_array().unwrap().len(), 8);
+        let end_to_end = report["latency"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["name"] == "end-to-end")
+            .unwrap();
+        assert_eq!(end_to_end["samples"], 3);
+    }
+}
+
+#[test]
+fn the_html_report_is_self_contained_with_three_plots() {
+    let p = Scratch::tiny();
+    p.run(&["run", "--backend", "ort", "--iters", "2", "--warmup", "0"])
+        .assert_code(0);
+    let html = std::fs::read_to_string(p.path("reports/tiny/run-ort.html")).unwrap();
+    for id in ["id=\"latency\"", "id=\"chain-cosine\"", "id=\"kv-cosine\""] {
+        assert!(html.contains(id), "missing plot {id}");
+    }
+    assert_eq!(html.matches("<svg").count(), 3);
+    let without_ns = html.replace("http://www.w3.org/2000/svg", "");
+    assert!(
+        !without_ns.contains("http://") && !without_ns.contains("https://"),
+        "the page must not need the network"
+    );
+    assert!(
+        !html.contains("<script src") && !html.contains("<link"),
+        "no external resources"
+    );
+}
+
+#[test]
+fn streaming_mode_loads_each_component_per_call() {
+    let p = Scratch::tiny();
+    p.run(&[
+        "run",
+        "--backend",
+        "ort",
+        "--streaming",
+        "--iters",
+        "1",
+        "--warmup",
+        "0",
+    ])
+    .assert_code(0);
+    let report = read_json(&p.path("reports/tiny/run-ort.json"));
+    assert_eq!(report["mode"], "streaming");
+    assert_eq!(
+        report["load_ms"]["action_step"].as_array().unwrap().len(),
+        2,
+        "one load per Euler step"
+    );
+}
+
+#[test]
+fn chain_on_the_htp_needs_its_binaries_then_matches_within_the_gate() {
+    let p = Scratch::tiny();
+    let run = p.run(&["run", "--backend", "htp", "--iters", "1", "--warmup", "0"]);
+    run.assert_code(2);
+    assert!(
+        run.stderr
+            .contains("no context binary ctx/tiny/vision_socid77_archv73.bin"),
+        "{}",
+        run.all()
+    );
+    p.run(&["build-ctx", "--soc", "77"]).assert_code(0);
+    let run = p.run(&["run", "--backend", "htp", "--iters", "1", "--warmup", "0"]);
+    run.assert_code(0);
+    let err = actions_err(&p, "htp");
+    assert!(err <= 1e-2, "htp actions max abs err {err}");
+    assert!(run.stdout.contains("HTP emulated"), "{}", run.all());
+    assert_eq!(
+        read_json(&p.path("reports/tiny/run-htp.json"))["htp_emulated"],
+        true
+    );
+}
+
+#[test]
+fn a_golden_without_host_tensors_is_a_clear_error() {
+    let p = Scratch::tiny();
+    drop_npz_key(&p.path("golden/tiny/trace.npz"), "initial_noise");
+    let run = p.run(&["run", "--backend", "ort", "--iters", "1"]);
+    run.assert_code(2);
+    assert!(
+        run.stderr
+            .contains("golden/tiny/trace.npz: the golden has no host tensors [\"initial_noise\"]"),
+        "{}",
+        run.all()
+    );
+}
+
+#[test]
+fn a_wrong_model_toml_is_a_clear_error() {
+    let p = Scratch::tiny();
+    let path = p.path("recipes/tiny/model.toml");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "action_context = \"action_context\"",
+        "action_context = \"action_ctx\"",
+    );
+    std::fs::write(&path, text).unwrap();
+    let run = p.run(&["run", "--backend", "ort"]);
+    run.assert_code(2);
+    assert!(
+        run.stderr
+            .contains("recipes/tiny/model.toml: [host] names component `action_ctx`"),
+        "{}",
+        run.all()
+    );
+}
