@@ -9,6 +9,7 @@ mod commands;
 mod component_parity;
 mod epcontext;
 mod hashing;
+mod hf_cli;
 mod onnx_proto;
 mod onnx_writer;
 mod parity;
@@ -57,6 +58,12 @@ enum Command {
     Package(commands::package::Package),
     /// Prove a bundle intact: hashes, wrappers, HTP loads, card vs reports.
     Verify(commands::verify::Verify),
+    /// Upload a verified bundle to Hugging Face with `hf upload`.
+    Release(commands::release::Release),
+    /// Download a published bundle with `hf download` and lay it out for a model.
+    Fetch(commands::fetch::Fetch),
+    /// The build plan; `--json` prints it as a CI matrix (one entry per component and SoC).
+    Plan(commands::plan::Plan),
     /// Benchmark: cold build vs no-op rebuild (tiny model and a ~100 MB ONNX).
     Bench(commands::bench::Bench),
     /// Compare every component's outputs with its golden tensors on one backend.
@@ -83,6 +90,9 @@ fn main() -> ExitCode {
             Command::Run(cmd) => cmd.run(&ctx),
             Command::Package(cmd) => cmd.run(&ctx),
             Command::Verify(cmd) => cmd.run(&ctx),
+            Command::Release(cmd) => cmd.run(&ctx),
+            Command::Fetch(cmd) => cmd.run(&ctx),
+            Command::Plan(cmd) => cmd.run(&ctx),
         }
     });
     match result {

@@ -42,6 +42,9 @@ pub struct BuildCtx {
     /// Print the plan (steps, inputs, outputs, fresh or why dirty) and run nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Run nothing; exit 1 unless every step is fresh (CI: gathered artifacts must be accepted).
+    #[arg(long, conflicts_with = "force")]
+    require_fresh: bool,
 }
 
 /// What every worker shares while executing a plan.
@@ -69,11 +72,24 @@ impl BuildCtx {
         refuse_weight_sharing_groups(&comps)?;
         let memo_path = ctx.root.join("target/xtask-hash-memo.json");
         let mut memo = HashMemo::load(&memo_path);
-        if self.dry_run {
-            let versions = versions_for_dry_run(ctx);
+        if self.dry_run || self.require_fresh {
+            let versions = if self.require_fresh {
+                runtime_versions(&Runtime::load(ensure_runtime(&ctx.root)?)?)?
+            } else {
+                versions_for_dry_run(ctx)
+            };
             let plans = plan_all(ctx, &model, &comps, &soc, &versions, &mut memo)?;
             print_plan(&model, &plans, &versions, &soc, ctx.verbose);
             memo.save(&memo_path)?;
+            let dirty = plans
+                .iter()
+                .flat_map(|p| &p.steps)
+                .filter(|s| !s.is_fresh())
+                .count();
+            if self.require_fresh && dirty > 0 {
+                crate::outln!("--require-fresh: {dirty} step(s) are not fresh");
+                return Ok(Outcome::GateFailed);
+            }
             return Ok(Outcome::Success);
         }
         super::require_files(ctx, &model, &comps)?;

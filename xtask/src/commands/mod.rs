@@ -3,8 +3,11 @@
 pub mod bench;
 pub mod build_ctx;
 pub mod doctor;
+pub mod fetch;
 pub mod package;
 pub mod parity;
+pub mod plan;
+pub mod release;
 pub mod run;
 pub mod verify;
 

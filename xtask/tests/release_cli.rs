@@ -1,0 +1,370 @@
+//! Packaging, verification, release, fetch and CI regeneration, as a user runs them; the
+//! Hugging Face CLI is the test double in tests/fixtures/hf-test-double (it records its calls).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{Run, Scratch, copy_tree, read_json};
+
+fn hf_double_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hf-test-double")
+}
+
+/// Runs the tool with the `hf` test double first on PATH.
+fn run_with_hf(p: &Scratch, args: &[&str], token: bool, fail: Option<&str>) -> Run {
+    let path = format!(
+        "{}:{}",
+        hf_double_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    cmd.arg("--root")
+        .arg(p.dir.path())
+        .args(args)
+        .env("PATH", path)
+        .env("HF_TEST_DOUBLE_LOG", p.path("hf.log"))
+        .env("HF_TEST_DOUBLE_STORE", p.path("hf-store"));
+    if token {
+        cmd.env("HF_TOKEN", "test-token");
+    } else {
+        cmd.env_remove("HF_TOKEN");
+    }
+    match fail {
+        Some(f) => cmd.env("HF_TEST_DOUBLE_FAIL", f),
+        None => cmd.env_remove("HF_TEST_DOUBLE_FAIL"),
+    };
+    Run::from(cmd.output().unwrap())
+}
+
+#[test]
+fn two_runners_then_gather_package_verify_release_and_fetch() {
+    // Two entries of the CI matrix, built in two separate clones.
+    let a = Scratch::tiny();
+    let b = Scratch::tiny();
+    a.run(&["build-ctx", "--soc", "77", "--only", "vision"])
+        .assert_code(0);
+    b.run(&["build-ctx", "--soc", "77", "--only", "action_step"])
+        .assert_code(0);
+
+    // The gathering job: the artifacts (with their records) are accepted as fresh.
+    let g = Scratch::tiny();
+    std::fs::create_dir_all(g.path("ctx/tiny")).unwrap();
+    for (from, comp) in [(&a, "vision"), (&b, "action_step")] {
+        for entry in std::fs::read_dir(from.path("ctx/tiny")).unwrap().flatten() {
+            if entry.file_name().to_string_lossy().starts_with(comp) {
+                std::fs::copy(entry.path(), g.path("ctx/tiny").join(entry.file_name())).unwrap();
+            }
+        }
+    }
+    let only = ["--only", "vision,action_step"];
+    let fresh = g.run(&[
+        "build-ctx",
+        "--soc",
+        "77",
+        "--require-fresh",
+        only[0],
+        only[1],
+    ]);
+    fresh.assert_code(0);
+    assert!(!fresh.stdout.contains("dirty"), "{}", fresh.all());
+    g.run(&["parity", "--backend", "htp", only[0], only[1]])
+        .assert_code(0);
+    let bundle = g.path("dist/tiny");
+    g.run(&[
+        "package",
+        "--model",
+        "tiny",
+        "--soc",
+        "77",
+        "--out",
+        bundle.to_str().unwrap(),
+        only[0],
+        only[1],
+    ])
+    .assert_code(0);
+    let verify = g.run(&["verify", bundle.to_str().unwrap()]);
+    verify.assert_code(0);
+    let card = std::fs::read_to_string(bundle.join("README.md")).unwrap();
+    for section in [
+        "license: apache-2.0",
+        "## Per-component I/O contract",
+        "## Validated parity (host, QNN CPU backend vs golden)",
+        "## HTP parity (HTP emulated on x86_64, fp16)",
+        "## Waivers",
+        "## Build provenance",
+    ] {
+        assert!(card.contains(section), "card lacks {section}:\n{card}");
+    }
+    let htp_cos = read_json(&g.path("reports/tiny/parity-htp.json"))["components"][0]["outputs"][0]
+        ["metrics"]["cosine"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        card.contains(&format!("| `vision` | image_embeds | {htp_cos:.8} |")),
+        "the card shows the measured HTP cosine {htp_cos}:\n{card}"
+    );
+
+    // Release: the dry run lists every file and the exact commands, and uploads nothing.
+    let manifest = read_json(&bundle.join("manifest.json"));
+    let dry = run_with_hf(
+        &g,
+        &[
+            "release",
+            "--repo",
+            "someone/tiny",
+            "--bundle",
+            bundle.to_str().unwrap(),
+            "--dry-run",
+        ],
+        true,
+        None,
+    );
+    dry.assert_code(0);
+    for f in manifest["files"].as_array().unwrap() {
+        assert!(
+            dry.stdout.contains(f["path"].as_str().unwrap()),
+            "dry run must list {f}"
+        );
+    }
+    assert!(
+        dry.stdout.contains(&format!(
+            "hf upload someone/tiny {} . --repo-type model",
+            bundle.display()
+        )),
+        "{}",
+        dry.all()
+    );
+    assert!(!g.path("hf.log").exists(), "a dry run calls no hf");
+
+    // No token, and a failing upload: clear errors, nothing claimed.
+    let no_token = run_with_hf(
+        &g,
+        &[
+            "release",
+            "--repo",
+            "someone/tiny",
+            "--bundle",
+            bundle.to_str().unwrap(),
+        ],
+        false,
+        None,
+    );
+    no_token.assert_code(2);
+    assert!(
+        no_token.stderr.contains("not logged in"),
+        "{}",
+        no_token.all()
+    );
+    let failed = run_with_hf(
+        &g,
+        &[
+            "release",
+            "--repo",
+            "someone/tiny",
+            "--bundle",
+            bundle.to_str().unwrap(),
+        ],
+        true,
+        Some("upload"),
+    );
+    failed.assert_code(2);
+    assert!(
+        failed.stderr.contains("the release is NOT published")
+            && failed.stderr.contains("HTTP 503"),
+        "{}",
+        failed.all()
+    );
+    assert!(!g.path("reports/tiny/release.json").exists());
+
+    // A real (double) upload, then fetch into a clean clone, which can re-validate at once.
+    run_with_hf(
+        &g,
+        &[
+            "release",
+            "--repo",
+            "someone/tiny",
+            "--bundle",
+            bundle.to_str().unwrap(),
+            "--revision",
+            "v1",
+        ],
+        true,
+        None,
+    )
+    .assert_code(0);
+    assert_eq!(
+        read_json(&g.path("reports/tiny/release.json"))["repo"],
+        "someone/tiny"
+    );
+    let f = Scratch::tiny();
+    copy_tree(&g.path("hf-store"), &f.path("hf-store"));
+    let fetch = run_with_hf(
+        &f,
+        &[
+            "fetch",
+            "--repo",
+            "someone/tiny",
+            "--model",
+            "tiny",
+            "--revision",
+            "v1",
+        ],
+        true,
+        None,
+    );
+    fetch.assert_code(0);
+    assert!(f.path("ctx/tiny/vision_socid77_archv73.bin").is_file());
+    f.run(&["parity", "--backend", "htp", only[0], only[1]])
+        .assert_code(0);
+}
+
+#[test]
+fn verify_names_a_flipped_byte_a_missing_and_an_extra_file() {
+    let p = Scratch::tiny();
+    p.run(&["build-ctx", "--soc", "77", "--only", "action_context"])
+        .assert_code(0);
+    let bundle = p.path("dist/t");
+    p.run(&[
+        "package",
+        "--soc",
+        "77",
+        "--only",
+        "action_context",
+        "--out",
+        bundle.to_str().unwrap(),
+    ])
+    .assert_code(0);
+    p.run(&["verify", bundle.to_str().unwrap()]).assert_code(0);
+    let golden = bundle.join("golden/action_context_io.npz");
+    let mut bytes = std::fs::read(&golden).unwrap();
+    bytes[100] ^= 0xff;
+    std::fs::write(&golden, bytes).unwrap();
+    std::fs::remove_file(bundle.join("ctx/action_context_socid77_archv73_ctx.onnx")).unwrap();
+    std::fs::write(bundle.join("ctx/stray.bin"), b"x").unwrap();
+    let run = p.run(&["verify", bundle.to_str().unwrap()]);
+    run.assert_code(2);
+    for expected in [
+        "changed: golden/action_context_io.npz",
+        "missing: ctx/action_context_socid77_archv73_ctx.onnx",
+        "extra: ctx/stray.bin",
+    ] {
+        assert!(run.stderr.contains(expected), "{expected}\n{}", run.all());
+    }
+    assert!(p.path("golden/tiny/action_context_io.npz").is_file());
+}
+
+#[test]
+fn package_refuses_stale_artifacts_unless_allowed_and_says_so_in_the_card() {
+    let p = Scratch::tiny();
+    p.run(&["build-ctx", "--soc", "77", "--only", "action_context"])
+        .assert_code(0);
+    let recipe = p.path("recipes/tiny/action_context.toml");
+    let text = std::fs::read_to_string(&recipe)
+        .unwrap()
+        .replace("optimization_level = 3", "optimization_level = 2");
+    std::fs::write(&recipe, text).unwrap();
+    let out = p.path("dist/s");
+    let run = p.run(&[
+        "package",
+        "--soc",
+        "77",
+        "--only",
+        "action_context",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    run.assert_code(2);
+    assert!(
+        run.stderr.contains("`action_context` is stale")
+            && run.stderr.contains("recipe [context] changed"),
+        "{}",
+        run.all()
+    );
+    assert!(!p.path("dist/s").exists());
+    p.run(&[
+        "package",
+        "--soc",
+        "77",
+        "--only",
+        "action_context",
+        "--out",
+        out.to_str().unwrap(),
+        "--allow-stale",
+    ])
+    .assert_code(0);
+    let card = std::fs::read_to_string(p.path("dist/s/README.md")).unwrap();
+    assert!(
+        card.contains("packaged with `--allow-stale`") && card.contains("action_context"),
+        "{card}"
+    );
+}
+
+#[test]
+fn plan_json_is_a_matrix_of_seven_entries() {
+    let p = Scratch::tiny();
+    let run = p.run(&["plan", "--json", "--soc", "77", "--model", "tiny"]);
+    run.assert_code(0);
+    let v: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    let include = v["include"].as_array().unwrap();
+    assert_eq!(include.len(), 7);
+    assert_eq!(
+        include[0]["build"],
+        "cargo xtask build-ctx --soc 77 --model tiny --only vision"
+    );
+}
+
+/// Every `cargo xtask <command>` in the workflow is a real subcommand, and every `matrix.X` it
+/// uses is a key of the plan's matrix entries.
+#[test]
+fn the_regenerate_workflow_references_real_commands_and_matrix_keys() {
+    let text =
+        std::fs::read_to_string(common::repo_root().join(".github/workflows/regenerate.yml"))
+            .unwrap();
+    let yaml: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let jobs = yaml["jobs"].as_mapping().unwrap();
+    for job in ["plan", "build", "gather"] {
+        assert!(jobs.contains_key(job), "job {job} missing");
+    }
+    let help = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    let mut seen = 0;
+    for (_, job) in jobs {
+        for step in job["steps"].as_sequence().unwrap() {
+            let Some(run) = step["run"].as_str() else {
+                continue;
+            };
+            for part in run.split("cargo xtask ").skip(1) {
+                let sub = part.split_whitespace().next().unwrap();
+                assert!(
+                    help.contains(&format!("\n  {sub} ")),
+                    "`cargo xtask {sub}` is not a subcommand:\n{help}"
+                );
+                seen += 1;
+            }
+        }
+    }
+    assert!(
+        seen >= 7,
+        "expected the workflow to run the tool's commands"
+    );
+    let p = Scratch::tiny();
+    let plan: serde_json::Value =
+        serde_json::from_str(p.run(&["plan", "--json"]).stdout.trim()).unwrap();
+    let entry = plan["include"][0].as_object().unwrap();
+    for part in text.split("matrix.").skip(1) {
+        let key: String = part
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        assert!(
+            entry.contains_key(&key),
+            "the workflow uses matrix.{key}, which plan --json does not emit"
+        );
+    }
+    assert!(text.contains("fromJson(needs.plan.outputs.matrix)"));
+}
