@@ -180,14 +180,7 @@ impl BuildReport {
 
 pub fn write_build_report(dir: &Path, report: &BuildReport) -> Result<()> {
     let stem = format!("build-soc{}", report.soc.id);
-    crate::atomic::write_atomic(
-        &dir.join(format!("{stem}.json")),
-        &serde_json::to_vec_pretty(report)?,
-    )?;
-    crate::atomic::write_atomic(
-        &dir.join(format!("{stem}.md")),
-        build_markdown(report).as_bytes(),
-    )
+    crate::report::write_json_and_markdown(dir, &stem, report, &build_markdown(report))
 }
 
 fn build_markdown(r: &BuildReport) -> String {

@@ -37,16 +37,23 @@ pub fn now_unix() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-pub fn write_parity_report(dir: &Path, report: &ParityReport) -> Result<()> {
-    let stem = format!("parity-{}", report.backend);
+/// Writes `<dir>/<stem>.json` (every figure) and `<dir>/<stem>.md` (for people), atomically.
+pub fn write_json_and_markdown<T: Serialize>(
+    dir: &Path,
+    stem: &str,
+    report: &T,
+    markdown: &str,
+) -> Result<()> {
     crate::atomic::write_atomic(
         &dir.join(format!("{stem}.json")),
         &serde_json::to_vec_pretty(report)?,
     )?;
-    crate::atomic::write_atomic(
-        &dir.join(format!("{stem}.md")),
-        parity_markdown(report).as_bytes(),
-    )
+    crate::atomic::write_atomic(&dir.join(format!("{stem}.md")), markdown.as_bytes())
+}
+
+pub fn write_parity_report(dir: &Path, report: &ParityReport) -> Result<()> {
+    let stem = format!("parity-{}", report.backend);
+    write_json_and_markdown(dir, &stem, report, &parity_markdown(report))
 }
 
 /// Cosines as the model card prints them: 1.0 when exactly one, else 8 decimals.

@@ -251,11 +251,7 @@ impl RunReport {
 
 pub fn write_run_report(dir: &Path, r: &RunReport) -> Result<()> {
     let stem = format!("run-{}", r.backend);
-    crate::atomic::write_atomic(
-        &dir.join(format!("{stem}.json")),
-        &serde_json::to_vec_pretty(r)?,
-    )?;
-    crate::atomic::write_atomic(&dir.join(format!("{stem}.md")), markdown(r).as_bytes())?;
+    crate::report::write_json_and_markdown(dir, &stem, r, &markdown(r))?;
     crate::atomic::write_atomic(&dir.join(format!("{stem}.html")), html(r).as_bytes())
 }
 

@@ -60,11 +60,7 @@ struct BuildEnv<'a> {
 impl BuildCtx {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         let model = load_model(&ctx.root, &self.model)?;
-        let soc = parse_soc(
-            self.soc
-                .as_deref()
-                .unwrap_or(&model.file.target.soc.to_string()),
-        )?;
+        let soc = super::target_soc(&model, self.soc.as_deref())?;
         let comps = select_components(&model, &self.only)?;
         if self.jobs == 0 {
             bail!("--jobs must be at least 1");

@@ -28,6 +28,11 @@ pub enum Outcome {
     GateFailed,
 }
 
+/// The SoC of `--soc` (an id or chip name), or the model's own target when absent.
+pub fn target_soc(model: &Model, soc: Option<&str>) -> Result<crate::soc::Soc> {
+    crate::soc::parse_soc(soc.unwrap_or(&model.file.target.soc.to_string()))
+}
+
 /// The components named by `--only` (all when empty), in pipeline order.
 pub fn select_components<'m>(model: &'m Model, only: &[String]) -> Result<Vec<&'m Component>> {
     let known: Vec<&str> = model.components.iter().map(|c| c.name()).collect();

@@ -19,7 +19,7 @@ use crate::plan::plan_component;
 use crate::recipe::{Component, Model, load_model};
 use crate::runtime::Runtime;
 use crate::runtime::bootstrap::{QNN_WHEEL, ensure_runtime};
-use crate::soc::{Soc, parse_soc};
+use crate::soc::Soc;
 
 #[derive(clap::Args)]
 pub struct Package {
@@ -62,11 +62,7 @@ type Placement = Vec<(PathBuf, String, &'static str)>;
 impl Package {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         let model = load_model(&ctx.root, &self.model)?;
-        let soc = parse_soc(
-            self.soc
-                .as_deref()
-                .unwrap_or(&model.file.target.soc.to_string()),
-        )?;
+        let soc = super::target_soc(&model, self.soc.as_deref())?;
         let comps = select_components(&model, &self.only)?;
         super::require_files(ctx, &model, &comps)?;
         let out = std::path::absolute(&self.out)?;

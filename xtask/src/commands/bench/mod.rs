@@ -103,28 +103,11 @@ pub fn python_env(root: &Path) -> Result<PathBuf> {
         "creating the baseline Python environment {} (once) ...",
         crate::project::rel(root, &env)
     );
-    // A program given as a string is looked up on PATH; as a path, it is used as is.
-    let run = |program: &std::ffi::OsStr, args: &[&str]| -> Result<()> {
-        let out = duct::cmd(program, args)
-            .stderr_to_stdout()
-            .stdout_capture()
-            .unchecked()
-            .run()?;
-        if !out.status.success() {
-            bail!(
-                "`{} {}` failed:\n{}",
-                program.display(),
-                args.join(" "),
-                String::from_utf8_lossy(&out.stdout)
-            );
-        }
-        Ok(())
-    };
-    run(
+    run_checked(
         "python3".as_ref(),
         &["-m", "venv", &env.display().to_string()],
     )?;
-    run(
+    run_checked(
         python.as_os_str(),
         &[
             "-m",
@@ -141,6 +124,25 @@ pub fn python_env(root: &Path) -> Result<PathBuf> {
     Ok(python)
 }
 
+/// Runs a program to completion; a failure shows the command and its output. A program given
+/// as a bare name is looked up on PATH; as a path, it is used as is.
+fn run_checked(program: &std::ffi::OsStr, args: &[&str]) -> Result<()> {
+    let out = duct::cmd(program, args)
+        .stderr_to_stdout()
+        .stdout_capture()
+        .unchecked()
+        .run()?;
+    if !out.status.success() {
+        bail!(
+            "`{} {}` failed:\n{}",
+            program.display(),
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    Ok(())
+}
+
 /// The full-width synthetic model (real tensor sizes, one layer per split), generated on
 /// demand by the generator into `target/bench/fullwidth`; never committed.
 pub fn full_width_project(root: &Path) -> Result<PathBuf> {
@@ -155,24 +157,11 @@ pub fn full_width_project(root: &Path) -> Result<PathBuf> {
             crate::project::rel(root, &project)
         );
         let script = root.join("xtask/scripts/gen_tiny_model.py");
-        let out = duct::cmd(
-            &python,
-            [
-                script.as_os_str(),
-                "--full-width".as_ref(),
-                project.as_os_str(),
-            ],
-        )
-        .stderr_to_stdout()
-        .stdout_capture()
-        .unchecked()
-        .run()?;
-        if !out.status.success() {
-            bail!(
-                "the full-width generator failed:\n{}",
-                String::from_utf8_lossy(&out.stdout)
-            );
-        }
+        let project_arg = project.display().to_string();
+        run_checked(
+            python.as_os_str(),
+            &[&script.display().to_string(), "--full-width", &project_arg],
+        )?;
         std::fs::write(project.join(".complete"), b"")?;
     }
     link_runtime(root, &project)?;
