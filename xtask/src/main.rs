@@ -64,6 +64,8 @@ enum Command {
     Fetch(commands::fetch::Fetch),
     /// The build plan; `--json` prints it as a CI matrix (one entry per component and SoC).
     Plan(commands::plan::Plan),
+    /// Find the first operator where a QNN backend diverges from ONNX Runtime's CPU EP.
+    Bisect(commands::bisect::Bisect),
     /// Benchmark: cold build vs no-op rebuild (tiny model and a ~100 MB ONNX).
     Bench(commands::bench::Bench),
     /// Compare every component's outputs with its golden tensors on one backend.
@@ -93,6 +95,7 @@ fn main() -> ExitCode {
             Command::Release(cmd) => cmd.run(&ctx),
             Command::Fetch(cmd) => cmd.run(&ctx),
             Command::Plan(cmd) => cmd.run(&ctx),
+            Command::Bisect(cmd) => cmd.run(&ctx),
         }
     });
     match result {

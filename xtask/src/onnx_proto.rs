@@ -9,6 +9,8 @@ use anyhow::{Context, Result, bail};
 #[derive(Debug, Default, Clone)]
 pub struct OnnxNode {
     pub name: String,
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
     pub op_type: String,
     pub domain: String,
     pub attributes: Vec<(String, AttrValue)>,
@@ -17,8 +19,20 @@ pub struct OnnxNode {
 #[derive(Debug, Clone, PartialEq)]
 pub enum AttrValue {
     Int(i64),
+    Float(f32),
     Str(String),
     Other,
+}
+
+impl std::fmt::Display for AttrValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AttrValue::Int(i) => write!(f, "{i}"),
+            AttrValue::Float(x) => write!(f, "{x}"),
+            AttrValue::Str(s) => write!(f, "{s:?}"),
+            AttrValue::Other => f.write_str("(tensor/list)"),
+        }
+    }
 }
 
 impl OnnxNode {
@@ -41,6 +55,9 @@ pub struct OnnxSummary {
     pub nodes: Vec<OnnxNode>,
     /// Distinct `location` values of initializers stored as external data (relative paths).
     pub external_data: Vec<String>,
+    pub initializers: Vec<String>,
+    pub graph_inputs: Vec<String>,
+    pub graph_outputs: Vec<String>,
     pub metadata: Vec<(String, String)>,
 }
 
@@ -69,7 +86,10 @@ fn parse_graph(bytes: &[u8], summary: &mut OnnxSummary) -> Result<()> {
     for field in Fields::new(bytes) {
         match field? {
             (1, Wire::Bytes(node)) => summary.nodes.push(parse_node(node)?),
+            (11, Wire::Bytes(vi)) => summary.graph_inputs.push(value_info_name(vi)?),
+            (12, Wire::Bytes(vi)) => summary.graph_outputs.push(value_info_name(vi)?),
             (5, Wire::Bytes(tensor)) => {
+                summary.initializers.push(tensor_name(tensor)?);
                 if let Some(loc) = external_location(tensor)?
                     && !summary.external_data.contains(&loc)
                 {
@@ -86,6 +106,8 @@ fn parse_node(bytes: &[u8]) -> Result<OnnxNode> {
     let mut node = OnnxNode::default();
     for field in Fields::new(bytes) {
         match field? {
+            (1, Wire::Bytes(b)) => node.inputs.push(utf8(b)?),
+            (2, Wire::Bytes(b)) => node.outputs.push(utf8(b)?),
             (3, Wire::Bytes(b)) => node.name = utf8(b)?,
             (4, Wire::Bytes(b)) => node.op_type = utf8(b)?,
             (7, Wire::Bytes(b)) => node.domain = utf8(b)?,
@@ -96,12 +118,31 @@ fn parse_node(bytes: &[u8]) -> Result<OnnxNode> {
     Ok(node)
 }
 
+fn value_info_name(bytes: &[u8]) -> Result<String> {
+    for field in Fields::new(bytes) {
+        if let (1, Wire::Bytes(b)) = field? {
+            return utf8(b);
+        }
+    }
+    Ok(String::new())
+}
+
+fn tensor_name(bytes: &[u8]) -> Result<String> {
+    for field in Fields::new(bytes) {
+        if let (8, Wire::Bytes(b)) = field? {
+            return utf8(b);
+        }
+    }
+    Ok(String::new())
+}
+
 fn parse_attribute(bytes: &[u8]) -> Result<(String, AttrValue)> {
     let mut name = String::new();
     let mut value = AttrValue::Other;
     for field in Fields::new(bytes) {
         match field? {
             (1, Wire::Bytes(b)) => name = utf8(b)?,
+            (2, Wire::Fixed32(bits)) => value = AttrValue::Float(f32::from_bits(bits)),
             (3, Wire::Varint(i)) => value = AttrValue::Int(i as i64),
             (4, Wire::Bytes(b)) => value = AttrValue::Str(String::from_utf8_lossy(b).into()),
             _ => {}
@@ -147,6 +188,7 @@ fn utf8(b: &[u8]) -> Result<String> {
 enum Wire<'a> {
     Varint(u64),
     Bytes(&'a [u8]),
+    Fixed32(u32),
     Fixed,
 }
 
@@ -188,7 +230,15 @@ impl<'a> Fields<'a> {
                 self.pos = end;
                 Wire::Bytes(bytes)
             }
-            5 => self.skip(4)?,
+            5 => {
+                let b = self
+                    .buf
+                    .get(self.pos..self.pos + 4)
+                    .context("truncated fixed32 field")?;
+                let v = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                self.pos += 4;
+                Wire::Fixed32(v)
+            }
             other => bail!("unsupported protobuf wire type {other}"),
         };
         Ok((num, wire))
@@ -272,6 +322,10 @@ pub fn set_node_string_attr(
                             put_varint(&mut out, u64::from(n) << 3);
                             put_varint(&mut out, v);
                         }
+                        (n, Wire::Fixed32(v)) => {
+                            put_varint(&mut out, (u64::from(n) << 3) | 5);
+                            out.extend_from_slice(&v.to_le_bytes());
+                        }
                         (_, Wire::Fixed) => bail!("unexpected fixed-width field in an attribute"),
                     }
                 }
@@ -279,6 +333,23 @@ pub fn set_node_string_attr(
             })?))
         })?)),
         _ => Ok(None),
+    })
+}
+
+/// Returns a copy of the model whose graph also outputs `names` (intermediate tensors). The
+/// outputs carry no type: ONNX Runtime infers it from the graph.
+pub fn add_graph_outputs(model: &[u8], names: &[String]) -> Result<Vec<u8>> {
+    rewrite_fields(model, &mut |num, graph| {
+        if num != 7 {
+            return Ok(None);
+        }
+        let mut out = graph.to_vec();
+        for name in names {
+            let mut vi = Vec::new();
+            put_bytes(&mut vi, 1, name.as_bytes());
+            put_bytes(&mut out, 12, &vi);
+        }
+        Ok(Some(out))
     })
 }
 

@@ -406,7 +406,7 @@ fn svg_latency(r: &RunReport) -> String {
     s
 }
 
-fn svg_series(
+pub fn svg_series(
     id: &str,
     title: &str,
     labels: &[String],

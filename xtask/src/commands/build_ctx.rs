@@ -516,7 +516,11 @@ fn cpu_parity_step(env: &BuildEnv<'_>, comp: &Component) -> Result<StepDone> {
                 )
             })
             .collect();
-        bail!("CPU-backend parity gate failed: {}", reasons.join(" | "));
+        bail!(
+            "CPU-backend parity gate failed: {} (hint: `{}`)",
+            reasons.join(" | "),
+            super::bisect::hint(&env.model.file.model.name, comp, "cpu")
+        );
     }
     Ok(StepDone {
         outputs: vec![],

@@ -1,6 +1,7 @@
 //! One module per subcommand; each flag struct is the command's input and has `run`.
 
 pub mod bench;
+pub mod bisect;
 pub mod build_ctx;
 pub mod doctor;
 pub mod fetch;

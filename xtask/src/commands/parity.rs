@@ -41,6 +41,13 @@ impl Parity {
         for comp in &comps {
             let result = self.run_one(ctx, &rt, &model, comp, &backend);
             print_component(&result);
+            let gate_failed = !result.pass && result.error.is_none();
+            if gate_failed && backend != Backend::OrtCpu {
+                crate::outln!(
+                    "      hint: find where it diverges with `{}`",
+                    super::bisect::hint(&self.model, comp, backend.label())
+                );
+            }
             results.push(result);
         }
         let report = ParityReport {
