@@ -140,7 +140,7 @@ impl Bisect {
                 _ if dense => break,
                 None => break,
                 Some(bad) => {
-                    let prev_good = picked.iter().copied().filter(|i| *i < bad).next_back();
+                    let prev_good = picked.iter().copied().rfind(|i| *i < bad);
                     let new_lo = prev_good.map_or(lo, |g| g + 1);
                     if (new_lo, bad + 1) == (lo, hi) {
                         break;
