@@ -77,11 +77,17 @@ pub fn run_component(
     golden: &GoldenIo,
     session_model: &Path,
     backend: &Backend,
+    clamp_masks: bool,
 ) -> Result<ComponentResult> {
     let mut session = rt.open(session_model, backend)?;
     check_graph_contract(comp, &session.input_contract(), &session.output_contract())?;
     let started = std::time::Instant::now();
-    let actual = session.run(&golden.inputs)?;
+    // The HTP runs fp16: masks the recipe marks are clamped to -65504 first (unless disabled
+    // to demonstrate why), as the host pipeline does on the device.
+    let actual = match backend {
+        Backend::QnnHtp(_) if clamp_masks => session.run(&crate::fp16::clamp_masks(comp, &golden.inputs))?,
+        _ => session.run(&golden.inputs)?,
+    };
     let run_seconds = started.elapsed().as_secs_f64();
     let mut outputs = Vec::new();
     for spec in &comp.file.outputs {

@@ -8,6 +8,7 @@ mod card;
 mod commands;
 mod component_parity;
 mod epcontext;
+mod fp16;
 mod hashing;
 mod hf_cli;
 mod onnx_proto;
@@ -66,6 +67,8 @@ enum Command {
     Plan(commands::plan::Plan),
     /// Find the first operator where a QNN backend diverges from ONNX Runtime's CPU EP.
     Bisect(commands::bisect::Bisect),
+    /// Scan golden and intermediate tensors for values fp16 on the HTP cannot hold.
+    LintFp16(commands::lint_fp16::LintFp16),
     /// Benchmark: cold build vs no-op rebuild (tiny model and a ~100 MB ONNX).
     Bench(commands::bench::Bench),
     /// Compare every component's outputs with its golden tensors on one backend.
@@ -96,6 +99,7 @@ fn main() -> ExitCode {
             Command::Fetch(cmd) => cmd.run(&ctx),
             Command::Plan(cmd) => cmd.run(&ctx),
             Command::Bisect(cmd) => cmd.run(&ctx),
+            Command::LintFp16(cmd) => cmd.run(&ctx),
         }
     });
     match result {

@@ -175,6 +175,10 @@ pub struct TensorSpec {
     pub dtype: DType,
     /// Key of this tensor in the golden npz.
     pub golden_key: String,
+    /// An additive attention mask: values below fp16's -65504 are clamped to -65504 before
+    /// the HTP sees them (fp16 cannot hold them; the HTP then inverts the mask).
+    #[serde(default)]
+    pub mask: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]

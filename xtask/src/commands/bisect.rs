@@ -277,22 +277,8 @@ impl Probe<'_> {
             .collect())
     }
 
-    /// The copy lives in the work folder with the original's external data linked beside it.
     fn write_copy(&self, names: &[String]) -> Result<PathBuf> {
-        if self.work.exists() {
-            std::fs::remove_dir_all(self.work)?;
-        }
-        std::fs::create_dir_all(self.work)?;
-        for loc in &self.graph.external_data {
-            let target = std::path::absolute(self.original.with_file_name(loc))?;
-            std::os::unix::fs::symlink(&target, self.work.join(loc))
-                .with_context(|| format!("cannot link external data {loc}"))?;
-        }
-        let copy = self
-            .work
-            .join(self.original.file_name().context("onnx name")?);
-        std::fs::write(&copy, add_graph_outputs(self.bytes, names)?)?;
-        Ok(copy)
+        write_exposed_copy(self.work, self.original, self.bytes, self.graph, names)
     }
 
     fn shapes(&self) -> BTreeMap<String, Vec<usize>> {
@@ -301,6 +287,26 @@ impl Probe<'_> {
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default()
     }
+}
+
+/// A copy of the graph exposing `names` as outputs, in `work` with the original's external
+/// data linked beside it (the user's file is never edited).
+pub fn write_exposed_copy(work: &Path, original: &Path, bytes: &[u8], graph: &OnnxSummary, names: &[String]) -> Result<PathBuf> {
+    if work.exists() {
+        std::fs::remove_dir_all(work)?;
+    }
+    std::fs::create_dir_all(work)?;
+    // ORT refuses external data that resolves outside the model's folder (a symlink does), so
+    // the data is hard-linked (same filesystem) or copied.
+    for loc in &graph.external_data {
+        let (from, to) = (original.with_file_name(loc), work.join(loc));
+        if std::fs::hard_link(&from, &to).is_err() {
+            std::fs::copy(&from, &to).with_context(|| format!("cannot copy external data {loc}"))?;
+        }
+    }
+    let copy = work.join(original.file_name().context("onnx name")?);
+    std::fs::write(&copy, add_graph_outputs(bytes, names)?)?;
+    Ok(copy)
 }
 
 fn divergence(

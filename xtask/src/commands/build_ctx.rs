@@ -490,7 +490,7 @@ fn check_dlc(path: &Path) -> Result<()> {
 fn cpu_parity_step(env: &BuildEnv<'_>, comp: &Component) -> Result<StepDone> {
     let golden = load_golden(env.root, comp)?;
     let onnx = env.root.join(&comp.file.component.onnx);
-    let result = run_component(env.rt, env.model, comp, &golden, &onnx, &Backend::QnnCpu)?;
+    let result = run_component(env.rt, env.model, comp, &golden, &onnx, &Backend::QnnCpu, true)?;
     let figures: Vec<String> = result
         .outputs
         .iter()
@@ -530,6 +530,7 @@ fn cpu_parity_step(env: &BuildEnv<'_>, comp: &Component) -> Result<StepDone> {
 
 /// HTP context binary + EPContext wrapper, both checked before they replace anything.
 fn context_step(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan) -> Result<StepDone> {
+    require_fp16_safe_golden(env, comp)?;
     let staging = staging_dir(env)?;
     let onnx = env.root.join(&comp.file.component.onnx);
     let stem = plan
@@ -558,6 +559,21 @@ fn context_step(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan) -> R
         outputs: vec![bin, wrapper],
         detail: serde_json::to_value(info)?,
     })
+}
+
+/// Before the HTP (fp16) sees a component: no golden tensor beyond fp16's range unless it is a
+/// mask the recipe marks for clamping.
+fn require_fp16_safe_golden(env: &BuildEnv<'_>, comp: &Component) -> Result<()> {
+    let golden = load_golden(env.root, comp)?;
+    let offenders: Vec<String> = crate::fp16::scan_golden(comp, &golden.inputs, &golden.expected)
+        .into_iter()
+        .filter(|f| f.offender)
+        .map(|f| format!("{} {} (max |x| {:.3e}, min {:.3e}): {}", f.kind, f.tensor, f.max_abs, f.min, f.status))
+        .collect();
+    if !offenders.is_empty() {
+        bail!("fp16 hazard before the HTP: {} (see `cargo xtask lint-fp16 --model {}`)", offenders.join("; "), env.model.file.model.name);
+    }
+    Ok(())
 }
 
 pub fn htp_target(soc: &Soc, comp: &Component) -> HtpTarget {
@@ -632,6 +648,11 @@ pub fn fresh_context_wrapper(
             "context binary {} does not match the sha256 its build recorded (run `{rebuild}`)",
             plan.artifacts.bin.display()
         );
+    }
+    let built_with = record.steps.get(&step.record_name).and_then(|r| r.detail["ep_sdk_version"].as_str());
+    let what = plan.artifacts.bin.display().to_string();
+    if let Some(note) = crate::runtime::version::check_context_version(&what, built_with, &versions.qnn, &rebuild)? {
+        eprintln!("note: {note}");
     }
     Ok(root.join(&plan.artifacts.wrapper))
 }

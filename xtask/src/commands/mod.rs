@@ -5,6 +5,7 @@ pub mod bisect;
 pub mod build_ctx;
 pub mod doctor;
 pub mod fetch;
+pub mod lint_fp16;
 pub mod package;
 pub mod parity;
 pub mod plan;

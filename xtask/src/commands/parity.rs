@@ -28,6 +28,9 @@ pub struct Parity {
     /// Only these components (comma-separated).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// Feed `mask = true` inputs to the HTP unclamped (shows what fp16 does to them).
+    #[arg(long)]
+    no_clamp: bool,
 }
 
 impl Parity {
@@ -86,7 +89,7 @@ impl Parity {
                 }
                 _ => ctx.root.join(&comp.file.component.onnx),
             };
-            let mut result = run_component(rt, model, comp, &golden, &session_model, backend)?;
+            let mut result = run_component(rt, model, comp, &golden, &session_model, backend, !self.no_clamp)?;
             result.session_model = crate::project::rel(&ctx.root, &session_model);
             Ok(result)
         };

@@ -42,6 +42,7 @@ pub struct Run {
 /// The sessions of a chain: all resident, or opened per call (streaming). Records timings.
 struct ChainSessions<'a> {
     rt: &'a Runtime,
+    model: &'a Model,
     backend: Backend,
     models: BTreeMap<String, PathBuf>,
     resident: BTreeMap<String, CheckedSession>,
@@ -80,6 +81,12 @@ impl ChainSessions<'_> {
         name: &str,
         inputs: BTreeMap<String, Tensor>,
     ) -> Result<BTreeMap<String, Tensor>> {
+        // On the HTP, `mask = true` inputs are clamped to fp16's range first, as on the device.
+        let comp = self.model.components.iter().find(|c| c.name() == name);
+        let inputs = match (&self.backend, comp) {
+            (Backend::QnnHtp(_), Some(c)) => crate::fp16::clamp_masks(c, &inputs),
+            _ => inputs,
+        };
         let mut streamed = if self.streaming {
             Some(self.open(name)?)
         } else {
@@ -129,6 +136,7 @@ impl Run {
         let inputs = load_host_inputs(&ctx.root, &model, &host)?;
         let mut sessions = ChainSessions {
             rt: &rt,
+            model: &model,
             models: self.session_models(ctx, &rt, &model)?,
             backend: backend.clone(),
             resident: BTreeMap::new(),

@@ -194,7 +194,18 @@ fn load_binaries(ctx: &Ctx, dir: &Path) -> Result<usize> {
     };
     let mut problems = Vec::new();
     let all = wrappers(dir)?;
+    let runtime_qnn = rt.qnn_build_version().unwrap_or_default();
     for rel in &all {
+        let summary = crate::onnx_proto::read_summary(&dir.join(rel))?;
+        let built_with = summary.nodes.iter().find_map(|n| n.attr_str("ep_sdk_version"));
+        match crate::runtime::version::check_context_version(rel, built_with, &runtime_qnn, "cargo xtask build-ctx") {
+            Err(e) => {
+                problems.push(format!("{e:#}"));
+                continue;
+            }
+            Ok(Some(note)) => eprintln!("note: {note}"),
+            Ok(None) => {}
+        }
         if let Err(e) = rt.open(&dir.join(rel), &Backend::QnnHtp(target.clone())) {
             problems.push(format!("{rel}: does not load on the HTP backend: {e:#}"));
         }
