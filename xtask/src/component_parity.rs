@@ -85,7 +85,9 @@ pub fn run_component(
     // The HTP runs fp16: masks the recipe marks are clamped to -65504 first (unless disabled
     // to demonstrate why), as the host pipeline does on the device.
     let actual = match backend {
-        Backend::QnnHtp(_) if clamp_masks => session.run(&crate::fp16::clamp_masks(comp, &golden.inputs))?,
+        Backend::QnnHtp(_) if clamp_masks => {
+            session.run(&crate::fp16::clamp_masks(comp, &golden.inputs))?
+        }
         _ => session.run(&golden.inputs)?,
     };
     let run_seconds = started.elapsed().as_secs_f64();

@@ -31,32 +31,66 @@ pub fn scan(tensor: &str, kind: &str, t: &Tensor, is_mask: bool) -> Option<Fp16F
     let max_abs = values.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     let min = values.iter().copied().fold(f64::INFINITY, f64::min);
     let (status, offender) = if is_mask && min < -FP16_MAX {
-        (format!("mask below -65504 (min {min:.3e}): clamped to -65504 before the HTP"), false)
+        (
+            format!("mask below -65504 (min {min:.3e}): clamped to -65504 before the HTP"),
+            false,
+        )
     } else if max_abs > FP16_MAX {
-        let why = if min < -1e5 { "looks like an unmarked mask: mark it `mask = true` in the recipe to clamp it" } else { "overflows fp16 on the HTP" };
+        let why = if min < -1e5 {
+            "looks like an unmarked mask: mark it `mask = true` in the recipe to clamp it"
+        } else {
+            "overflows fp16 on the HTP"
+        };
         (format!("beyond fp16 range: {why}"), true)
     } else if max_abs > FP16_MAX / 4.0 {
         ("within a factor 4 of fp16's limit".into(), false)
     } else {
         ("ok".into(), false)
     };
-    Some(Fp16Finding { tensor: tensor.into(), kind: kind.into(), max_abs, min, status, offender })
+    Some(Fp16Finding {
+        tensor: tensor.into(),
+        kind: kind.into(),
+        max_abs,
+        min,
+        status,
+        offender,
+    })
 }
 
 /// Every golden input and output of a component, scanned.
-pub fn scan_golden(comp: &Component, inputs: &BTreeMap<String, Tensor>, outputs: &BTreeMap<String, Tensor>) -> Vec<Fp16Finding> {
-    let is_mask = |name: &str| comp.file.inputs.iter().any(|s| s.name.get_ref() == name && s.mask);
-    let ins = inputs.iter().filter_map(|(n, t)| scan(n, "input", t, is_mask(n)));
-    let outs = outputs.iter().filter_map(|(n, t)| scan(n, "output", t, false));
+pub fn scan_golden(
+    comp: &Component,
+    inputs: &BTreeMap<String, Tensor>,
+    outputs: &BTreeMap<String, Tensor>,
+) -> Vec<Fp16Finding> {
+    let is_mask = |name: &str| {
+        comp.file
+            .inputs
+            .iter()
+            .any(|s| s.name.get_ref() == name && s.mask)
+    };
+    let ins = inputs
+        .iter()
+        .filter_map(|(n, t)| scan(n, "input", t, is_mask(n)));
+    let outs = outputs
+        .iter()
+        .filter_map(|(n, t)| scan(n, "output", t, false));
     ins.chain(outs).collect()
 }
 
 /// Inputs with every `mask = true` tensor clamped to fp16's most negative finite value.
-pub fn clamp_masks(comp: &Component, inputs: &BTreeMap<String, Tensor>) -> BTreeMap<String, Tensor> {
+pub fn clamp_masks(
+    comp: &Component,
+    inputs: &BTreeMap<String, Tensor>,
+) -> BTreeMap<String, Tensor> {
     inputs
         .iter()
         .map(|(name, t)| {
-            let marked = comp.file.inputs.iter().any(|s| s.name.get_ref() == name && s.mask);
+            let marked = comp
+                .file
+                .inputs
+                .iter()
+                .any(|s| s.name.get_ref() == name && s.mask);
             let t = match t {
                 Tensor::F32(a) if marked => Tensor::F32(a.mapv(|v| v.max(-FP16_MAX as f32))),
                 other => other.clone(),

@@ -291,7 +291,13 @@ impl Probe<'_> {
 
 /// A copy of the graph exposing `names` as outputs, in `work` with the original's external
 /// data linked beside it (the user's file is never edited).
-pub fn write_exposed_copy(work: &Path, original: &Path, bytes: &[u8], graph: &OnnxSummary, names: &[String]) -> Result<PathBuf> {
+pub fn write_exposed_copy(
+    work: &Path,
+    original: &Path,
+    bytes: &[u8],
+    graph: &OnnxSummary,
+    names: &[String],
+) -> Result<PathBuf> {
     if work.exists() {
         std::fs::remove_dir_all(work)?;
     }
@@ -301,7 +307,8 @@ pub fn write_exposed_copy(work: &Path, original: &Path, bytes: &[u8], graph: &On
     for loc in &graph.external_data {
         let (from, to) = (original.with_file_name(loc), work.join(loc));
         if std::fs::hard_link(&from, &to).is_err() {
-            std::fs::copy(&from, &to).with_context(|| format!("cannot copy external data {loc}"))?;
+            std::fs::copy(&from, &to)
+                .with_context(|| format!("cannot copy external data {loc}"))?;
         }
     }
     let copy = work.join(original.file_name().context("onnx name")?);

@@ -490,7 +490,15 @@ fn check_dlc(path: &Path) -> Result<()> {
 fn cpu_parity_step(env: &BuildEnv<'_>, comp: &Component) -> Result<StepDone> {
     let golden = load_golden(env.root, comp)?;
     let onnx = env.root.join(&comp.file.component.onnx);
-    let result = run_component(env.rt, env.model, comp, &golden, &onnx, &Backend::QnnCpu, true)?;
+    let result = run_component(
+        env.rt,
+        env.model,
+        comp,
+        &golden,
+        &onnx,
+        &Backend::QnnCpu,
+        true,
+    )?;
     let figures: Vec<String> = result
         .outputs
         .iter()
@@ -568,10 +576,19 @@ fn require_fp16_safe_golden(env: &BuildEnv<'_>, comp: &Component) -> Result<()> 
     let offenders: Vec<String> = crate::fp16::scan_golden(comp, &golden.inputs, &golden.expected)
         .into_iter()
         .filter(|f| f.offender)
-        .map(|f| format!("{} {} (max |x| {:.3e}, min {:.3e}): {}", f.kind, f.tensor, f.max_abs, f.min, f.status))
+        .map(|f| {
+            format!(
+                "{} {} (max |x| {:.3e}, min {:.3e}): {}",
+                f.kind, f.tensor, f.max_abs, f.min, f.status
+            )
+        })
         .collect();
     if !offenders.is_empty() {
-        bail!("fp16 hazard before the HTP: {} (see `cargo xtask lint-fp16 --model {}`)", offenders.join("; "), env.model.file.model.name);
+        bail!(
+            "fp16 hazard before the HTP: {} (see `cargo xtask lint-fp16 --model {}`)",
+            offenders.join("; "),
+            env.model.file.model.name
+        );
     }
     Ok(())
 }
@@ -649,9 +666,14 @@ pub fn fresh_context_wrapper(
             plan.artifacts.bin.display()
         );
     }
-    let built_with = record.steps.get(&step.record_name).and_then(|r| r.detail["ep_sdk_version"].as_str());
+    let built_with = record
+        .steps
+        .get(&step.record_name)
+        .and_then(|r| r.detail["ep_sdk_version"].as_str());
     let what = plan.artifacts.bin.display().to_string();
-    if let Some(note) = crate::runtime::version::check_context_version(&what, built_with, &versions.qnn, &rebuild)? {
+    if let Some(note) =
+        crate::runtime::version::check_context_version(&what, built_with, &versions.qnn, &rebuild)?
+    {
         eprintln!("note: {note}");
     }
     Ok(root.join(&plan.artifacts.wrapper))

@@ -32,34 +32,72 @@ impl LintFp16 {
             let mut findings = scan_golden(comp, &golden.inputs, &golden.expected);
             findings.extend(intermediates(ctx, &rt, comp, &golden.inputs)?);
             let largest = findings.iter().map(|f| f.max_abs).fold(0.0f64, f64::max);
-            crate::outln!("{:<16} largest |x| {largest:.4e} over {} tensors", comp.name(), findings.len());
+            crate::outln!(
+                "{:<16} largest |x| {largest:.4e} over {} tensors",
+                comp.name(),
+                findings.len()
+            );
             for f in &findings {
                 if f.offender || f.status != "ok" || f.kind != "intermediate" {
-                    crate::outln!("  {:<12} {:<32} max |x| {:>11.4e}  {}", f.kind, f.tensor, f.max_abs, f.status);
+                    crate::outln!(
+                        "  {:<12} {:<32} max |x| {:>11.4e}  {}",
+                        f.kind,
+                        f.tensor,
+                        f.max_abs,
+                        f.status
+                    );
                 }
             }
             offenders += findings.iter().filter(|f| f.offender).count();
             report.push(serde_json::json!({ "component": comp.name(), "largest_abs": largest, "tensors": findings }));
         }
         let dir = crate::project::reports_dir(&ctx.root, &self.model);
-        crate::atomic::write_atomic(&dir.join("lint-fp16.json"), &serde_json::to_vec_pretty(&report)?)?;
-        crate::outln!("lint-fp16 {}: {offenders} offender(s); report {}", self.model, crate::project::rel(&ctx.root, &dir.join("lint-fp16.json")));
-        Ok(if offenders == 0 { Outcome::Success } else { Outcome::GateFailed })
+        crate::atomic::write_atomic(
+            &dir.join("lint-fp16.json"),
+            &serde_json::to_vec_pretty(&report)?,
+        )?;
+        crate::outln!(
+            "lint-fp16 {}: {offenders} offender(s); report {}",
+            self.model,
+            crate::project::rel(&ctx.root, &dir.join("lint-fp16.json"))
+        );
+        Ok(if offenders == 0 {
+            Outcome::Success
+        } else {
+            Outcome::GateFailed
+        })
     }
 }
 
 /// Every intermediate tensor of the component on ORT's CPU EP, through a copy of the graph
 /// that exposes them (the user's file is not touched).
-fn intermediates(ctx: &Ctx, rt: &Runtime, comp: &crate::recipe::Component, inputs: &std::collections::BTreeMap<String, crate::tensor::Tensor>) -> Result<Vec<Fp16Finding>> {
+fn intermediates(
+    ctx: &Ctx,
+    rt: &Runtime,
+    comp: &crate::recipe::Component,
+    inputs: &std::collections::BTreeMap<String, crate::tensor::Tensor>,
+) -> Result<Vec<Fp16Finding>> {
     let onnx = ctx.root.join(&comp.file.component.onnx);
     let bytes = std::fs::read(&onnx)?;
     let graph = crate::onnx_proto::parse_model(&bytes)?;
-    let names: Vec<String> = graph.nodes.iter().flat_map(|n| n.outputs.iter().cloned()).filter(|o| !o.is_empty() && !graph.graph_outputs.contains(o)).collect();
+    let names: Vec<String> = graph
+        .nodes
+        .iter()
+        .flat_map(|n| n.outputs.iter().cloned())
+        .filter(|o| !o.is_empty() && !graph.graph_outputs.contains(o))
+        .collect();
     let work = ctx.root.join("target/lint-fp16").join(comp.name());
     let copy = super::bisect::write_exposed_copy(&work, &onnx, &bytes, &graph, &names)?;
     // Fed what the HTP is fed: marked masks clamped.
-    let outputs = rt.open(&copy, &Backend::OrtCpu)?.run(&crate::fp16::clamp_masks(comp, inputs))?;
-    let feeds_softmax = |name: &str| graph.nodes.iter().any(|n| n.op_type == "Softmax" && n.inputs.iter().any(|i| i == name));
+    let outputs = rt
+        .open(&copy, &Backend::OrtCpu)?
+        .run(&crate::fp16::clamp_masks(comp, inputs))?;
+    let feeds_softmax = |name: &str| {
+        graph
+            .nodes
+            .iter()
+            .any(|n| n.op_type == "Softmax" && n.inputs.iter().any(|i| i == name))
+    };
     Ok(names
         .iter()
         .filter_map(|n| outputs.get(n).and_then(|t| scan(n, "intermediate", t, false)))

@@ -89,7 +89,15 @@ impl Parity {
                 }
                 _ => ctx.root.join(&comp.file.component.onnx),
             };
-            let mut result = run_component(rt, model, comp, &golden, &session_model, backend, !self.no_clamp)?;
+            let mut result = run_component(
+                rt,
+                model,
+                comp,
+                &golden,
+                &session_model,
+                backend,
+                !self.no_clamp,
+            )?;
             result.session_model = crate::project::rel(&ctx.root, &session_model);
             Ok(result)
         };

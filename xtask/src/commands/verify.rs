@@ -197,8 +197,16 @@ fn load_binaries(ctx: &Ctx, dir: &Path) -> Result<usize> {
     let runtime_qnn = rt.qnn_build_version().unwrap_or_default();
     for rel in &all {
         let summary = crate::onnx_proto::read_summary(&dir.join(rel))?;
-        let built_with = summary.nodes.iter().find_map(|n| n.attr_str("ep_sdk_version"));
-        match crate::runtime::version::check_context_version(rel, built_with, &runtime_qnn, "cargo xtask build-ctx") {
+        let built_with = summary
+            .nodes
+            .iter()
+            .find_map(|n| n.attr_str("ep_sdk_version"));
+        match crate::runtime::version::check_context_version(
+            rel,
+            built_with,
+            &runtime_qnn,
+            "cargo xtask build-ctx",
+        ) {
             Err(e) => {
                 problems.push(format!("{e:#}"));
                 continue;

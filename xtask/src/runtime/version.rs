@@ -49,29 +49,46 @@ pub fn qnn_build_version_from_log(log: &[String]) -> Option<String> {
 
 /// `v2.47.0.260601114230` → (2, 47, 0).
 pub fn parse_qnn_version(v: &str) -> Option<(u32, u32, u32)> {
-    let mut parts = v.trim().trim_start_matches('v').split('.').map(|p| p.parse::<u32>().ok());
+    let mut parts = v
+        .trim()
+        .trim_start_matches('v')
+        .split('.')
+        .map(|p| p.parse::<u32>().ok());
     Some((parts.next()??, parts.next()??, parts.next()??))
 }
 
 /// Checked before a context binary is loaded: a binary built by a newer QNN than the runtime's
 /// is refused (the "error 5000" class of load failures on devices), naming both versions and
 /// the fix; an older one loads, with a note.
-pub fn check_context_version(binary: &str, built_with: Option<&str>, runtime: &str, rebuild: &str) -> anyhow::Result<Option<String>> {
+pub fn check_context_version(
+    binary: &str,
+    built_with: Option<&str>,
+    runtime: &str,
+    rebuild: &str,
+) -> anyhow::Result<Option<String>> {
     let Some(built_with) = built_with else {
-        return Ok(Some(format!("{binary} records no QNN version; it is loaded with QNN {runtime} unchecked")));
+        return Ok(Some(format!(
+            "{binary} records no QNN version; it is loaded with QNN {runtime} unchecked"
+        )));
     };
     let (Some(b), Some(r)) = (parse_qnn_version(built_with), parse_qnn_version(runtime)) else {
-        anyhow::bail!("cannot compare QNN versions {built_with:?} ({binary}) and {runtime:?} (runtime)");
+        anyhow::bail!(
+            "cannot compare QNN versions {built_with:?} ({binary}) and {runtime:?} (runtime)"
+        );
     };
     if b > r {
         anyhow::bail!(
             "{binary} was built with QNN {built_with}, but this runtime is QNN {runtime}: an older QNN \
              runtime cannot load a newer context binary. Use a runtime of QNN {}.{}.{} or later \
              (QNN_LIB_DIR and ORT_DYLIB_PATH), or rebuild it with this one: `{rebuild} --force`",
-            b.0, b.1, b.2
+            b.0,
+            b.1,
+            b.2
         );
     }
-    Ok((b < r).then(|| format!("{binary} was built with QNN {built_with} and is loaded by the newer QNN {runtime}")))
+    Ok((b < r).then(|| {
+        format!("{binary} was built with QNN {built_with} and is loaded by the newer QNN {runtime}")
+    }))
 }
 
 #[cfg(test)]
@@ -80,9 +97,28 @@ mod tests {
 
     #[test]
     fn a_newer_binary_is_refused_naming_both_versions() {
-        let err = check_context_version("x.bin", Some("v2.48.40.1"), "v2.47.0.260601114230", "cargo xtask build-ctx").unwrap_err().to_string();
-        assert!(err.contains("v2.48.40.1") && err.contains("v2.47.0.260601114230"), "{err}");
-        assert!(check_context_version("x.bin", Some("v2.46.0.1"), "v2.47.0.2", "b").unwrap().unwrap().contains("newer QNN"));
-        assert!(check_context_version("x.bin", Some("v2.47.0.1"), "v2.47.0.2", "b").unwrap().is_none());
+        let err = check_context_version(
+            "x.bin",
+            Some("v2.48.40.1"),
+            "v2.47.0.260601114230",
+            "cargo xtask build-ctx",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("v2.48.40.1") && err.contains("v2.47.0.260601114230"),
+            "{err}"
+        );
+        assert!(
+            check_context_version("x.bin", Some("v2.46.0.1"), "v2.47.0.2", "b")
+                .unwrap()
+                .unwrap()
+                .contains("newer QNN")
+        );
+        assert!(
+            check_context_version("x.bin", Some("v2.47.0.1"), "v2.47.0.2", "b")
+                .unwrap()
+                .is_none()
+        );
     }
 }
