@@ -7,6 +7,7 @@ mod cache;
 mod card;
 mod commands;
 mod component_parity;
+mod context_check;
 mod epcontext;
 mod fp16;
 mod hashing;

@@ -11,12 +11,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use super::parity::{BackendArg, backend_for};
-use super::{Ctx, Outcome, require_files, select_components};
+use super::{BackendArg, Ctx, Outcome, backend_for, require_files, select_components};
 use crate::component_parity::load_golden;
 use crate::onnx_proto::{OnnxSummary, add_graph_outputs, parse_model};
 use crate::parity::compare;
-use crate::recipe::{Component, load_model};
+use crate::recipe::load_model;
 use crate::report::fmt_cosine;
 use crate::runtime::bootstrap::ensure_runtime;
 use crate::runtime::{Backend, Runtime};
@@ -464,13 +463,5 @@ fn html(r: &BisectReport) -> String {
             .as_ref()
             .map_or("No divergence below the threshold.".to_string(), describe)),
         table = esc(&markdown(r)),
-    )
-}
-
-/// The bisect command to suggest when a gate fails.
-pub fn hint(model: &str, comp: &Component, backend: &str) -> String {
-    format!(
-        "cargo xtask bisect {} --backend {backend} --model {model}",
-        comp.name()
     )
 }

@@ -3,7 +3,7 @@
 //! Plan first (fingerprints, freshness), then execute only the dirty steps.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -15,13 +15,14 @@ use crate::build_report::{
 };
 use crate::cache::{ComponentRecord, Freshness, StepRecord};
 use crate::component_parity::{load_golden, run_component};
+use crate::context_check::runtime_versions;
 use crate::hashing::{HashMemo, sha256_file};
 use crate::plan::{ComponentPlan, PlannedStep, StepKind, Versions, plan_component};
 use crate::progress::Progress;
 use crate::recipe::{Component, Model, load_model};
 use crate::runtime::bootstrap::ensure_runtime;
 use crate::runtime::{Backend, HtpTarget, Runtime};
-use crate::soc::{Soc, parse_soc};
+use crate::soc::Soc;
 
 #[derive(clap::Args)]
 pub struct BuildCtx {
@@ -134,16 +135,6 @@ fn plan_all(
         .iter()
         .map(|c| plan_component(&ctx.root, model, c, soc, versions, memo))
         .collect()
-}
-
-pub fn runtime_versions(rt: &Runtime) -> Result<Versions> {
-    let qnn = rt
-        .qnn_build_version()
-        .context("the QNN backend reported no build version (run `cargo xtask doctor`)")?;
-    Ok(Versions {
-        onnxruntime: rt.ort_version.clone(),
-        qnn,
-    })
 }
 
 /// A dry run never downloads: it uses the runtime if it is already here, else the pins.
@@ -527,7 +518,7 @@ fn cpu_parity_step(env: &BuildEnv<'_>, comp: &Component) -> Result<StepDone> {
         bail!(
             "CPU-backend parity gate failed: {} (hint: `{}`)",
             reasons.join(" | "),
-            super::bisect::hint(&env.model.file.model.name, comp, "cpu")
+            super::bisect_hint(&env.model.file.model.name, comp, "cpu")
         );
     }
     Ok(StepDone {
@@ -616,65 +607,4 @@ fn move_output(env: &BuildEnv<'_>, from: &Path, to_rel: &Path) -> Result<OutputF
         bytes,
         sha256,
     })
-}
-
-/// For `parity --backend htp`: the component's wrapper, refused when the binary is missing,
-/// stale against the current inputs, or not byte-identical to what the build recorded.
-pub fn fresh_context_wrapper(
-    root: &Path,
-    rt: &Runtime,
-    model: &Model,
-    comp: &Component,
-) -> Result<PathBuf> {
-    let soc = parse_soc(&model.file.target.soc.to_string())?;
-    let versions = runtime_versions(rt)?;
-    let mut memo = HashMemo::load(&root.join("target/xtask-hash-memo.json"));
-    let plan = plan_component(root, model, comp, &soc, &versions, &mut memo)?;
-    let step = plan
-        .steps
-        .iter()
-        .find(|s| s.kind == StepKind::Context)
-        .context("no context step")?;
-    let rebuild = format!(
-        "cargo xtask build-ctx --soc {} --model {} --only {}",
-        soc.id,
-        model.file.model.name,
-        comp.name()
-    );
-    let bin = root.join(&plan.artifacts.bin);
-    if !bin.is_file() {
-        bail!(
-            "no context binary {} (run `{rebuild}`)",
-            plan.artifacts.bin.display()
-        );
-    }
-    if let Freshness::Dirty(reasons) = &step.freshness {
-        bail!(
-            "context binary {} is stale: {} (run `{rebuild}`)",
-            plan.artifacts.bin.display(),
-            reasons.join("; ")
-        );
-    }
-    let record = ComponentRecord::load(&root.join(&plan.artifacts.record));
-    let recorded = record
-        .steps
-        .get(&step.record_name)
-        .and_then(|r| r.outputs.get(&plan.artifacts.bin.display().to_string()));
-    if recorded != Some(&sha256_file(&bin)?) {
-        bail!(
-            "context binary {} does not match the sha256 its build recorded (run `{rebuild}`)",
-            plan.artifacts.bin.display()
-        );
-    }
-    let built_with = record
-        .steps
-        .get(&step.record_name)
-        .and_then(|r| r.detail["ep_sdk_version"].as_str());
-    let what = plan.artifacts.bin.display().to_string();
-    if let Some(note) =
-        crate::runtime::version::check_context_version(&what, built_with, &versions.qnn, &rebuild)?
-    {
-        eprintln!("note: {note}");
-    }
-    Ok(root.join(&plan.artifacts.wrapper))
 }

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 
 use crate::recipe::{Component, Model};
+use crate::runtime::{Backend, HtpTarget};
 
 pub struct Ctx {
     pub root: PathBuf,
@@ -78,5 +79,39 @@ pub fn require_files(ctx: &Ctx, model: &Model, comps: &[&Component]) -> Result<(
         model.file.model.name,
         missing.len(),
         missing.join("\n")
+    )
+}
+
+/// The backend a command runs on.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendArg {
+    /// ONNX Runtime's CPU execution provider on the ONNX graphs.
+    Ort,
+    /// The QNN CPU backend on the ONNX graphs.
+    Cpu,
+    /// The built HTP context binaries (emulated on x86_64, the NPU on a device).
+    Htp,
+}
+
+/// The backend of a run; the HTP target comes from the model's recipe.
+pub fn backend_for(model: &Model, arg: BackendArg) -> Backend {
+    match arg {
+        BackendArg::Ort => Backend::OrtCpu,
+        BackendArg::Cpu => Backend::QnnCpu,
+        BackendArg::Htp => Backend::QnnHtp(HtpTarget {
+            soc_model: model.file.target.soc,
+            htp_arch: model.file.target.htp_arch,
+            optimization_level: 3,
+            fp16: true,
+            vtcm_mb: 0,
+        }),
+    }
+}
+
+/// The bisect command to suggest when a gate fails.
+pub fn bisect_hint(model: &str, comp: &Component, backend: &str) -> String {
+    format!(
+        "cargo xtask bisect {} --backend {backend} --model {model}",
+        comp.name()
     )
 }

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use super::build_ctx::runtime_versions;
 use super::{Ctx, Outcome, select_components};
 use crate::cache::{ComponentRecord, Freshness};
 use crate::card::{BundleComponent, BundleInfo, htp_figures, latency_figures, render};
+use crate::context_check::runtime_versions;
 use crate::hashing::{HashMemo, sha256_bytes, sha256_file};
 use crate::plan::plan_component;
 use crate::recipe::{Component, Model, load_model};

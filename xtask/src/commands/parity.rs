@@ -2,22 +2,12 @@
 
 use anyhow::Result;
 
-use super::{Ctx, Outcome, require_files, select_components};
+use super::{BackendArg, Ctx, Outcome, backend_for, require_files, select_components};
 use crate::component_parity::{ComponentResult, failed_component, load_golden, run_component};
 use crate::recipe::{Component, Model, load_model};
 use crate::report::{ParityReport, ToolVersions, now_unix, print_component, write_parity_report};
 use crate::runtime::bootstrap::{QNN_WHEEL, ensure_runtime};
-use crate::runtime::{Backend, HtpTarget, Runtime};
-
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BackendArg {
-    /// ONNX Runtime's CPU execution provider on the ONNX graphs.
-    Ort,
-    /// The QNN CPU backend on the ONNX graphs.
-    Cpu,
-    /// The built HTP context binaries (emulated on x86_64, the NPU on a device).
-    Htp,
-}
+use crate::runtime::{Backend, Runtime};
 
 #[derive(clap::Args)]
 pub struct Parity {
@@ -48,7 +38,7 @@ impl Parity {
             if gate_failed && backend != Backend::OrtCpu {
                 crate::outln!(
                     "      hint: find where it diverges with `{}`",
-                    super::bisect::hint(&self.model, comp, backend.label())
+                    super::bisect_hint(&self.model, comp, backend.label())
                 );
             }
             results.push(result);
@@ -85,7 +75,7 @@ impl Parity {
             let golden = load_golden(&ctx.root, comp)?;
             let session_model = match backend {
                 Backend::QnnHtp(_) => {
-                    super::build_ctx::fresh_context_wrapper(&ctx.root, rt, model, comp)?
+                    crate::context_check::fresh_context_wrapper(&ctx.root, rt, model, comp)?
                 }
                 _ => ctx.root.join(&comp.file.component.onnx),
             };
@@ -102,21 +92,6 @@ impl Parity {
             Ok(result)
         };
         run().unwrap_or_else(|e| failed_component(&ctx.root, comp.name(), backend.label(), &e))
-    }
-}
-
-/// The backend of a parity run; the HTP target comes from the model's recipe.
-pub fn backend_for(model: &Model, arg: BackendArg) -> Backend {
-    match arg {
-        BackendArg::Ort => Backend::OrtCpu,
-        BackendArg::Cpu => Backend::QnnCpu,
-        BackendArg::Htp => Backend::QnnHtp(HtpTarget {
-            soc_model: model.file.target.soc,
-            htp_arch: model.file.target.htp_arch,
-            optimization_level: 3,
-            fp16: true,
-            vtcm_mb: 0,
-        }),
     }
 }
 

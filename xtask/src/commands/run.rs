@@ -8,8 +8,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use super::parity::{BackendArg, backend_for};
-use super::{Ctx, Outcome, require_files, select_components};
+use super::{BackendArg, Ctx, Outcome, backend_for, require_files, select_components};
 use crate::parity::compare;
 use crate::pipeline::{ChainResult, load_host_inputs, run_chain};
 use crate::recipe::{HostSection, Model, load_model};
@@ -194,7 +193,7 @@ impl Run {
         for comp in &model.components {
             let path = match self.backend {
                 BackendArg::Htp => {
-                    match super::build_ctx::fresh_context_wrapper(&ctx.root, rt, model, comp) {
+                    match crate::context_check::fresh_context_wrapper(&ctx.root, rt, model, comp) {
                         Ok(p) => p,
                         Err(e) => {
                             problems.push(format!("  {}: {e:#}", comp.name()));

@@ -1,0 +1,85 @@
+//! The built context binary of a component, checked before it is loaded: present, fresh
+//! against its current inputs, byte-identical to what its build recorded, and built by a QNN
+//! no newer than the runtime's. Shared by `parity --backend htp` and `run --backend htp`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::cache::{ComponentRecord, Freshness};
+use crate::hashing::{HashMemo, sha256_file};
+use crate::plan::{StepKind, Versions, plan_component};
+use crate::recipe::{Component, Model};
+use crate::runtime::Runtime;
+
+/// The ORT and QNN versions the libraries report (they enter every fingerprint).
+pub fn runtime_versions(rt: &Runtime) -> Result<Versions> {
+    let qnn = rt
+        .qnn_build_version()
+        .context("the QNN backend reported no build version (run `cargo xtask doctor`)")?;
+    Ok(Versions {
+        onnxruntime: rt.ort_version.clone(),
+        qnn,
+    })
+}
+
+/// For `parity --backend htp`: the component's wrapper, refused when the binary is missing,
+/// stale against the current inputs, or not byte-identical to what the build recorded.
+pub fn fresh_context_wrapper(
+    root: &Path,
+    rt: &Runtime,
+    model: &Model,
+    comp: &Component,
+) -> Result<PathBuf> {
+    let soc = crate::commands::target_soc(model, None)?;
+    let versions = runtime_versions(rt)?;
+    let mut memo = HashMemo::load(&root.join("target/xtask-hash-memo.json"));
+    let plan = plan_component(root, model, comp, &soc, &versions, &mut memo)?;
+    let step = plan
+        .steps
+        .iter()
+        .find(|s| s.kind == StepKind::Context)
+        .context("no context step")?;
+    let rebuild = format!(
+        "cargo xtask build-ctx --soc {} --model {} --only {}",
+        soc.id,
+        model.file.model.name,
+        comp.name()
+    );
+    let bin = root.join(&plan.artifacts.bin);
+    if !bin.is_file() {
+        bail!(
+            "no context binary {} (run `{rebuild}`)",
+            plan.artifacts.bin.display()
+        );
+    }
+    if let Freshness::Dirty(reasons) = &step.freshness {
+        bail!(
+            "context binary {} is stale: {} (run `{rebuild}`)",
+            plan.artifacts.bin.display(),
+            reasons.join("; ")
+        );
+    }
+    let record = ComponentRecord::load(&root.join(&plan.artifacts.record));
+    let recorded = record
+        .steps
+        .get(&step.record_name)
+        .and_then(|r| r.outputs.get(&plan.artifacts.bin.display().to_string()));
+    if recorded != Some(&sha256_file(&bin)?) {
+        bail!(
+            "context binary {} does not match the sha256 its build recorded (run `{rebuild}`)",
+            plan.artifacts.bin.display()
+        );
+    }
+    let built_with = record
+        .steps
+        .get(&step.record_name)
+        .and_then(|r| r.detail["ep_sdk_version"].as_str());
+    let what = plan.artifacts.bin.display().to_string();
+    if let Some(note) =
+        crate::runtime::version::check_context_version(&what, built_with, &versions.qnn, &rebuild)?
+    {
+        eprintln!("note: {note}");
+    }
+    Ok(root.join(&plan.artifacts.wrapper))
+}
