@@ -73,6 +73,9 @@ struct BisectReport {
 
 impl Bisect {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        if self.max_outputs < 2 {
+            bail!("--max-outputs must be at least 2");
+        }
         if self.backend == BackendArg::Ort {
             bail!("bisect compares a QNN backend against ORT's CPU EP: use --backend cpu or htp");
         }
@@ -120,7 +123,7 @@ impl Bisect {
                 (lo..hi).collect()
             } else {
                 (0..self.max_outputs)
-                    .map(|k| lo + k * span.len() / self.max_outputs)
+                    .map(|k| lo + k * (span.len() - 1) / (self.max_outputs - 1))
                     .collect()
             };
             let names: Vec<String> = picked.iter().map(|&i| candidates[i].1.clone()).collect();
