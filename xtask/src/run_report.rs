@@ -355,6 +355,14 @@ fn markdown(r: &RunReport) -> String {
     md
 }
 
+/// A self-contained HTML page (inline style, no external resources).
+pub fn html_page(title: &str, body: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>body{{font-family:sans-serif;max-width:820px;margin:2em auto;color:#222}} pre{{background:#f6f6f6;padding:1em;overflow:auto;font-size:12px}} h2{{margin-top:1.6em}}</style></head>\n<body>\n{body}</body></html>\n",
+        esc(title)
+    )
+}
+
 /// "Nines" of a cosine, -log10(1 - cos), capped at 12 (cos = 1 exactly).
 fn nines(cos: f64) -> f64 {
     if cos >= 1.0 {
@@ -364,7 +372,7 @@ fn nines(cos: f64) -> f64 {
     }
 }
 
-fn esc(s: &str) -> String {
+pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -502,12 +510,8 @@ fn html(r: &RunReport) -> String {
         .map(|l| format!("layer {l}"))
         .collect();
     let md_table = markdown(r);
-    format!(
-        r#"<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>run-{backend} {model}</title>
-<style>body{{font-family:sans-serif;max-width:820px;margin:2em auto;color:#222}} pre{{background:#f6f6f6;padding:1em;overflow:auto;font-size:12px}} h2{{margin-top:1.6em}}</style></head>
-<body>
-<h1>Chain run: {model} on {backend} ({mode})</h1>
+    let body = format!(
+        r#"<h1>Chain run: {model} on {backend} ({mode})</h1>
 <p>Result: <b>{result}</b>. Actions max abs error: {actions}. {emulated}</p>
 <h2>Latency per component (p50 bar, min–max whisker)</h2>
 {latency}
@@ -517,7 +521,6 @@ fn html(r: &RunReport) -> String {
 {kv}
 <h2>Figures</h2>
 <pre>{table}</pre>
-</body></html>
 "#,
         backend = esc(&r.backend),
         model = esc(&r.model),
@@ -548,7 +551,8 @@ fn html(r: &RunReport) -> String {
             ]
         ),
         table = esc(&md_table),
-    )
+    );
+    html_page(&format!("run-{} {}", r.backend, r.model), &body)
 }
 
 #[cfg(test)]

@@ -452,19 +452,17 @@ fn html(r: &BisectReport) -> String {
         &labels,
         &[("cosine", "#e45756", cos)],
     );
-    let esc = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-    };
-    format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>bisect {c}</title><style>body{{font-family:sans-serif;max-width:820px;margin:2em auto}} pre{{background:#f6f6f6;padding:1em;overflow:auto;font-size:12px}}</style></head><body>\n<h1>bisect {c} on {b}</h1>\n<p>{first}</p>\n<h2>Cosine along the graph</h2>\n{svg}\n<pre>{table}</pre>\n</body></html>\n",
-        c = esc(&r.component),
-        b = esc(&r.backend),
-        first = esc(&r
-            .first_divergence
-            .as_ref()
-            .map_or("No divergence below the threshold.".to_string(), describe)),
-        table = esc(&markdown(r)),
-    )
+    use crate::run_report::{esc, html_page};
+    let first = r
+        .first_divergence
+        .as_ref()
+        .map_or("No divergence below the threshold.".to_string(), describe);
+    let body = format!(
+        "<h1>bisect {} on {}</h1>\n<p>{}</p>\n<h2>Cosine along the graph</h2>\n{svg}\n<pre>{}</pre>\n",
+        esc(&r.component),
+        esc(&r.backend),
+        esc(&first),
+        esc(&markdown(r))
+    );
+    html_page(&format!("bisect {}", r.component), &body)
 }
