@@ -481,7 +481,7 @@ fn check_dlc(path: &Path) -> Result<()> {
 fn cpu_parity_step(env: &BuildEnv<'_>, comp: &Component) -> Result<StepDone> {
     let golden = load_golden(env.root, comp)?;
     let onnx = env.root.join(&comp.file.component.onnx);
-    let result = run_component(
+    let mut result = run_component(
         env.rt,
         env.model,
         comp,
@@ -490,6 +490,7 @@ fn cpu_parity_step(env: &BuildEnv<'_>, comp: &Component) -> Result<StepDone> {
         &Backend::QnnCpu,
         true,
     )?;
+    result.session_model = crate::project::rel(env.root, &onnx);
     let figures: Vec<String> = result
         .outputs
         .iter()
