@@ -34,6 +34,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     name = "cargo xtask",
+    bin_name = "cargo xtask",
     version,
     about = "Build and validate QNN HTP context bundles (QAIRT 2.47) of split robot policies"
 )]
@@ -52,10 +53,14 @@ struct Cli {
 enum Command {
     /// Show the runtime libraries, their versions and which backends are usable here.
     Doctor(commands::doctor::Doctor),
+    /// Compare every component's outputs with its golden tensors on one backend.
+    Parity(commands::parity::Parity),
     /// Build every component: ONNX → DLC, QNN CPU-backend parity, HTP context binary.
     BuildCtx(commands::build_ctx::BuildCtx),
     /// Run the whole chain end to end: chain parity and latency reports.
     Run(commands::run::Run),
+    /// The build plan; `--json` prints it as a CI matrix (one entry per component and SoC).
+    Plan(commands::plan::Plan),
     /// Assemble the Hugging Face bundle (card, manifest, checksums) of a built model.
     Package(commands::package::Package),
     /// Prove a bundle intact: hashes, wrappers, HTP loads, card vs reports.
@@ -64,16 +69,12 @@ enum Command {
     Release(commands::release::Release),
     /// Download a published bundle with `hf download` and lay it out for a model.
     Fetch(commands::fetch::Fetch),
-    /// The build plan; `--json` prints it as a CI matrix (one entry per component and SoC).
-    Plan(commands::plan::Plan),
     /// Find the first operator where a QNN backend diverges from ONNX Runtime's CPU EP.
     Bisect(commands::bisect::Bisect),
     /// Scan golden and intermediate tensors for values fp16 on the HTP cannot hold.
     LintFp16(commands::lint_fp16::LintFp16),
-    /// Benchmark: cold build vs no-op rebuild (tiny model and a ~100 MB ONNX).
+    /// Benchmarks with ratios against a baseline of the same run: build, chain, parity.
     Bench(commands::bench::Bench),
-    /// Compare every component's outputs with its golden tensors on one backend.
-    Parity(commands::parity::Parity),
 }
 
 /// Exit codes: 0 all good, 1 a parity gate or build step failed, 2 bad input or environment.
