@@ -48,6 +48,8 @@ struct ChainSessions<'a> {
     streaming: bool,
     recording: bool,
     load_ms: BTreeMap<String, Vec<f64>>,
+    /// Session loads inside timed chains (streaming mode): not host work.
+    timed_load_ms: f64,
     run_ms: BTreeMap<String, Vec<f64>>,
 }
 
@@ -59,10 +61,11 @@ impl ChainSessions<'_> {
             .with_context(|| format!("no model file for component `{name}`"))?;
         let started = Instant::now();
         let session = self.rt.open(path, &self.backend)?;
-        self.load_ms
-            .entry(name.into())
-            .or_default()
-            .push(ms(started));
+        let took = ms(started);
+        self.load_ms.entry(name.into()).or_default().push(took);
+        if self.recording {
+            self.timed_load_ms += took;
+        }
         Ok(session)
     }
 
@@ -142,6 +145,7 @@ impl Run {
             streaming: self.streaming,
             recording: false,
             load_ms: BTreeMap::new(),
+            timed_load_ms: 0.0,
             run_ms: BTreeMap::new(),
         };
         if !self.streaming {
@@ -292,7 +296,7 @@ impl Run {
             ),
             load_ms: sessions.load_ms.clone(),
             host_fraction: if run_total > 0.0 {
-                (run_total - component_total) / run_total
+                (run_total - component_total - sessions.timed_load_ms) / run_total
             } else {
                 0.0
             },
