@@ -20,7 +20,21 @@ pub fn runtime_versions(rt: &Runtime) -> Result<Versions> {
     Ok(Versions {
         onnxruntime: rt.ort_version.clone(),
         qnn,
+        toolchain: "embedded".into(),
     })
+}
+
+/// The versions with the toolchain that built this component's artifacts (either toolchain's
+/// artifacts are valid; freshness is about their inputs).
+pub fn as_built(mut versions: Versions, record: &ComponentRecord) -> Versions {
+    if let Some(t) = record
+        .steps
+        .get("convert")
+        .and_then(|s| s.key.parts.get("toolchain"))
+    {
+        versions.toolchain = t.clone();
+    }
+    versions
 }
 
 /// For `parity --backend htp`: the component's wrapper, refused when the binary is missing,
@@ -34,6 +48,8 @@ pub fn fresh_context_wrapper(
     let soc = crate::commands::target_soc(model, None)?;
     let versions = runtime_versions(rt)?;
     let mut memo = HashMemo::load(&root.join("target/xtask-hash-memo.json"));
+    let art = crate::plan::artifacts(&model.file.model.name, comp.name(), &soc);
+    let versions = as_built(versions, &ComponentRecord::load(&root.join(&art.record)));
     let plan = plan_component(root, model, comp, &soc, &versions, &mut memo)?;
     let step = plan
         .steps

@@ -25,6 +25,7 @@ mod run_report;
 mod runtime;
 mod soc;
 mod tensor;
+mod toolchain;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -73,6 +74,9 @@ enum Command {
     Bisect(commands::bisect::Bisect),
     /// Scan golden and intermediate tensors for values fp16 on the HTP cannot hold.
     LintFp16(commands::lint_fp16::LintFp16),
+    /// (tests only) the test double of the QAIRT SDK's tools.
+    #[command(hide = true)]
+    SdkDouble(commands::sdk_double::SdkDouble),
     /// Benchmarks with ratios against a baseline of the same run: build, chain, parity.
     Bench(commands::bench::Bench),
 }
@@ -94,6 +98,7 @@ fn main() -> ExitCode {
             Command::Parity(cmd) => cmd.run(&ctx),
             Command::BuildCtx(cmd) => cmd.run(&ctx),
             Command::Bench(cmd) => cmd.run(&ctx),
+            Command::SdkDouble(cmd) => cmd.run(&ctx),
             Command::Run(cmd) => cmd.run(&ctx),
             Command::Package(cmd) => cmd.run(&ctx),
             Command::Verify(cmd) => cmd.run(&ctx),

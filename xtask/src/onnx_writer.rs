@@ -150,6 +150,99 @@ pub fn seeded_weights(n: usize, seed: u64, scale: f32) -> Vec<f32> {
         .collect()
 }
 
+/// One graph input or output of an EPContext wrapper: name, dims, ONNX element type.
+pub struct WrapperTensor {
+    pub name: String,
+    pub dims: Vec<usize>,
+    pub elem_type: u64,
+}
+
+fn attr_int(name: &str, v: u64) -> Vec<u8> {
+    let mut a = Vec::new();
+    put_str(&mut a, 1, name);
+    put_int(&mut a, 3, v);
+    put_int(&mut a, 20, 2);
+    a
+}
+
+fn attr_str(name: &str, v: &str) -> Vec<u8> {
+    let mut a = Vec::new();
+    put_str(&mut a, 1, name);
+    put_str(&mut a, 4, v);
+    put_int(&mut a, 20, 3);
+    a
+}
+
+fn value_info_typed(t: &WrapperTensor) -> Vec<u8> {
+    let mut shape_msg = Vec::new();
+    for &d in &t.dims {
+        let mut dim = Vec::new();
+        put_int(&mut dim, 1, d as u64);
+        put_bytes(&mut shape_msg, 1, &dim);
+    }
+    let mut tensor_type = Vec::new();
+    put_int(&mut tensor_type, 1, t.elem_type);
+    put_bytes(&mut tensor_type, 2, &shape_msg);
+    let mut type_proto = Vec::new();
+    put_bytes(&mut type_proto, 1, &tensor_type);
+    let mut vi = Vec::new();
+    put_str(&mut vi, 1, &t.name);
+    put_bytes(&mut vi, 2, &type_proto);
+    vi
+}
+
+/// An EPContext wrapper for a context binary built by the SDK, as ORT's
+/// `gen_qnn_ctx_onnx_model.py` makes one: one `com.microsoft` `EPContext` node named after the
+/// QNN graph, `main_context=1`, `embed_mode=0`, `ep_cache_context` = the `.bin` beside it.
+pub fn epcontext_wrapper(
+    graph_name: &str,
+    bin_file: &str,
+    sdk_version: &str,
+    inputs: &[WrapperTensor],
+    outputs: &[WrapperTensor],
+) -> Vec<u8> {
+    let mut node = Vec::new();
+    for t in inputs {
+        put_str(&mut node, 1, &t.name);
+    }
+    for t in outputs {
+        put_str(&mut node, 2, &t.name);
+    }
+    put_str(&mut node, 3, graph_name);
+    put_str(&mut node, 4, "EPContext");
+    for a in [
+        attr_int("main_context", 1),
+        attr_str("ep_cache_context", bin_file),
+        attr_int("embed_mode", 0),
+        attr_str("source", "Qnn"),
+        attr_str("ep_sdk_version", sdk_version),
+        attr_str("partition_name", graph_name),
+    ] {
+        put_bytes(&mut node, 5, &a);
+    }
+    put_str(&mut node, 7, "com.microsoft");
+    let mut graph = Vec::new();
+    put_bytes(&mut graph, 1, &node);
+    put_str(&mut graph, 2, graph_name);
+    for t in inputs {
+        put_bytes(&mut graph, 11, &value_info_typed(t));
+    }
+    for t in outputs {
+        put_bytes(&mut graph, 12, &value_info_typed(t));
+    }
+    let mut model = Vec::new();
+    put_int(&mut model, 1, 10);
+    put_str(&mut model, 2, "xtask (QAIRT SDK toolchain)");
+    put_bytes(&mut model, 7, &graph);
+    for (domain, version) in [("", 20), ("com.microsoft", 1)] {
+        let mut opset = Vec::new();
+        put_str(&mut opset, 1, domain);
+        put_int(&mut opset, 2, version);
+        put_bytes(&mut model, 8, &opset);
+    }
+    model
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,6 +18,8 @@ use crate::soc::Soc;
 pub struct Versions {
     pub onnxruntime: String,
     pub qnn: String,
+    /// `embedded` or `qairt-sdk <version>`: which tools run the steps.
+    pub toolchain: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -126,6 +128,7 @@ pub fn plan_component(
     convert_parts.insert("recipe [convert]".into(), section_hash(&comp.file.convert));
     convert_parts.insert("onnxruntime version".into(), versions.onnxruntime.clone());
     convert_parts.insert("qnn version".into(), versions.qnn.clone());
+    convert_parts.insert("toolchain".into(), versions.toolchain.clone());
     let convert_key = (missing.is_empty()).then(|| StepKey::new("convert", convert_parts));
 
     let golden_sha = hash_input(root, &golden_rel, memo, &mut missing);

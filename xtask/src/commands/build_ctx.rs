@@ -23,6 +23,7 @@ use crate::recipe::{Component, Model, load_model};
 use crate::runtime::bootstrap::ensure_runtime;
 use crate::runtime::{Backend, HtpTarget, Runtime};
 use crate::soc::Soc;
+use crate::toolchain::sdk::Sdk;
 
 #[derive(clap::Args)]
 pub struct BuildCtx {
@@ -43,9 +44,21 @@ pub struct BuildCtx {
     /// Print the plan (steps, inputs, outputs, fresh or why dirty) and run nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Which tools run the steps: the embedded QNN 2.47 runtime, or the QAIRT SDK's tools.
+    #[arg(long, value_enum, default_value = "embedded")]
+    toolchain: ToolchainArg,
+    /// Use an installed QAIRT SDK whose version differs from the recipe's `qairt`.
+    #[arg(long)]
+    allow_sdk_version: bool,
     /// Run nothing; exit 1 unless every step is fresh (CI: gathered artifacts must be accepted).
     #[arg(long, conflicts_with = "force")]
     require_fresh: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ToolchainArg {
+    Embedded,
+    Sdk,
 }
 
 /// What every worker shares while executing a plan.
@@ -56,6 +69,8 @@ struct BuildEnv<'a> {
     soc: Soc,
     memo: &'a Mutex<HashMemo>,
     progress: &'a Progress,
+    /// Set when the QAIRT SDK's tools run the steps.
+    sdk: Option<&'a Sdk>,
 }
 
 impl BuildCtx {
@@ -70,13 +85,20 @@ impl BuildCtx {
         let memo_path = ctx.root.join("target/xtask-hash-memo.json");
         let mut memo = HashMemo::load(&memo_path);
         if self.dry_run || self.require_fresh {
-            let versions = if self.require_fresh {
+            let mut versions = if self.require_fresh {
                 runtime_versions(&Runtime::load(ensure_runtime(&ctx.root)?)?)?
             } else {
                 versions_for_dry_run(ctx)
             };
+            let sdk = self.sdk_for_plan(&model)?;
+            if let Some(sdk) = &sdk {
+                versions.toolchain = format!("qairt-sdk {}", sdk.version);
+            }
             let plans = plan_all(ctx, &model, &comps, &soc, &versions, &mut memo)?;
             print_plan(&model, &plans, &versions, &soc, ctx.verbose);
+            if let Some(sdk) = &sdk {
+                print_sdk_commands(sdk, &model, &comps, &plans, &soc);
+            }
             memo.save(&memo_path)?;
             let dirty = plans
                 .iter()
@@ -94,7 +116,16 @@ impl BuildCtx {
         let _lock = lock_build_dir(&ctx_dir)?;
         remove_stale_staging(&ctx_dir)?;
         let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
-        let versions = runtime_versions(&rt)?;
+        let mut versions = runtime_versions(&rt)?;
+        let sdk = match self.toolchain {
+            ToolchainArg::Embedded => None,
+            ToolchainArg::Sdk => {
+                let sdk = Sdk::detect()?;
+                sdk.check_version(&model.file.target.qairt, self.allow_sdk_version)?;
+                versions.toolchain = format!("qairt-sdk {}", sdk.version);
+                Some(sdk)
+            }
+        };
         let plans = plan_all(ctx, &model, &comps, &soc, &versions, &mut memo)?;
         let memo = Mutex::new(memo);
         let progress = Progress::new();
@@ -105,6 +136,7 @@ impl BuildCtx {
             soc,
             memo: &memo,
             progress: &progress,
+            sdk: sdk.as_ref(),
         };
         let results = execute_plans(&env, &comps, &plans, self.force, self.jobs, ctx.verbose);
         progress.clear();
@@ -120,6 +152,93 @@ impl BuildCtx {
         } else {
             Outcome::GateFailed
         })
+    }
+}
+
+impl BuildCtx {
+    /// The SDK a dry run describes: the installed one, else a placeholder root.
+    fn sdk_for_plan(&self, model: &Model) -> Result<Option<Sdk>> {
+        if self.toolchain == ToolchainArg::Embedded {
+            return Ok(None);
+        }
+        Ok(Some(Sdk::detect().unwrap_or_else(|_| Sdk {
+            root: "$QAIRT_SDK_ROOT".into(),
+            version: model.file.target.qairt.clone(),
+        })))
+    }
+}
+
+/// The exact commands and config files the SDK toolchain runs for each component.
+fn print_sdk_commands(
+    sdk: &Sdk,
+    model: &Model,
+    comps: &[&Component],
+    plans: &[ComponentPlan],
+    soc: &Soc,
+) {
+    crate::outln!(
+        "QAIRT SDK {} at {}: commands (run from the project root; STAGING = ctx/{}/.staging-<id>)",
+        sdk.version,
+        sdk.root.display(),
+        model.file.model.name
+    );
+    for (comp, plan) in comps.iter().zip(plans) {
+        let staging = Path::new("STAGING");
+        let dlc = &plan.artifacts.dlc;
+        let bin_name = plan
+            .artifacts
+            .bin
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tool = |name: &str| {
+            sdk.root
+                .join("bin")
+                .join(crate::toolchain::sdk::HOST)
+                .join(name)
+                .display()
+                .to_string()
+        };
+        crate::outln!("{}", comp.name());
+        let convert = crate::toolchain::sdk::converter_args(
+            comp,
+            &comp.file.component.onnx,
+            &staging.join(format!("{}.dlc", comp.name())),
+        );
+        crate::outln!(
+            "  convert:     {} {}",
+            tool("qairt-converter"),
+            convert.join(" ")
+        );
+        let run = crate::toolchain::sdk::net_run_args(
+            sdk,
+            "libQnnCpu.so",
+            dlc,
+            &staging.join("input_list.txt"),
+            &staging.join("output"),
+        );
+        crate::outln!("  cpu parity:  {} {}", tool("qnn-net-run"), run.join(" "));
+        let configs = crate::toolchain::sdk_steps::context_configs(sdk, comp, soc, staging);
+        let generate = crate::toolchain::sdk::context_generator_args(
+            sdk,
+            dlc,
+            bin_name.trim_end_matches(".bin"),
+            staging,
+            &configs[1].0,
+        );
+        crate::outln!(
+            "  context:     {} {}",
+            tool("qnn-context-binary-generator"),
+            generate.join(" ")
+        );
+        crate::outln!(
+            "               {} --context_binary STAGING/{bin_name} --json_file STAGING/{}.json",
+            tool("qnn-context-binary-utility"),
+            bin_name.trim_end_matches(".bin")
+        );
+        for (path, json) in &configs {
+            crate::outln!("  {}: {}", path.display(), json);
+        }
     }
 }
 
@@ -155,6 +274,7 @@ fn versions_for_dry_run(ctx: &Ctx) -> Versions {
             "{} (pinned; runtime not fetched yet)",
             crate::runtime::bootstrap::PINNED_QNN_VERSION
         ),
+        toolchain: "embedded".into(),
     }
 }
 
@@ -423,7 +543,7 @@ fn run_step(
     let started = Instant::now();
     let done = match step.kind {
         StepKind::Convert => convert_step(env, comp, plan)?,
-        StepKind::CpuParity => cpu_parity_step(env, comp)?,
+        StepKind::CpuParity => cpu_parity_step(env, comp, plan)?,
         StepKind::Context => context_step(env, comp, plan)?,
     };
     let outputs = done
@@ -456,6 +576,16 @@ fn staging_dir(env: &BuildEnv<'_>) -> Result<tempfile::TempDir> {
 /// ONNX → DLC through the QNN IR backend; the DLC gets its stable name only once complete.
 fn convert_step(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan) -> Result<StepDone> {
     let staging = staging_dir(env)?;
+    if let Some(sdk) = env.sdk {
+        let job = sdk_job(env, sdk, comp, staging.path());
+        let dlc = crate::toolchain::sdk_steps::convert(&job)?;
+        check_dlc(&dlc)?;
+        let out = move_output(env, &dlc, &plan.artifacts.dlc)?;
+        return Ok(StepDone {
+            outputs: vec![out],
+            detail: serde_json::json!({ "toolchain": format!("qairt-sdk {}", sdk.version) }),
+        });
+    }
     let onnx = env.root.join(&comp.file.component.onnx);
     let (dlc, placement) = env.rt.dump_dlc(&onnx, staging.path())?;
     check_dlc(&dlc)?;
@@ -478,19 +608,34 @@ fn check_dlc(path: &Path) -> Result<()> {
 }
 
 /// The ONNX on the QNN CPU backend with the golden inputs, gated exactly like `parity`.
-fn cpu_parity_step(env: &BuildEnv<'_>, comp: &Component) -> Result<StepDone> {
+fn cpu_parity_step(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan) -> Result<StepDone> {
     let golden = load_golden(env.root, comp)?;
     let onnx = env.root.join(&comp.file.component.onnx);
-    let mut result = run_component(
-        env.rt,
-        env.model,
-        comp,
-        &golden,
-        &onnx,
-        &Backend::QnnCpu,
-        true,
-    )?;
-    result.session_model = crate::project::rel(env.root, &onnx);
+    let result = match env.sdk {
+        Some(sdk) => {
+            let staging = staging_dir(env)?;
+            let dlc = env.root.join(&plan.artifacts.dlc);
+            let job = sdk_job(env, sdk, comp, staging.path());
+            let actual = crate::toolchain::sdk_steps::cpu_run(&job, &dlc, &golden.inputs)?;
+            let mut result =
+                crate::component_parity::judge_outputs(env.model, comp, &golden, &actual, "cpu")?;
+            result.session_model = crate::project::rel(env.root, &dlc);
+            result
+        }
+        None => {
+            let mut result = run_component(
+                env.rt,
+                env.model,
+                comp,
+                &golden,
+                &onnx,
+                &Backend::QnnCpu,
+                true,
+            )?;
+            result.session_model = crate::project::rel(env.root, &onnx);
+            result
+        }
+    };
     let figures: Vec<String> = result
         .outputs
         .iter()
@@ -532,6 +677,9 @@ fn cpu_parity_step(env: &BuildEnv<'_>, comp: &Component) -> Result<StepDone> {
 fn context_step(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan) -> Result<StepDone> {
     require_fp16_safe_golden(env, comp)?;
     let staging = staging_dir(env)?;
+    if let Some(sdk) = env.sdk {
+        return sdk_context_step(env, sdk, comp, plan, staging.path());
+    }
     let onnx = env.root.join(&comp.file.component.onnx);
     let stem = plan
         .artifacts
@@ -558,6 +706,59 @@ fn context_step(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan) -> R
     Ok(StepDone {
         outputs: vec![bin, wrapper],
         detail: serde_json::to_value(info)?,
+    })
+}
+
+fn sdk_job<'a>(
+    env: &'a BuildEnv<'_>,
+    sdk: &'a Sdk,
+    comp: &'a Component,
+    staging: &'a Path,
+) -> crate::toolchain::sdk_steps::Job<'a> {
+    crate::toolchain::sdk_steps::Job {
+        sdk,
+        root: env.root,
+        model: &env.model.file.model.name,
+        comp,
+        staging,
+    }
+}
+
+/// The SDK's context binary and the wrapper made from `qnn-context-binary-utility`'s JSON.
+fn sdk_context_step(
+    env: &BuildEnv<'_>,
+    sdk: &Sdk,
+    comp: &Component,
+    plan: &ComponentPlan,
+    staging: &Path,
+) -> Result<StepDone> {
+    let name_of = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let bin_name = name_of(&plan.artifacts.bin);
+    let stem = plan
+        .artifacts
+        .wrapper
+        .file_stem()
+        .context("wrapper name")?
+        .to_string_lossy()
+        .into_owned();
+    let dlc = env.root.join(&plan.artifacts.dlc);
+    let job = sdk_job(env, sdk, comp, staging);
+    let made = crate::toolchain::sdk_steps::context(&job, &env.soc, &dlc, &stem, &bin_name)?;
+    let summary = crate::onnx_proto::read_summary(&made.wrapper)?;
+    if summary.nodes.len() != 1
+        || summary.nodes[0].attr_str("ep_cache_context") != Some(bin_name.as_str())
+    {
+        bail!("the generated EPContext wrapper does not point at {bin_name}");
+    }
+    let bin = move_output(env, &made.bin, &plan.artifacts.bin)?;
+    let wrapper = move_output(env, &made.wrapper, &plan.artifacts.wrapper)?;
+    Ok(StepDone {
+        outputs: vec![bin, wrapper],
+        detail: serde_json::json!({ "graph_name": made.graph_name, "ep_sdk_version": made.build_id, "bin_file": bin_name, "toolchain": format!("qairt-sdk {}", sdk.version) }),
     })
 }
 

@@ -11,6 +11,7 @@ pub mod parity;
 pub mod plan;
 pub mod release;
 pub mod run;
+pub mod sdk_double;
 pub mod verify;
 
 use std::path::PathBuf;

@@ -80,7 +80,12 @@ impl Package {
         let mut components = Vec::new();
         let mut newest_context = 0u64;
         for comp in &comps {
-            let plan = plan_component(&ctx.root, &model, comp, &soc, &versions, &mut memo)?;
+            let art = crate::plan::artifacts(&self.model, comp.name(), &soc);
+            let built = crate::context_check::as_built(
+                versions.clone(),
+                &ComponentRecord::load(&ctx.root.join(&art.record)),
+            );
+            let plan = plan_component(&ctx.root, &model, comp, &soc, &built, &mut memo)?;
             let dirty: Vec<String> = plan
                 .steps
                 .iter()

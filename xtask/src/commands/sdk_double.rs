@@ -1,0 +1,266 @@
+//! TEST DOUBLE of the QAIRT SDK's tools (`qairt-converter`, `qnn-net-run`,
+//! `qnn-context-binary-generator`, `qnn-context-binary-utility`), used only by the tests
+//! through the scripts in `xtask/tests/fixtures/qairt-sdk-test-double/`. It parses the
+//! documented flags strictly (an unknown flag fails, as the real tools do), writes its outputs
+//! in the documented layout, and computes real numbers with the embedded QNN 2.47 runtime.
+//! `QAIRT_DOUBLE_FAIL=<tool>:exit1|hang|no-output` makes one tool misbehave.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::{Ctx, Outcome};
+use crate::runtime::bootstrap::ensure_runtime;
+use crate::runtime::{Backend, HtpTarget, Runtime};
+use crate::tensor::Tensor;
+
+/// The DLC member where the double remembers which ONNX it converted.
+const SOURCE_MEMBER: &str = "xtask-test-double/source-onnx";
+
+#[derive(clap::Args)]
+pub struct SdkDouble {
+    tool: String,
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<String>,
+}
+
+impl SdkDouble {
+    pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        let (valued, flags): (&[&str], &[&str]) = match self.tool.as_str() {
+            "qairt-converter" => (
+                &[
+                    "--input_network",
+                    "--output_path",
+                    "--float_bitwidth",
+                    "--float_bias_bitwidth",
+                ],
+                &["--preserve_io_datatype"],
+            ),
+            "qnn-net-run" => (
+                &[
+                    "--backend",
+                    "--model",
+                    "--dlc_path",
+                    "--input_list",
+                    "--output_dir",
+                ],
+                &[],
+            ),
+            "qnn-context-binary-generator" => (
+                &[
+                    "--backend",
+                    "--model",
+                    "--dlc_path",
+                    "--binary_file",
+                    "--output_dir",
+                    "--config_file",
+                ],
+                &[],
+            ),
+            "qnn-context-binary-utility" => (&["--context_binary", "--json_file"], &[]),
+            other => bail!("{other}: not a tool this test double stands in for"),
+        };
+        let args = parse_strict(&self.tool, &self.args, valued, flags)?;
+        let fail = std::env::var("QAIRT_DOUBLE_FAIL").unwrap_or_default();
+        let mode = fail.strip_prefix(&format!("{}:", self.tool)).unwrap_or("");
+        match mode {
+            "exit1" => {
+                eprintln!("{}: ERROR: simulated failure (test double)", self.tool);
+                std::process::exit(1);
+            }
+            "hang" => loop {
+                std::thread::sleep(std::time::Duration::from_secs(60));
+            },
+            "no-output" => return Ok(Outcome::Success),
+            _ => {}
+        }
+        let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
+        match self.tool.as_str() {
+            "qairt-converter" => convert(&rt, &args),
+            "qnn-net-run" => net_run(&rt, &args),
+            "qnn-context-binary-generator" => generate(&rt, &args),
+            _ => utility(&args),
+        }?;
+        Ok(Outcome::Success)
+    }
+}
+
+fn parse_strict(
+    tool: &str,
+    argv: &[String],
+    valued: &[&str],
+    flags: &[&str],
+) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        if valued.contains(&a.as_str()) {
+            let v = it
+                .next()
+                .with_context(|| format!("{tool}: {a} needs a value"))?;
+            out.insert(a.clone(), v.clone());
+        } else if flags.contains(&a.as_str()) {
+            out.insert(a.clone(), String::new());
+        } else {
+            eprintln!("{tool}: ERROR: unrecognized argument {a}");
+            std::process::exit(2);
+        }
+    }
+    for v in valued
+        .iter()
+        .filter(|v| !["--float_bias_bitwidth", "--float_bitwidth"].contains(v))
+    {
+        if !out.contains_key(*v) {
+            bail!("{tool}: missing required argument {v}");
+        }
+    }
+    Ok(out)
+}
+
+/// A real QNN IR DLC of the ONNX, plus the double's note of its source.
+fn convert(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
+    let onnx = std::path::absolute(&a["--input_network"])?;
+    let tmp = tempfile::tempdir()?;
+    let (dlc, _) = rt.dump_dlc(&onnx, tmp.path())?;
+    let mut zip = zip::ZipWriter::new_append(
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&dlc)?,
+    )?;
+    zip.start_file(SOURCE_MEMBER, zip::write::SimpleFileOptions::default())?;
+    zip.write_all(onnx.display().to_string().as_bytes())?;
+    zip.finish()?;
+    std::fs::copy(&dlc, &a["--output_path"])?;
+    Ok(())
+}
+
+fn source_onnx(dlc: &str) -> Result<PathBuf> {
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(dlc)?)?;
+    let mut s = String::new();
+    zip.by_name(SOURCE_MEMBER)
+        .context("not a DLC made by the test double's qairt-converter")?
+        .read_to_string(&mut s)?;
+    Ok(PathBuf::from(s))
+}
+
+/// Runs the DLC's graph on the CPU backend named by `--backend`; `Result_0/<name>.raw` out.
+fn net_run(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
+    if !a["--backend"].ends_with("libQnnCpu.so") || !Path::new(&a["--backend"]).is_file() {
+        bail!(
+            "qnn-net-run: backend {} is not a CPU backend library here",
+            a["--backend"]
+        );
+    }
+    let onnx = source_onnx(&a["--dlc_path"])?;
+    let mut session = rt.open(&onnx, &Backend::QnnCpu)?;
+    let shapes: BTreeMap<String, Vec<usize>> = session
+        .input_contract()
+        .into_iter()
+        .map(|(n, _, s)| (n, s.iter().map(|d| *d as usize).collect()))
+        .collect();
+    let line = std::fs::read_to_string(&a["--input_list"])?
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let mut inputs = BTreeMap::new();
+    for entry in line.split_whitespace() {
+        let (name, path) = entry
+            .split_once(":=")
+            .context("input list entries are name:=path")?;
+        let bytes = std::fs::read(path)?;
+        let values: Vec<f32> = bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let shape = shapes
+            .get(name)
+            .with_context(|| format!("the graph has no input {name}"))?
+            .clone();
+        inputs.insert(
+            name.to_string(),
+            Tensor::F32(ndarray::ArrayD::from_shape_vec(shape, values)?),
+        );
+    }
+    let outputs = session.run(&inputs)?;
+    let dir = Path::new(&a["--output_dir"]).join("Result_0");
+    std::fs::create_dir_all(&dir)?;
+    for (name, t) in outputs {
+        let bytes: Vec<u8> = t
+            .to_f64_vec()
+            .iter()
+            .flat_map(|v| (*v as f32).to_le_bytes())
+            .collect();
+        std::fs::write(
+            dir.join(format!("{}.raw", crate::toolchain::sdk::sanitize(&name))),
+            bytes,
+        )?;
+    }
+    Ok(())
+}
+
+/// Where the double keeps what `qnn-context-binary-utility` will report for a binary.
+fn sidecar(bin: &Path) -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join("xtask-qairt-test-double");
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir.join(format!("{}.json", crate::hashing::sha256_file(bin)?)))
+}
+
+fn generate(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
+    let config: serde_json::Value = serde_json::from_slice(&std::fs::read(&a["--config_file"])?)?;
+    let htp_path = config["backend_extensions"]["config_file_path"]
+        .as_str()
+        .context("no backend_extensions.config_file_path")?;
+    let htp: serde_json::Value = serde_json::from_slice(&std::fs::read(htp_path)?)?;
+    let device = &htp["devices"][0];
+    let graph = &htp["graphs"][0];
+    let target = HtpTarget {
+        soc_model: device["soc_model"]
+            .as_u64()
+            .context("devices[0].soc_model")? as u32,
+        htp_arch: device["dsp_arch"]
+            .as_str()
+            .and_then(|d| d.trim_start_matches('v').parse().ok())
+            .context("devices[0].dsp_arch")?,
+        optimization_level: graph["O"].as_u64().unwrap_or(2) as u8,
+        fp16: graph["fp16_relaxed_precision"].as_u64() == Some(1),
+        vtcm_mb: graph["vtcm_mb"].as_u64().unwrap_or(0) as u32,
+    };
+    let onnx = source_onnx(&a["--dlc_path"])?;
+    let tmp = tempfile::tempdir()?;
+    let wrapper = tmp.path().join("g_ctx.onnx");
+    rt.compile_context(&onnx, &target, &wrapper)?;
+    let summary = crate::onnx_proto::read_summary(&wrapper)?;
+    let node = summary
+        .nodes
+        .iter()
+        .find(|n| n.op_type == "EPContext")
+        .context("no EPContext node")?;
+    let bin = Path::new(&a["--output_dir"]).join(format!("{}.bin", a["--binary_file"]));
+    std::fs::create_dir_all(Path::new(&a["--output_dir"]))?;
+    std::fs::copy(tmp.path().join("g_ctx_qnn.bin"), &bin)?;
+    let session = rt.open(&onnx, &Backend::OrtCpu)?;
+    let io =
+        |list: Vec<(String, Option<crate::tensor::DType>, Vec<i64>)>| -> Vec<serde_json::Value> {
+            list.into_iter()
+            .map(|(name, d, dims)| serde_json::json!({ "info": { "name": name, "dataType": crate::toolchain::sdk_steps::qnn_data_type(d), "dimensions": dims } }))
+            .collect()
+        };
+    let info = serde_json::json!({ "info": {
+        "buildId": node.attr_str("ep_sdk_version").unwrap_or("unknown"),
+        "graphs": [{ "info": { "graphName": node.name, "graphInputs": io(session.input_contract()), "graphOutputs": io(session.output_contract()) } }],
+    }});
+    std::fs::write(sidecar(&bin)?, serde_json::to_vec(&info)?)?;
+    Ok(())
+}
+
+fn utility(a: &BTreeMap<String, String>) -> Result<()> {
+    let bin = Path::new(&a["--context_binary"]);
+    let info = std::fs::read(sidecar(bin)?)
+        .context("qnn-context-binary-utility: not a context binary made by the test double")?;
+    std::fs::write(&a["--json_file"], info)?;
+    Ok(())
+}

@@ -1,0 +1,4 @@
+//! Step executors besides the embedded runtime: the QAIRT SDK's command-line tools.
+
+pub mod sdk;
+pub mod sdk_steps;

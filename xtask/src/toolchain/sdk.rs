@@ -1,0 +1,242 @@
+//! The QAIRT SDK toolchain: Qualcomm's own command-line tools drive the same steps where the
+//! SDK is installed (`QAIRT_SDK_ROOT` / `QNN_SDK_ROOT`). Argument vectors and config files are
+//! pure functions of the recipe (printed by `--dry-run`, checked against expected files in
+//! tests); running them checks exit status, a per-step timeout and the expected outputs.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use crate::recipe::Component;
+use crate::soc::Soc;
+
+/// The tools' folder and libraries' folder for this host, under the SDK root.
+pub const HOST: &str = "x86_64-linux-clang";
+
+#[derive(Debug, Clone)]
+pub struct Sdk {
+    pub root: PathBuf,
+    pub version: String,
+}
+
+impl Sdk {
+    /// Finds the SDK from `QAIRT_SDK_ROOT` or `QNN_SDK_ROOT`; its version comes from `sdk.yaml`
+    /// (`version: …`) or else from the root folder's name (`…/2.47.0.250…`).
+    pub fn detect() -> Result<Sdk> {
+        let root = ["QAIRT_SDK_ROOT", "QNN_SDK_ROOT"]
+            .iter()
+            .find_map(|v| std::env::var_os(v).filter(|s| !s.is_empty()))
+            .map(PathBuf::from)
+            .context("--toolchain sdk needs the QAIRT SDK: set QAIRT_SDK_ROOT (or QNN_SDK_ROOT) to its root folder")?;
+        if !root.is_dir() {
+            bail!("QAIRT_SDK_ROOT={} is not a folder", root.display());
+        }
+        let from_yaml = std::fs::read_to_string(root.join("sdk.yaml"))
+            .ok()
+            .and_then(|t| {
+                t.lines().find_map(|l| {
+                    l.trim()
+                        .strip_prefix("version:")
+                        .map(|v| v.trim().trim_matches('"').to_string())
+                })
+            });
+        let from_name = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .filter(|n| n.split('.').count() >= 3 && n.starts_with(|c: char| c.is_ascii_digit()));
+        let version = from_yaml.or(from_name).with_context(|| {
+            format!(
+                "cannot tell the SDK version of {} (no sdk.yaml `version:`)",
+                root.display()
+            )
+        })?;
+        Ok(Sdk { root, version })
+    }
+
+    /// Refuses an SDK whose version differs from the recipe's `qairt`, unless allowed.
+    pub fn check_version(&self, wanted: &str, allow_other: bool) -> Result<()> {
+        let same = self.version == wanted || self.version.starts_with(&format!("{wanted}."));
+        if !same && !allow_other {
+            bail!(
+                "the QAIRT SDK at {} is {}, the recipe asks for {wanted}; pass --allow-sdk-version to use it anyway",
+                self.root.display(),
+                self.version
+            );
+        }
+        Ok(())
+    }
+
+    pub fn lib(&self, name: &str) -> PathBuf {
+        self.root.join("lib").join(HOST).join(name)
+    }
+
+    /// A tool from the SDK's `bin/<host>/`, else from PATH.
+    pub fn tool(&self, name: &str) -> Result<PathBuf> {
+        let in_sdk = self.root.join("bin").join(HOST).join(name);
+        if in_sdk.is_file() {
+            return Ok(in_sdk);
+        }
+        std::env::var_os("PATH")
+            .and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|d| d.join(name))
+                    .find(|p| p.is_file())
+            })
+            .with_context(|| {
+                format!(
+                    "`{name}` is missing: not in {} nor on PATH",
+                    self.root.join("bin").join(HOST).display()
+                )
+            })
+    }
+}
+
+pub fn converter_args(comp: &Component, onnx: &Path, dlc: &Path) -> Vec<String> {
+    let c = &comp.file.convert;
+    let mut args = vec![
+        "--input_network".into(),
+        onnx.display().to_string(),
+        "--output_path".into(),
+        dlc.display().to_string(),
+        "--float_bitwidth".into(),
+        c.float_bitwidth.to_string(),
+    ];
+    if let Some(b) = c.float_bias_bitwidth {
+        args.extend(["--float_bias_bitwidth".into(), b.to_string()]);
+    }
+    if c.preserve_io_datatype {
+        args.push("--preserve_io_datatype".into());
+    }
+    args
+}
+
+pub fn net_run_args(
+    sdk: &Sdk,
+    backend_lib: &str,
+    dlc: &Path,
+    input_list: &Path,
+    out_dir: &Path,
+) -> Vec<String> {
+    vec![
+        "--backend".into(),
+        sdk.lib(backend_lib).display().to_string(),
+        "--model".into(),
+        sdk.lib("libQnnModelDlc.so").display().to_string(),
+        "--dlc_path".into(),
+        dlc.display().to_string(),
+        "--input_list".into(),
+        input_list.display().to_string(),
+        "--output_dir".into(),
+        out_dir.display().to_string(),
+    ]
+}
+
+pub fn context_generator_args(
+    sdk: &Sdk,
+    dlc: &Path,
+    binary_file: &str,
+    out_dir: &Path,
+    config: &Path,
+) -> Vec<String> {
+    vec![
+        "--backend".into(),
+        sdk.lib("libQnnHtp.so").display().to_string(),
+        "--model".into(),
+        sdk.lib("libQnnModelDlc.so").display().to_string(),
+        "--dlc_path".into(),
+        dlc.display().to_string(),
+        "--binary_file".into(),
+        binary_file.into(),
+        "--output_dir".into(),
+        out_dir.display().to_string(),
+        "--config_file".into(),
+        config.display().to_string(),
+    ]
+}
+
+/// The HTP backend-extension config of a component (graph options, device).
+pub fn htp_config(comp: &Component, soc: &Soc) -> serde_json::Value {
+    let ctx = &comp.file.context;
+    serde_json::json!({
+        "graphs": [{
+            "graph_names": [ctx.graph_name],
+            "O": ctx.optimization_level,
+            "fp16_relaxed_precision": u8::from(ctx.fp16),
+            "vtcm_mb": ctx.vtcm_mb,
+        }],
+        "devices": [{ "soc_model": soc.id, "dsp_arch": format!("v{}", soc.htp_arch) }],
+    })
+}
+
+/// The `--config_file` of qnn-context-binary-generator: points at the HTP extension and config.
+pub fn backend_extensions_config(sdk: &Sdk, htp_config_path: &Path) -> serde_json::Value {
+    serde_json::json!({
+        "backend_extensions": {
+            "shared_library_path": sdk.lib("libQnnHtpNetRunExtensions.so").display().to_string(),
+            "config_file_path": htp_config_path.display().to_string(),
+        }
+    })
+}
+
+/// A step's timeout: `XTASK_SDK_TIMEOUT_SECS`, else one hour (large LLM splits take long).
+pub fn step_timeout() -> Duration {
+    std::env::var("XTASK_SDK_TIMEOUT_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::from_secs(3600), Duration::from_secs)
+}
+
+/// Runs one SDK tool in `cwd`, keeping its output in `log`; a failure shows the argv, the exit
+/// status and the tail of the output; a hang is stopped at the timeout.
+pub fn run_tool(tool: &Path, args: &[String], cwd: &Path, log: &Path) -> Result<()> {
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let argv = format!("{} {}", tool.display(), args.join(" "));
+    let handle = duct::cmd(tool, args)
+        .dir(cwd)
+        .stderr_to_stdout()
+        .stdout_path(log)
+        .unchecked()
+        .start()
+        .with_context(|| format!("cannot start `{argv}`"))?;
+    let timeout = step_timeout();
+    let Some(out) = handle.wait_timeout(timeout)? else {
+        handle.kill()?;
+        bail!(
+            "`{argv}` did not finish within {} s and was stopped (log: {})",
+            timeout.as_secs(),
+            log.display()
+        );
+    };
+    if !out.status.success() {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let tail: Vec<&str> = text
+            .lines()
+            .rev()
+            .take(12)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        bail!("`{argv}` failed ({}):\n{}", out.status, tail.join("\n"));
+    }
+    Ok(())
+}
+
+/// QNN tensor names as written to files: the legacy converters' `\W+ → _` sanitizing.
+pub fn sanitize(name: &str) -> String {
+    let mut out = String::new();
+    let mut last_us = false;
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            out.push(c);
+            last_us = false;
+        } else if !last_us {
+            out.push('_');
+            last_us = true;
+        }
+    }
+    out
+}

@@ -1,0 +1,272 @@
+//! The three build steps run by the QAIRT SDK's tools: `qairt-converter` (convert),
+//! `qnn-net-run` on `libQnnCpu.so` (cpu parity, float32 `.raw` files and an input list), and
+//! `qnn-context-binary-generator` + `qnn-context-binary-utility` (context binary and the
+//! EPContext wrapper that lets ONNX Runtime load it). Outputs are written in a staging folder.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::sdk::{
+    Sdk, backend_extensions_config, context_generator_args, converter_args, htp_config,
+    net_run_args, run_tool, sanitize,
+};
+use crate::onnx_writer::{WrapperTensor, epcontext_wrapper};
+use crate::recipe::Component;
+use crate::soc::Soc;
+use crate::tensor::{DType, Tensor};
+
+/// What every SDK step works on: the SDK, the project, the component, its staging folder.
+pub struct Job<'a> {
+    pub sdk: &'a Sdk,
+    pub root: &'a Path,
+    pub model: &'a str,
+    pub comp: &'a Component,
+    pub staging: &'a Path,
+}
+
+/// Where a step keeps the tools' output (`reports/<model>/logs/<component>-<step>.log`).
+pub fn log_path(root: &Path, model: &str, comp: &str, step: &str) -> PathBuf {
+    root.join("reports")
+        .join(model)
+        .join("logs")
+        .join(format!("{comp}-{step}.log"))
+}
+
+/// ONNX → DLC with `qairt-converter`; returns the staged DLC.
+pub fn convert(job: &Job<'_>) -> Result<PathBuf> {
+    let Job {
+        sdk,
+        root,
+        model,
+        comp,
+        staging,
+    } = *job;
+    let dlc = staging.join(format!("{}.dlc", comp.name()));
+    let args = converter_args(comp, &root.join(&comp.file.component.onnx), &dlc);
+    run_tool(
+        &sdk.tool("qairt-converter")?,
+        &args,
+        root,
+        &log_path(root, model, comp.name(), "convert"),
+    )?;
+    if !dlc.is_file() {
+        bail!("qairt-converter exited 0 but wrote no {}", dlc.display());
+    }
+    Ok(dlc)
+}
+
+/// The golden inputs through `qnn-net-run` on the CPU backend; outputs read back by name.
+pub fn cpu_run(
+    job: &Job<'_>,
+    dlc: &Path,
+    inputs: &BTreeMap<String, Tensor>,
+) -> Result<BTreeMap<String, Tensor>> {
+    let Job {
+        sdk,
+        root,
+        model,
+        comp,
+        staging,
+    } = *job;
+    let mut entries = Vec::new();
+    for spec in &comp.file.inputs {
+        let name = spec.name.get_ref();
+        let t = inputs
+            .get(name)
+            .with_context(|| format!("no golden input `{name}`"))?;
+        let path = staging.join(format!("{}.raw", sanitize(name)));
+        let floats: Vec<u8> = t
+            .to_f64_vec()
+            .iter()
+            .flat_map(|v| (*v as f32).to_le_bytes())
+            .collect();
+        std::fs::write(&path, floats)?;
+        entries.push(format!("{name}:={}", path.display()));
+    }
+    let list = staging.join("input_list.txt");
+    std::fs::write(&list, entries.join(" ") + "\n")?;
+    let out_dir = staging.join("output");
+    let args = net_run_args(sdk, "libQnnCpu.so", dlc, &list, &out_dir);
+    run_tool(
+        &sdk.tool("qnn-net-run")?,
+        &args,
+        root,
+        &log_path(root, model, comp.name(), "cpu-parity"),
+    )?;
+    let mut outputs = BTreeMap::new();
+    for spec in &comp.file.outputs {
+        let name = spec.name.get_ref();
+        let path = out_dir
+            .join("Result_0")
+            .join(format!("{}.raw", sanitize(name)));
+        let bytes = std::fs::read(&path)
+            .with_context(|| format!("qnn-net-run wrote no output {}", path.display()))?;
+        let n: usize = spec.shape.iter().product();
+        if bytes.len() != n * 4 {
+            bail!(
+                "{}: {} bytes, expected {} float32 values for {:?}",
+                path.display(),
+                bytes.len(),
+                n,
+                spec.shape
+            );
+        }
+        let values: Vec<f32> = bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        outputs.insert(
+            name.clone(),
+            Tensor::F32(ndarray::ArrayD::from_shape_vec(spec.shape.clone(), values)?),
+        );
+    }
+    Ok(outputs)
+}
+
+/// The configs a context build writes: (file name, JSON).
+pub fn context_configs(
+    sdk: &Sdk,
+    comp: &Component,
+    soc: &Soc,
+    staging: &Path,
+) -> Vec<(PathBuf, serde_json::Value)> {
+    let htp = staging.join(format!("{}_htp_config.json", comp.name()));
+    let ext = staging.join(format!("{}_config.json", comp.name()));
+    vec![
+        (htp.clone(), htp_config(comp, soc)),
+        (ext, backend_extensions_config(sdk, &htp)),
+    ]
+}
+
+/// What the context step produced: the staged binary and wrapper, the QNN graph name, the SDK build.
+pub struct SdkContext {
+    pub bin: PathBuf,
+    pub wrapper: PathBuf,
+    pub graph_name: String,
+    pub build_id: String,
+}
+
+pub fn context(
+    job: &Job<'_>,
+    soc: &Soc,
+    dlc: &Path,
+    stem: &str,
+    bin_name: &str,
+) -> Result<SdkContext> {
+    let Job {
+        sdk,
+        root,
+        model,
+        comp,
+        staging,
+    } = *job;
+    let configs = context_configs(sdk, comp, soc, staging);
+    for (path, json) in &configs {
+        std::fs::write(path, serde_json::to_vec_pretty(json)?)?;
+    }
+    let bin_stem = bin_name.trim_end_matches(".bin");
+    let args = context_generator_args(sdk, dlc, bin_stem, staging, &configs[1].0);
+    run_tool(
+        &sdk.tool("qnn-context-binary-generator")?,
+        &args,
+        root,
+        &log_path(root, model, comp.name(), "context"),
+    )?;
+    let bin = staging.join(bin_name);
+    if std::fs::metadata(&bin).map(|m| m.len()).unwrap_or(0) == 0 {
+        bail!(
+            "qnn-context-binary-generator exited 0 but wrote no {}",
+            bin.display()
+        );
+    }
+    let json_path = staging.join(format!("{bin_stem}.json"));
+    let args = vec![
+        "--context_binary".to_string(),
+        bin.display().to_string(),
+        "--json_file".into(),
+        json_path.display().to_string(),
+    ];
+    run_tool(
+        &sdk.tool("qnn-context-binary-utility")?,
+        &args,
+        root,
+        &log_path(root, model, comp.name(), "context-utility"),
+    )?;
+    let info: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json_path).with_context(|| {
+            format!(
+                "qnn-context-binary-utility wrote no {}",
+                json_path.display()
+            )
+        })?)?;
+    let graph = &info["info"]["graphs"][0]["info"];
+    let graph_name = graph["graphName"]
+        .as_str()
+        .context("the context JSON names no graph")?
+        .to_string();
+    let build_id = info["info"]["buildId"]
+        .as_str()
+        .unwrap_or("unknown")
+        .to_string();
+    let tensors = |key: &str| -> Result<Vec<WrapperTensor>> {
+        graph[key]
+            .as_array()
+            .with_context(|| format!("the context JSON has no {key}"))?
+            .iter()
+            .map(wrapper_tensor)
+            .collect()
+    };
+    let wrapper_bytes = epcontext_wrapper(
+        &graph_name,
+        bin_name,
+        &build_id,
+        &tensors("graphInputs")?,
+        &tensors("graphOutputs")?,
+    );
+    let wrapper = staging.join(format!("{stem}.onnx"));
+    std::fs::write(&wrapper, wrapper_bytes)?;
+    Ok(SdkContext {
+        bin,
+        wrapper,
+        graph_name,
+        build_id,
+    })
+}
+
+fn wrapper_tensor(t: &serde_json::Value) -> Result<WrapperTensor> {
+    let info = &t["info"];
+    let elem_type = match info["dataType"].as_str() {
+        Some("QNN_DATATYPE_FLOAT_32") => 1,
+        Some("QNN_DATATYPE_FLOAT_16") => 10,
+        Some("QNN_DATATYPE_INT_64") => 7,
+        Some("QNN_DATATYPE_BOOL_8") => 9,
+        other => {
+            bail!("unsupported context I/O data type {other:?} (quantized I/O is not supported)")
+        }
+    };
+    Ok(WrapperTensor {
+        name: info["name"]
+            .as_str()
+            .context("tensor without a name")?
+            .to_string(),
+        dims: info["dimensions"]
+            .as_array()
+            .context("tensor without dimensions")?
+            .iter()
+            .filter_map(|d| d.as_u64().map(|d| d as usize))
+            .collect(),
+        elem_type,
+    })
+}
+
+/// The QNN data type name of a recipe dtype (for the test double's context JSON).
+pub fn qnn_data_type(d: Option<DType>) -> &'static str {
+    match d {
+        Some(DType::F16) => "QNN_DATATYPE_FLOAT_16",
+        Some(DType::I64) => "QNN_DATATYPE_INT_64",
+        Some(DType::Bool) => "QNN_DATATYPE_BOOL_8",
+        _ => "QNN_DATATYPE_FLOAT_32",
+    }
+}
