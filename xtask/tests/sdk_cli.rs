@@ -90,6 +90,30 @@ fn build_ctx_with_the_sdk_toolchain_gives_the_same_artifacts_and_reports() {
     );
     // The SDK-built binaries load in the embedded runtime through the generated wrappers.
     p.run(&["parity", "--backend", "htp"]).assert_code(0);
+    // The HTP run through the SDK's qnn-net-run --retrieve_context, profiled.
+    let htp = run_sdk(
+        &p,
+        &double_root(),
+        &[
+            "parity",
+            "--backend",
+            "htp",
+            "--toolchain",
+            "sdk",
+            "--only",
+            "action_context,action_step",
+        ],
+        &[],
+    );
+    htp.assert_code(0);
+    let report = read_json(&p.path("reports/tiny/parity-htp.json"));
+    for c in report["components"].as_array().unwrap() {
+        assert!(
+            c["run_seconds"].as_f64().unwrap() > 0.0,
+            "the profiled execute time is reported: {c}"
+        );
+        assert!(c["outputs"][0]["metrics"]["cosine"].as_f64().unwrap() >= 0.999);
+    }
     // A no-op with the same toolchain runs nothing.
     let again = run_sdk(
         &p,

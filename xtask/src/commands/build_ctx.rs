@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use super::{Ctx, Outcome, select_components};
+use super::{Ctx, Outcome, ToolchainArg, select_components};
 use crate::build_report::{
     BuildReport, ComponentBuild, OutputFile, StepOutcome, write_build_report,
 };
@@ -53,12 +53,6 @@ pub struct BuildCtx {
     /// Run nothing; exit 1 unless every step is fresh (CI: gathered artifacts must be accepted).
     #[arg(long, conflicts_with = "force")]
     require_fresh: bool,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum ToolchainArg {
-    Embedded,
-    Sdk,
 }
 
 /// What every worker shares while executing a plan.

@@ -81,12 +81,36 @@ pub fn htp_is_emulated() -> bool {
 }
 
 fn sdk_status() -> String {
-    for var in ["QAIRT_SDK_ROOT", "QNN_SDK_ROOT"] {
-        if let Some(dir) = std::env::var_os(var) {
-            return format!("{var}={} (found)", std::path::Path::new(&dir).display());
-        }
+    if std::env::var_os("QAIRT_SDK_ROOT").is_none() && std::env::var_os("QNN_SDK_ROOT").is_none() {
+        return "not installed (QAIRT_SDK_ROOT / QNN_SDK_ROOT unset); the embedded toolchain is used".into();
     }
-    "not installed (QAIRT_SDK_ROOT / QNN_SDK_ROOT unset); the embedded toolchain is used".into()
+    match crate::toolchain::sdk::Sdk::detect() {
+        Ok(sdk) => {
+            let tools = [
+                "qairt-converter",
+                "qnn-net-run",
+                "qnn-context-binary-generator",
+                "qnn-context-binary-utility",
+                "qnn-profile-viewer",
+            ];
+            let missing: Vec<&str> = tools
+                .iter()
+                .copied()
+                .filter(|t| sdk.tool(t).is_err())
+                .collect();
+            let tools_state = if missing.is_empty() {
+                "all tools found".to_string()
+            } else {
+                format!("missing: {}", missing.join(", "))
+            };
+            format!(
+                "{} at {} ({tools_state}; `--toolchain sdk`)",
+                sdk.version,
+                sdk.root.display()
+            )
+        }
+        Err(e) => format!("set but unusable: {e:#}"),
+    }
 }
 
 fn check_pins(ort: &str, qnn: Option<&str>) {

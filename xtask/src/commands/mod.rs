@@ -116,3 +116,10 @@ pub fn bisect_hint(model: &str, comp: &Component, backend: &str) -> String {
         comp.name()
     )
 }
+
+/// Which tools run a step: the embedded QNN 2.47 runtime, or the QAIRT SDK's tools.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ToolchainArg {
+    Embedded,
+    Sdk,
+}

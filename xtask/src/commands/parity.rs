@@ -1,6 +1,6 @@
 //! `cargo xtask parity --backend ort|cpu|htp`: every component against its golden tensors.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use super::{BackendArg, Ctx, Outcome, backend_for, require_files, select_components};
 use crate::component_parity::{ComponentResult, failed_component, load_golden, run_component};
@@ -21,6 +21,10 @@ pub struct Parity {
     /// Feed `mask = true` inputs to the HTP unclamped (shows what fp16 does to them).
     #[arg(long)]
     no_clamp: bool,
+    /// Run with the QAIRT SDK's `qnn-net-run` (DLC on the CPU backend, `--retrieve_context`
+    /// on the HTP, profiled) instead of the embedded runtime.
+    #[arg(long, value_enum, default_value = "embedded")]
+    toolchain: super::ToolchainArg,
 }
 
 impl Parity {
@@ -30,9 +34,16 @@ impl Parity {
         require_files(ctx, &model, &comps)?;
         let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
         let backend = backend_for(&model, self.backend);
+        let sdk = match self.toolchain {
+            super::ToolchainArg::Embedded => None,
+            super::ToolchainArg::Sdk if backend == Backend::OrtCpu => {
+                bail!("--toolchain sdk runs QNN backends: use --backend cpu or htp")
+            }
+            super::ToolchainArg::Sdk => Some(crate::toolchain::sdk::Sdk::detect()?),
+        };
         let mut results = Vec::new();
         for comp in &comps {
-            let result = self.run_one(ctx, &rt, &model, comp, &backend);
+            let result = self.run_one(ctx, &rt, &model, comp, &backend, sdk.as_ref());
             print_component(&result);
             let gate_failed = !result.pass && result.error.is_none();
             if gate_failed && backend != Backend::OrtCpu {
@@ -70,9 +81,13 @@ impl Parity {
         model: &Model,
         comp: &Component,
         backend: &Backend,
+        sdk: Option<&crate::toolchain::sdk::Sdk>,
     ) -> ComponentResult {
         let run = || -> Result<ComponentResult> {
             let golden = load_golden(&ctx.root, comp)?;
+            if let Some(sdk) = sdk {
+                return self.run_with_sdk(ctx, rt, model, comp, backend, sdk, &golden);
+            }
             let session_model = match backend {
                 Backend::QnnHtp(_) => {
                     crate::context_check::fresh_context_wrapper(&ctx.root, rt, model, comp)?
@@ -92,6 +107,62 @@ impl Parity {
             Ok(result)
         };
         run().unwrap_or_else(|e| failed_component(&ctx.root, comp.name(), backend.label(), &e))
+    }
+}
+
+impl Parity {
+    /// One component through the SDK's `qnn-net-run`: the DLC on the CPU backend, or the
+    /// (checked) context binary on the HTP with its profiled execute time.
+    #[allow(clippy::too_many_arguments)]
+    fn run_with_sdk(
+        &self,
+        ctx: &Ctx,
+        rt: &Runtime,
+        model: &crate::recipe::Model,
+        comp: &crate::recipe::Component,
+        backend: &Backend,
+        sdk: &crate::toolchain::sdk::Sdk,
+        golden: &crate::component_parity::GoldenIo,
+    ) -> Result<ComponentResult> {
+        let soc = super::target_soc(model, None)?;
+        let art = crate::plan::artifacts(&self.model, comp.name(), &soc);
+        let work = ctx.root.join("target/sdk-parity");
+        std::fs::create_dir_all(&work)?;
+        let staging = tempfile::tempdir_in(&work)?;
+        let job = crate::toolchain::sdk_steps::Job {
+            sdk,
+            root: &ctx.root,
+            model: &self.model,
+            comp,
+            staging: staging.path(),
+        };
+        let (actual, execute_us, ran) = match backend {
+            Backend::QnnHtp(_) => {
+                crate::context_check::fresh_context_wrapper(&ctx.root, rt, model, comp)?;
+                let inputs = if self.no_clamp {
+                    golden.inputs.clone()
+                } else {
+                    crate::fp16::clamp_masks(comp, &golden.inputs)
+                };
+                let (out, us) =
+                    crate::toolchain::sdk_steps::htp_run(&job, &ctx.root.join(&art.bin), &inputs)?;
+                (out, us, &art.bin)
+            }
+            _ => (
+                crate::toolchain::sdk_steps::cpu_run(
+                    &job,
+                    &ctx.root.join(&art.dlc),
+                    &golden.inputs,
+                )?,
+                None,
+                &art.dlc,
+            ),
+        };
+        let mut result =
+            crate::component_parity::judge_outputs(model, comp, golden, &actual, backend.label())?;
+        result.session_model = ran.display().to_string();
+        result.run_seconds = execute_us.map_or(0.0, |us| us / 1e6);
+        Ok(result)
     }
 }
 

@@ -1,5 +1,6 @@
 //! TEST DOUBLE of the QAIRT SDK's tools (`qairt-converter`, `qnn-net-run`,
-//! `qnn-context-binary-generator`, `qnn-context-binary-utility`), used only by the tests
+//! `qnn-context-binary-generator`, `qnn-context-binary-utility`, `qnn-profile-viewer`), used
+//! only by the tests
 //! through the scripts in `xtask/tests/fixtures/qairt-sdk-test-double/`. It parses the
 //! documented flags strictly (an unknown flag fails, as the real tools do), writes its outputs
 //! in the documented layout, and computes real numbers with the embedded QNN 2.47 runtime.
@@ -43,8 +44,10 @@ impl SdkDouble {
                     "--backend",
                     "--model",
                     "--dlc_path",
+                    "--retrieve_context",
                     "--input_list",
                     "--output_dir",
+                    "--profiling_level",
                 ],
                 &[],
             ),
@@ -60,6 +63,7 @@ impl SdkDouble {
                 &[],
             ),
             "qnn-context-binary-utility" => (&["--context_binary", "--json_file"], &[]),
+            "qnn-profile-viewer" => (&["--input_log", "--output"], &[]),
             other => bail!("{other}: not a tool this test double stands in for"),
         };
         let args = parse_strict(&self.tool, &self.args, valued, flags)?;
@@ -81,10 +85,18 @@ impl SdkDouble {
             "qairt-converter" => convert(&rt, &args),
             "qnn-net-run" => net_run(&rt, &args),
             "qnn-context-binary-generator" => generate(&rt, &args),
+            "qnn-profile-viewer" => profile_viewer(&args),
             _ => utility(&args),
         }?;
         Ok(Outcome::Success)
     }
+}
+
+/// A required flag's value, as the real tools require it.
+fn need<'a>(a: &'a BTreeMap<String, String>, flag: &str) -> Result<&'a str> {
+    a.get(flag)
+        .map(String::as_str)
+        .with_context(|| format!("missing required argument {flag}"))
 }
 
 fn parse_strict(
@@ -108,20 +120,13 @@ fn parse_strict(
             std::process::exit(2);
         }
     }
-    for v in valued
-        .iter()
-        .filter(|v| !["--float_bias_bitwidth", "--float_bitwidth"].contains(v))
-    {
-        if !out.contains_key(*v) {
-            bail!("{tool}: missing required argument {v}");
-        }
-    }
     Ok(out)
 }
 
 /// A real QNN IR DLC of the ONNX, plus the double's note of its source.
 fn convert(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
-    let onnx = std::path::absolute(&a["--input_network"])?;
+    let onnx = std::path::absolute(need(a, "--input_network")?)?;
+    need(a, "--output_path")?;
     let tmp = tempfile::tempdir()?;
     let (dlc, _) = rt.dump_dlc(&onnx, tmp.path())?;
     let mut zip = zip::ZipWriter::new_append(
@@ -148,14 +153,31 @@ fn source_onnx(dlc: &str) -> Result<PathBuf> {
 
 /// Runs the DLC's graph on the CPU backend named by `--backend`; `Result_0/<name>.raw` out.
 fn net_run(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
-    if !a["--backend"].ends_with("libQnnCpu.so") || !Path::new(&a["--backend"]).is_file() {
-        bail!(
-            "qnn-net-run: backend {} is not a CPU backend library here",
-            a["--backend"]
-        );
+    let backend = need(a, "--backend")?;
+    if !Path::new(backend).is_file() {
+        bail!("qnn-net-run: backend library {backend} not found");
     }
-    let onnx = source_onnx(&a["--dlc_path"])?;
-    let mut session = rt.open(&onnx, &Backend::QnnCpu)?;
+    need(a, "--input_list")?;
+    need(a, "--output_dir")?;
+    let tmp = tempfile::tempdir()?;
+    let mut session = match a.get("--retrieve_context") {
+        Some(bin) => {
+            if !backend.ends_with("libQnnHtp.so") || a.contains_key("--dlc_path") {
+                bail!(
+                    "qnn-net-run: --retrieve_context goes with the HTP backend and no --dlc_path"
+                );
+            }
+            let (wrapper, target) = wrapper_for_binary(Path::new(bin), tmp.path())?;
+            rt.open(&wrapper, &Backend::QnnHtp(target))?
+        }
+        None => {
+            if !backend.ends_with("libQnnCpu.so") {
+                bail!("qnn-net-run: the test double runs DLCs on libQnnCpu.so only");
+            }
+            need(a, "--model")?;
+            rt.open(&source_onnx(need(a, "--dlc_path")?)?, &Backend::QnnCpu)?
+        }
+    };
     let shapes: BTreeMap<String, Vec<usize>> = session
         .input_contract()
         .into_iter()
@@ -185,7 +207,16 @@ fn net_run(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
             Tensor::F32(ndarray::ArrayD::from_shape_vec(shape, values)?),
         );
     }
+    let started = std::time::Instant::now();
     let outputs = session.run(&inputs)?;
+    let execute_us = started.elapsed().as_secs_f64() * 1e6;
+    if a.get("--profiling_level").is_some_and(|l| l == "basic") {
+        std::fs::create_dir_all(&a["--output_dir"])?;
+        std::fs::write(
+            Path::new(&a["--output_dir"]).join("qnn-profiling-data_0.log"),
+            format!("xtask-test-double-profile\nexecute_us={execute_us:.1}\n"),
+        )?;
+    }
     let dir = Path::new(&a["--output_dir"]).join("Result_0");
     std::fs::create_dir_all(&dir)?;
     for (name, t) in outputs {
@@ -210,7 +241,17 @@ fn sidecar(bin: &Path) -> Result<PathBuf> {
 }
 
 fn generate(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
-    let config: serde_json::Value = serde_json::from_slice(&std::fs::read(&a["--config_file"])?)?;
+    for flag in [
+        "--backend",
+        "--model",
+        "--dlc_path",
+        "--binary_file",
+        "--output_dir",
+    ] {
+        need(a, flag)?;
+    }
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(need(a, "--config_file")?)?)?;
     let htp_path = config["backend_extensions"]["config_file_path"]
         .as_str()
         .context("no backend_extensions.config_file_path")?;
@@ -249,7 +290,7 @@ fn generate(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
             .map(|(name, d, dims)| serde_json::json!({ "info": { "name": name, "dataType": crate::toolchain::sdk_steps::qnn_data_type(d), "dimensions": dims } }))
             .collect()
         };
-    let info = serde_json::json!({ "info": {
+    let info = serde_json::json!({ "xtask-test-double-target": target, "info": {
         "buildId": node.attr_str("ep_sdk_version").unwrap_or("unknown"),
         "graphs": [{ "info": { "graphName": node.name, "graphInputs": io(session.input_contract()), "graphOutputs": io(session.output_contract()) } }],
     }});
@@ -257,10 +298,67 @@ fn generate(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
     Ok(())
 }
 
+fn sidecar_info(bin: &Path) -> Result<serde_json::Value> {
+    let bytes =
+        std::fs::read(sidecar(bin)?).context("not a context binary made by the test double")?;
+    Ok(serde_json::from_slice(&bytes)?)
+}
+
 fn utility(a: &BTreeMap<String, String>) -> Result<()> {
-    let bin = Path::new(&a["--context_binary"]);
-    let info = std::fs::read(sidecar(bin)?)
-        .context("qnn-context-binary-utility: not a context binary made by the test double")?;
-    std::fs::write(&a["--json_file"], info)?;
+    let mut info = sidecar_info(Path::new(need(a, "--context_binary")?))?;
+    if let Some(o) = info.as_object_mut() {
+        o.remove("xtask-test-double-target");
+    }
+    std::fs::write(need(a, "--json_file")?, serde_json::to_vec(&info)?)?;
+    Ok(())
+}
+
+/// An EPContext wrapper beside a copy of the binary, from what the generator remembered.
+fn wrapper_for_binary(bin: &Path, dir: &Path) -> Result<(PathBuf, HtpTarget)> {
+    let info = sidecar_info(bin)?;
+    let target: HtpTarget = serde_json::from_value(info["xtask-test-double-target"].clone())?;
+    let graph = &info["info"]["graphs"][0]["info"];
+    let tensors = |key: &str| -> Vec<crate::onnx_writer::WrapperTensor> {
+        graph[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| crate::onnx_writer::WrapperTensor {
+                name: t["info"]["name"].as_str().unwrap_or_default().to_string(),
+                dims: t["info"]["dimensions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|d| d.as_u64().map(|d| d as usize))
+                    .collect(),
+                elem_type: 1,
+            })
+            .collect()
+    };
+    std::fs::copy(bin, dir.join("ctx.bin"))?;
+    let name = graph["graphName"].as_str().unwrap_or_default();
+    let bytes = crate::onnx_writer::epcontext_wrapper(
+        name,
+        "ctx.bin",
+        info["info"]["buildId"].as_str().unwrap_or_default(),
+        &tensors("graphInputs"),
+        &tensors("graphOutputs"),
+    );
+    let wrapper = dir.join("ctx.onnx");
+    std::fs::write(&wrapper, bytes)?;
+    Ok((wrapper, target))
+}
+
+/// Reads the double's profiling log and writes the CSV of per-inference timings.
+fn profile_viewer(a: &BTreeMap<String, String>) -> Result<()> {
+    let log = std::fs::read_to_string(need(a, "--input_log")?)?;
+    let us = log
+        .lines()
+        .find_map(|l| l.strip_prefix("execute_us="))
+        .context("not a profiling log of the test double")?;
+    std::fs::write(
+        need(a, "--output")?,
+        format!("Message,Time,Unit\nExecute,{us},us\n"),
+    )?;
     Ok(())
 }

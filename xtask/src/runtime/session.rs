@@ -23,7 +23,7 @@ pub const QNN_EP: &str = "QNNExecutionProvider";
 const CPU_EP: &str = "CPUExecutionProvider";
 
 /// The HTP target of a context binary: SoC, architecture, optimization level, precision.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HtpTarget {
     pub soc_model: u32,
     pub htp_arch: u32,

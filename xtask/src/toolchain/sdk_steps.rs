@@ -63,20 +63,92 @@ pub fn cpu_run(
     dlc: &Path,
     inputs: &BTreeMap<String, Tensor>,
 ) -> Result<BTreeMap<String, Tensor>> {
-    let Job {
-        sdk,
-        root,
-        model,
-        comp,
-        staging,
-    } = *job;
+    let list = write_inputs(job, inputs)?;
+    let out_dir = job.staging.join("output");
+    let args = net_run_args(job.sdk, "libQnnCpu.so", dlc, &list, &out_dir);
+    run_tool(
+        &job.sdk.tool("qnn-net-run")?,
+        &args,
+        job.root,
+        &log_path(job.root, job.model, job.comp.name(), "cpu-parity"),
+    )?;
+    read_outputs(job, &out_dir)
+}
+
+/// The golden inputs through `qnn-net-run --retrieve_context` on the HTP backend, profiled
+/// (`--profiling_level basic`); returns the outputs and the execute time `qnn-profile-viewer`
+/// reports, in microseconds.
+pub fn htp_run(
+    job: &Job<'_>,
+    bin: &Path,
+    inputs: &BTreeMap<String, Tensor>,
+) -> Result<(BTreeMap<String, Tensor>, Option<f64>)> {
+    let list = write_inputs(job, inputs)?;
+    let out_dir = job.staging.join("output");
+    let args: Vec<String> = vec![
+        "--retrieve_context".into(),
+        bin.display().to_string(),
+        "--backend".into(),
+        job.sdk.lib("libQnnHtp.so").display().to_string(),
+        "--input_list".into(),
+        list.display().to_string(),
+        "--output_dir".into(),
+        out_dir.display().to_string(),
+        "--profiling_level".into(),
+        "basic".into(),
+    ];
+    run_tool(
+        &job.sdk.tool("qnn-net-run")?,
+        &args,
+        job.root,
+        &log_path(job.root, job.model, job.comp.name(), "htp-run"),
+    )?;
+    let outputs = read_outputs(job, &out_dir)?;
+    let log = out_dir.join("qnn-profiling-data_0.log");
+    if !log.is_file() {
+        return Ok((outputs, None));
+    }
+    let csv = out_dir.join("profile.csv");
+    let args = vec![
+        "--input_log".to_string(),
+        log.display().to_string(),
+        "--output".into(),
+        csv.display().to_string(),
+    ];
+    run_tool(
+        &job.sdk.tool("qnn-profile-viewer")?,
+        &args,
+        job.root,
+        &log_path(job.root, job.model, job.comp.name(), "profile"),
+    )?;
+    Ok((
+        outputs,
+        execute_us(&std::fs::read_to_string(&csv).unwrap_or_default()),
+    ))
+}
+
+/// The execute time in a profile-viewer CSV: the first row naming "execute" with a number in
+/// µs (or ms, converted).
+pub fn execute_us(csv: &str) -> Option<f64> {
+    csv.lines()
+        .filter(|l| l.to_ascii_lowercase().contains("execute"))
+        .find_map(|l| {
+            let cells: Vec<&str> = l.split(',').map(str::trim).collect();
+            let value = cells.iter().find_map(|c| c.parse::<f64>().ok())?;
+            let ms = cells.iter().any(|c| c.eq_ignore_ascii_case("ms"));
+            Some(if ms { value * 1e3 } else { value })
+        })
+}
+
+/// Golden inputs as float32 `.raw` files plus the input list (`name:=path`, one inference).
+fn write_inputs(job: &Job<'_>, inputs: &BTreeMap<String, Tensor>) -> Result<PathBuf> {
     let mut entries = Vec::new();
-    for spec in &comp.file.inputs {
+    for spec in &job.comp.file.inputs {
         let name = spec.name.get_ref();
         let t = inputs
             .get(name)
             .with_context(|| format!("no golden input `{name}`"))?;
-        let path = staging.join(format!("{}.raw", sanitize(name)));
+        let path = job.staging.join(format!("{}.raw", sanitize(name)));
         let floats: Vec<u8> = t
             .to_f64_vec()
             .iter()
@@ -85,18 +157,15 @@ pub fn cpu_run(
         std::fs::write(&path, floats)?;
         entries.push(format!("{name}:={}", path.display()));
     }
-    let list = staging.join("input_list.txt");
+    let list = job.staging.join("input_list.txt");
     std::fs::write(&list, entries.join(" ") + "\n")?;
-    let out_dir = staging.join("output");
-    let args = net_run_args(sdk, "libQnnCpu.so", dlc, &list, &out_dir);
-    run_tool(
-        &sdk.tool("qnn-net-run")?,
-        &args,
-        root,
-        &log_path(root, model, comp.name(), "cpu-parity"),
-    )?;
+    Ok(list)
+}
+
+/// `Result_0/<name>.raw` of every declared output, reshaped by the recipe.
+fn read_outputs(job: &Job<'_>, out_dir: &Path) -> Result<BTreeMap<String, Tensor>> {
     let mut outputs = BTreeMap::new();
-    for spec in &comp.file.outputs {
+    for spec in &job.comp.file.outputs {
         let name = spec.name.get_ref();
         let path = out_dir
             .join("Result_0")
@@ -268,5 +337,18 @@ pub fn qnn_data_type(d: Option<DType>) -> &'static str {
         Some(DType::I64) => "QNN_DATATYPE_INT_64",
         Some(DType::Bool) => "QNN_DATATYPE_BOOL_8",
         _ => "QNN_DATATYPE_FLOAT_32",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn execute_time_from_a_profile_csv() {
+        assert_eq!(
+            super::execute_us("Message,Time,Unit\nLoad,10,us\nExecute,1234,us\n"),
+            Some(1234.0)
+        );
+        assert_eq!(super::execute_us("Execute,2.5,ms"), Some(2500.0));
+        assert_eq!(super::execute_us("nothing here"), None);
     }
 }
