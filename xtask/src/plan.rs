@@ -48,6 +48,26 @@ pub struct Artifacts {
     pub record: PathBuf,
 }
 
+impl Artifacts {
+    /// `<component>_socid<N>_archv<A>.bin`
+    pub fn bin_name(&self) -> String {
+        file_name(&self.bin)
+    }
+
+    /// `<component>_socid<N>_archv<A>_ctx` (the wrapper without `.onnx`).
+    pub fn wrapper_stem(&self) -> String {
+        file_name(&self.wrapper)
+            .trim_end_matches(".onnx")
+            .to_string()
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 pub fn artifacts(model: &str, component: &str, soc: &Soc) -> Artifacts {
     let dir = PathBuf::from("ctx").join(model);
     let stem = format!("{component}_socid{}_archv{}", soc.id, soc.htp_arch);

@@ -179,12 +179,7 @@ fn print_sdk_commands(
     for (comp, plan) in comps.iter().zip(plans) {
         let staging = Path::new("STAGING");
         let dlc = &plan.artifacts.dlc;
-        let bin_name = plan
-            .artifacts
-            .bin
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let bin_name = plan.artifacts.bin_name();
         let tool = |name: &str| {
             sdk.root
                 .join("bin")
@@ -675,24 +670,12 @@ fn context_step(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan) -> R
         return sdk_context_step(env, sdk, comp, plan, staging.path());
     }
     let onnx = env.root.join(&comp.file.component.onnx);
-    let stem = plan
-        .artifacts
-        .wrapper
-        .file_stem()
-        .context("wrapper name")?
-        .to_string_lossy()
-        .into_owned();
+    let stem = plan.artifacts.wrapper_stem();
     let staged_wrapper = staging.path().join(format!("{stem}.onnx"));
     let target = htp_target(&env.soc, comp);
     env.rt.compile_context(&onnx, &target, &staged_wrapper)?;
     let staged_bin = staging.path().join(format!("{stem}_qnn.bin"));
-    let bin_name = plan
-        .artifacts
-        .bin
-        .file_name()
-        .context("bin name")?
-        .to_string_lossy()
-        .into_owned();
+    let bin_name = plan.artifacts.bin_name();
     let info =
         crate::epcontext::check_and_retarget_wrapper(&staged_wrapper, &staged_bin, &bin_name)?;
     let bin = move_output(env, &staged_bin, &plan.artifacts.bin)?;
@@ -726,19 +709,8 @@ fn sdk_context_step(
     plan: &ComponentPlan,
     staging: &Path,
 ) -> Result<StepDone> {
-    let name_of = |p: &Path| {
-        p.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    let bin_name = name_of(&plan.artifacts.bin);
-    let stem = plan
-        .artifacts
-        .wrapper
-        .file_stem()
-        .context("wrapper name")?
-        .to_string_lossy()
-        .into_owned();
+    let bin_name = plan.artifacts.bin_name();
+    let stem = plan.artifacts.wrapper_stem();
     let dlc = env.root.join(&plan.artifacts.dlc);
     let job = sdk_job(env, sdk, comp, staging);
     let made = crate::toolchain::sdk_steps::context(&job, &env.soc, &dlc, &stem, &bin_name)?;
