@@ -87,6 +87,8 @@ impl LatencyStats {
     }
 }
 
+/// What a chain run measured (and the gate it is judged by).
+#[derive(Debug, Clone, Serialize)]
 pub struct RunInputs {
     pub model: String,
     pub backend: String,
@@ -101,43 +103,31 @@ pub struct RunInputs {
     pub actions_max_abs_gate: f64,
     pub latency: Vec<LatencyStats>,
     pub load_ms: BTreeMap<String, Vec<f64>>,
+    /// Share of the end-to-end time spent outside model runs and session loads (host work).
     pub host_fraction: f64,
     pub peak_rss_mb: f64,
 }
 
+/// What a chain run measured plus what it concludes (the JSON has the facts' fields inline).
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
-    pub model: String,
-    pub backend: String,
+    #[serde(flatten)]
+    pub run: RunInputs,
     pub created_unix: u64,
-    pub htp_emulated: Option<bool>,
-    pub mode: String,
-    pub versions: ToolVersions,
-    pub iters: usize,
-    pub warmup: usize,
-    pub boundaries: Vec<BoundaryParity>,
-    pub keys_per_layer_cosine: Vec<f64>,
-    pub values_per_layer_cosine: Vec<f64>,
     pub actions_max_abs_err: Option<f64>,
     pub actions_cosine: Option<f64>,
-    pub actions_max_abs_gate: f64,
-    pub latency: Vec<LatencyStats>,
-    pub load_ms: BTreeMap<String, Vec<f64>>,
-    /// Share of the end-to-end time spent outside model runs (host work).
-    pub host_fraction: f64,
-    pub peak_rss_mb: f64,
     pub failures: Vec<String>,
     pub pass: bool,
 }
 
 impl RunReport {
-    pub fn new(i: RunInputs) -> Self {
-        let actions = i
+    pub fn new(run: RunInputs) -> Self {
+        let actions = run
             .boundaries
             .iter()
             .find(|b| b.name == "actions")
             .and_then(|b| b.metrics.clone());
-        let mut failures: Vec<String> = i
+        let mut failures: Vec<String> = run
             .boundaries
             .iter()
             .filter(|b| !b.pass)
@@ -152,32 +142,18 @@ impl RunReport {
             })
             .collect();
         match &actions {
-            Some(m) if m.max_abs_err > i.actions_max_abs_gate => failures.push(format!(
+            Some(m) if m.max_abs_err > run.actions_max_abs_gate => failures.push(format!(
                 "actions: max abs error {:.3e} > gate {:.0e}",
-                m.max_abs_err, i.actions_max_abs_gate
+                m.max_abs_err, run.actions_max_abs_gate
             )),
             None => failures.push("actions: the golden holds no expected actions".into()),
             _ => {}
         }
         RunReport {
-            model: i.model,
-            backend: i.backend,
+            run,
             created_unix: crate::report::now_unix(),
-            htp_emulated: i.htp_emulated,
-            mode: i.mode,
-            versions: i.versions,
-            iters: i.iters,
-            warmup: i.warmup,
-            boundaries: i.boundaries,
-            keys_per_layer_cosine: i.keys_per_layer_cosine,
-            values_per_layer_cosine: i.values_per_layer_cosine,
             actions_max_abs_err: actions.as_ref().map(|m| m.max_abs_err),
             actions_cosine: actions.as_ref().map(|m| m.cosine),
-            actions_max_abs_gate: i.actions_max_abs_gate,
-            latency: i.latency,
-            load_ms: i.load_ms,
-            host_fraction: i.host_fraction,
-            peak_rss_mb: i.peak_rss_mb,
             pass: failures.is_empty(),
             failures,
         }
@@ -186,16 +162,16 @@ impl RunReport {
     pub fn print(&self, dir: &str) {
         crate::outln!(
             "chain on {} ({}){}:",
-            self.backend,
-            self.mode,
-            if self.htp_emulated == Some(true) {
+            self.run.backend,
+            self.run.mode,
+            if self.run.htp_emulated == Some(true) {
                 ", HTP emulated"
             } else {
                 ""
             }
         );
         crate::outln!("  {:<40} {:>12} {:>11}", "boundary", "cosine", "max_abs");
-        for b in &self.boundaries {
+        for b in &self.run.boundaries {
             let (cos, max) = b.metrics.as_ref().map_or(("-".into(), "-".into()), |m| {
                 (fmt_cosine(m.cosine), format!("{:.3e}", m.max_abs_err))
             });
@@ -208,7 +184,7 @@ impl RunReport {
         if let (Some(err), Some(cos)) = (self.actions_max_abs_err, self.actions_cosine) {
             crate::outln!(
                 "actions: max abs error {err:.3e} (gate {:.0e}), cosine {}",
-                self.actions_max_abs_gate,
+                self.run.actions_max_abs_gate,
                 fmt_cosine(cos)
             );
         }
@@ -221,7 +197,7 @@ impl RunReport {
             "p99",
             "max"
         );
-        for l in &self.latency {
+        for l in &self.run.latency {
             crate::outln!(
                 "  {:<16} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
                 l.name,
@@ -234,23 +210,23 @@ impl RunReport {
         }
         crate::outln!(
             "host share of end-to-end: {:.1}%, peak RSS {:.0} MB",
-            self.host_fraction * 100.0,
-            self.peak_rss_mb
+            self.run.host_fraction * 100.0,
+            self.run.peak_rss_mb
         );
         for f in &self.failures {
             crate::outln!("FAIL {f}");
         }
         crate::outln!(
             "run {}: {}; report {dir}/run-{}.html",
-            self.backend,
+            self.run.backend,
             if self.pass { "pass" } else { "FAIL" },
-            self.backend
+            self.run.backend
         );
     }
 }
 
 pub fn write_run_report(dir: &Path, r: &RunReport) -> Result<()> {
-    let stem = format!("run-{}", r.backend);
+    let stem = format!("run-{}", r.run.backend);
     crate::report::write_json_and_markdown(dir, &stem, r, &markdown(r))?;
     crate::atomic::write_atomic(&dir.join(format!("{stem}.html")), html(r).as_bytes())
 }
@@ -260,19 +236,19 @@ fn markdown(r: &RunReport) -> String {
     let _ = writeln!(
         md,
         "# Chain run: `{}` on `{}` ({})\n",
-        r.model, r.backend, r.mode
+        r.run.model, r.run.backend, r.run.mode
     );
-    let v = &r.versions;
+    let v = &r.run.versions;
     let _ = writeln!(
         md,
         "ONNX Runtime {} · QNN {} · {} · {} timed runs after {} warm-up",
         v.onnxruntime,
         v.qnn_build.as_deref().unwrap_or("-"),
         v.qnn_plugin,
-        r.iters,
-        r.warmup
+        r.run.iters,
+        r.run.warmup
     );
-    if let Some(e) = r.htp_emulated {
+    if let Some(e) = r.run.htp_emulated {
         let _ = writeln!(
             md,
             "\nHTP: {}",
@@ -287,7 +263,7 @@ fn markdown(r: &RunReport) -> String {
         md,
         "\n## Chain parity\n\n| boundary | shape | cosine | max abs err | rel L2 | result |\n|---|---|---|---|---|---|"
     );
-    for b in &r.boundaries {
+    for b in &r.run.boundaries {
         let (c, m, l) = b
             .metrics
             .as_ref()
@@ -310,7 +286,7 @@ fn markdown(r: &RunReport) -> String {
         let _ = writeln!(
             md,
             "\nActions: max abs error **{e:.3e}** (gate {:.0e}), cosine {}",
-            r.actions_max_abs_gate,
+            r.run.actions_max_abs_gate,
             fmt_cosine(c)
         );
     }
@@ -319,9 +295,10 @@ fn markdown(r: &RunReport) -> String {
         "\n## Per-layer K/V cosine\n\n| layer | keys | values |\n|---|---|---|"
     );
     for (l, (k, v)) in r
+        .run
         .keys_per_layer_cosine
         .iter()
-        .zip(&r.values_per_layer_cosine)
+        .zip(&r.run.values_per_layer_cosine)
         .enumerate()
     {
         let _ = writeln!(md, "| {l} | {} | {} |", fmt_cosine(*k), fmt_cosine(*v));
@@ -330,7 +307,7 @@ fn markdown(r: &RunReport) -> String {
         md,
         "\n## Latency (ms)\n\n| stage | samples | min | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|---|"
     );
-    for l in &r.latency {
+    for l in &r.run.latency {
         let _ = writeln!(
             md,
             "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
@@ -340,7 +317,8 @@ fn markdown(r: &RunReport) -> String {
     let _ = writeln!(
         md,
         "\nSession load (ms): {}",
-        r.load_ms
+        r.run
+            .load_ms
             .iter()
             .map(|(k, v)| format!("{k} {:.1}", v.iter().sum::<f64>() / v.len().max(1) as f64))
             .collect::<Vec<_>>()
@@ -349,8 +327,8 @@ fn markdown(r: &RunReport) -> String {
     let _ = writeln!(
         md,
         "\nHost share of end-to-end: {:.1}% · peak RSS {:.0} MB",
-        r.host_fraction * 100.0,
-        r.peak_rss_mb
+        r.run.host_fraction * 100.0,
+        r.run.peak_rss_mb
     );
     md
 }
@@ -379,7 +357,7 @@ pub fn esc(s: &str) -> String {
 }
 
 fn svg_latency(r: &RunReport) -> String {
-    let rows: Vec<&LatencyStats> = r.latency.iter().collect();
+    let rows: Vec<&LatencyStats> = r.run.latency.iter().collect();
     let max = rows
         .iter()
         .map(|l| l.max_ms)
@@ -497,6 +475,7 @@ pub fn svg_series(
 
 fn html(r: &RunReport) -> String {
     let compared: Vec<&BoundaryParity> = r
+        .run
         .boundaries
         .iter()
         .filter(|b| b.metrics.is_some())
@@ -506,7 +485,7 @@ fn html(r: &RunReport) -> String {
         .iter()
         .filter_map(|b| b.metrics.as_ref().map(|m| m.cosine))
         .collect();
-    let layers: Vec<String> = (0..r.keys_per_layer_cosine.len())
+    let layers: Vec<String> = (0..r.run.keys_per_layer_cosine.len())
         .map(|l| format!("layer {l}"))
         .collect();
     let md_table = markdown(r);
@@ -522,14 +501,14 @@ fn html(r: &RunReport) -> String {
 <h2>Figures</h2>
 <pre>{table}</pre>
 "#,
-        backend = esc(&r.backend),
-        model = esc(&r.model),
-        mode = esc(&r.mode),
+        backend = esc(&r.run.backend),
+        model = esc(&r.run.model),
+        mode = esc(&r.run.mode),
         result = if r.pass { "pass" } else { "FAIL" },
         actions = r
             .actions_max_abs_err
             .map_or("-".into(), |e| format!("{e:.3e}")),
-        emulated = if r.htp_emulated == Some(true) {
+        emulated = if r.run.htp_emulated == Some(true) {
             "The HTP was emulated on x86_64."
         } else {
             ""
@@ -546,13 +525,13 @@ fn html(r: &RunReport) -> String {
             "Per-layer K/V cosine",
             &layers,
             &[
-                ("keys", "#4c78a8", r.keys_per_layer_cosine.clone()),
-                ("values", "#54a24b", r.values_per_layer_cosine.clone())
+                ("keys", "#4c78a8", r.run.keys_per_layer_cosine.clone()),
+                ("values", "#54a24b", r.run.values_per_layer_cosine.clone())
             ]
         ),
         table = esc(&md_table),
     );
-    html_page(&format!("run-{} {}", r.backend, r.model), &body)
+    html_page(&format!("run-{} {}", r.run.backend, r.run.model), &body)
 }
 
 #[cfg(test)]

@@ -5,9 +5,8 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use common::{Scratch, cosines, edit_golden, read_json};
+use common::{Scratch, cosines, edit_golden, read_json, sha256_hex};
 
 const COMPONENTS: [&str; 7] = [
     "vision",
@@ -18,14 +17,6 @@ const COMPONENTS: [&str; 7] = [
     "action_context",
     "action_step",
 ];
-
-fn sha(path: &Path) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(std::fs::read(path).unwrap())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
 
 /// (component, step) -> status from the build report.
 fn statuses(p: &Scratch) -> BTreeMap<(String, String), String> {
@@ -150,7 +141,7 @@ fn build_ctx_cold_noop_weight_change_htp_parity_and_failing_gate() {
     // A perturbed golden output of action_step: it fails at cpu parity, gets no new binary,
     // keeps its previous one untouched; the other six stay built.
     let bin = p.path("ctx/tiny/action_step_socid77_archv73.bin");
-    let before = sha(&bin);
+    let before = sha256_hex(&bin);
     edit_golden(
         &p.path("golden/tiny/action_step_io.npz"),
         "next_trajectory",
@@ -176,7 +167,11 @@ fn build_ctx_cold_noop_weight_change_htp_parity_and_failing_gate() {
             "{c}"
         );
     }
-    assert_eq!(sha(&bin), before, "the previous binary must stay untouched");
+    assert_eq!(
+        sha256_hex(&bin),
+        before,
+        "the previous binary must stay untouched"
+    );
     let refused = p.run(&["parity", "--backend", "htp", "--only", "action_step"]);
     refused.assert_code(1);
     assert!(refused.stdout.contains("is stale"), "{}", refused.all());

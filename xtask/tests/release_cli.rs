@@ -14,16 +14,8 @@ fn hf_double_dir() -> PathBuf {
 
 /// Runs the tool with the `hf` test double first on PATH.
 fn run_with_hf(p: &Scratch, args: &[&str], token: bool, fail: Option<&str>) -> Run {
-    let path = format!(
-        "{}:{}",
-        hf_double_dir().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
-    cmd.arg("--root")
-        .arg(p.dir.path())
-        .args(args)
-        .env("PATH", path)
+    let mut cmd = p.command(args);
+    cmd.env("PATH", common::path_with(&hf_double_dir()))
         .env("HF_TEST_DOUBLE_LOG", p.path("hf.log"))
         .env("HF_TEST_DOUBLE_STORE", p.path("hf-store"));
     if token {

@@ -5,38 +5,27 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use common::{Run, Scratch, read_json, repo_root};
+use common::{Run, Scratch, read_json, repo_root, sha256_hex};
 
 fn double_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qairt-sdk-test-double")
 }
 
 fn run_sdk(p: &Scratch, sdk_root: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let path = format!(
-        "{}:{}",
-        sdk_root.join("bin/x86_64-linux-clang").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
-    cmd.arg("--root")
-        .arg(p.dir.path())
-        .args(args)
-        .env("PATH", path)
-        .env("QAIRT_SDK_ROOT", sdk_root)
-        .env("XTASK_BIN", env!("CARGO_BIN_EXE_xtask"));
+    let mut cmd = p.command(args);
+    cmd.env(
+        "PATH",
+        common::path_with(&sdk_root.join("bin/x86_64-linux-clang")),
+    )
+    .env("QAIRT_SDK_ROOT", sdk_root)
+    .env("XTASK_BIN", env!("CARGO_BIN_EXE_xtask"));
     cmd.env_remove("QAIRT_DOUBLE_FAIL")
         .env_remove("XTASK_SDK_TIMEOUT_SECS");
     for (k, v) in env {
         cmd.env(k, v);
     }
     Run::from(cmd.output().unwrap())
-}
-
-fn sha(path: &Path) -> Vec<u8> {
-    use sha2::Digest;
-    sha2::Sha256::digest(std::fs::read(path).unwrap()).to_vec()
 }
 
 #[test]
@@ -131,10 +120,8 @@ fn build_ctx_with_the_sdk_toolchain_gives_the_same_artifacts_and_reports() {
 #[test]
 fn the_dry_run_prints_the_exact_commands_and_configs_of_the_real_recipes() {
     let p = Scratch::tiny();
-    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .arg("--root")
-        .arg(p.dir.path())
-        .args([
+    let out = p
+        .command(&[
             "build-ctx",
             "--soc",
             "77",
@@ -181,7 +168,7 @@ fn a_failing_a_hanging_and_a_silent_tool_are_clear_errors_and_keep_the_previous_
     run_sdk(&p, &double_root(), &only, &[]).assert_code(0);
     let bin = p.path("ctx/tiny/action_context_socid77_archv73.bin");
     let dlc = p.path("ctx/tiny/action_context.dlc");
-    let bin_before = sha(&bin);
+    let bin_before = sha256_hex(&bin);
 
     let failed = run_sdk(
         &p,
@@ -218,7 +205,7 @@ fn a_failing_a_hanging_and_a_silent_tool_are_clear_errors_and_keep_the_previous_
     );
 
     // (convert succeeded in the runs above and rightly replaced the DLC with a complete one)
-    let dlc_before = sha(&dlc);
+    let dlc_before = sha256_hex(&dlc);
     let silent = run_sdk(
         &p,
         &double_root(),
@@ -234,9 +221,13 @@ fn a_failing_a_hanging_and_a_silent_tool_are_clear_errors_and_keep_the_previous_
         silent.all()
     );
 
-    assert_eq!(sha(&bin), bin_before, "the previous binary is untouched");
     assert_eq!(
-        sha(&dlc),
+        sha256_hex(&bin),
+        bin_before,
+        "the previous binary is untouched"
+    );
+    assert_eq!(
+        sha256_hex(&dlc),
         dlc_before,
         "the DLC is untouched by the converter that wrote nothing"
     );
@@ -292,10 +283,8 @@ fn an_sdk_of_another_version_is_refused_unless_allowed_and_a_missing_sdk_is_expl
         &[],
     )
     .assert_code(0);
-    let none = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .arg("--root")
-        .arg(p.dir.path())
-        .args(["build-ctx", "--toolchain", "sdk"])
+    let none = p
+        .command(&["build-ctx", "--toolchain", "sdk"])
         .env_remove("QAIRT_SDK_ROOT")
         .env_remove("QNN_SDK_ROOT")
         .output()

@@ -26,6 +26,18 @@ pub struct Job<'a> {
     pub staging: &'a Path,
 }
 
+impl Job<'_> {
+    /// Runs one SDK tool for this component, its output kept in the step's log.
+    fn run(&self, tool: &str, args: &[String], step: &str) -> Result<()> {
+        run_tool(
+            &self.sdk.tool(tool)?,
+            args,
+            self.root,
+            &log_path(self.root, self.model, self.comp.name(), step),
+        )
+    }
+}
+
 /// Where a step keeps the tools' output (`reports/<model>/logs/<component>-<step>.log`).
 pub fn log_path(root: &Path, model: &str, comp: &str, step: &str) -> PathBuf {
     root.join("reports")
@@ -36,21 +48,13 @@ pub fn log_path(root: &Path, model: &str, comp: &str, step: &str) -> PathBuf {
 
 /// ONNX → DLC with `qairt-converter`; returns the staged DLC.
 pub fn convert(job: &Job<'_>) -> Result<PathBuf> {
-    let Job {
-        sdk,
-        root,
-        model,
-        comp,
-        staging,
-    } = *job;
-    let dlc = staging.join(format!("{}.dlc", comp.name()));
-    let args = converter_args(comp, &root.join(&comp.file.component.onnx), &dlc);
-    run_tool(
-        &sdk.tool("qairt-converter")?,
-        &args,
-        root,
-        &log_path(root, model, comp.name(), "convert"),
-    )?;
+    let dlc = job.staging.join(format!("{}.dlc", job.comp.name()));
+    let args = converter_args(
+        job.comp,
+        &job.root.join(&job.comp.file.component.onnx),
+        &dlc,
+    );
+    job.run("qairt-converter", &args, "convert")?;
     if !dlc.is_file() {
         bail!("qairt-converter exited 0 but wrote no {}", dlc.display());
     }
@@ -66,12 +70,7 @@ pub fn cpu_run(
     let list = write_inputs(job, inputs)?;
     let out_dir = job.staging.join("output");
     let args = net_run_args(job.sdk, "libQnnCpu.so", dlc, &list, &out_dir);
-    run_tool(
-        &job.sdk.tool("qnn-net-run")?,
-        &args,
-        job.root,
-        &log_path(job.root, job.model, job.comp.name(), "cpu-parity"),
-    )?;
+    job.run("qnn-net-run", &args, "cpu-parity")?;
     read_outputs(job, &out_dir)
 }
 
@@ -97,12 +96,7 @@ pub fn htp_run(
         "--profiling_level".into(),
         "basic".into(),
     ];
-    run_tool(
-        &job.sdk.tool("qnn-net-run")?,
-        &args,
-        job.root,
-        &log_path(job.root, job.model, job.comp.name(), "htp-run"),
-    )?;
+    job.run("qnn-net-run", &args, "htp-run")?;
     let outputs = read_outputs(job, &out_dir)?;
     let log = out_dir.join("qnn-profiling-data_0.log");
     if !log.is_file() {
@@ -115,12 +109,7 @@ pub fn htp_run(
         "--output".into(),
         csv.display().to_string(),
     ];
-    run_tool(
-        &job.sdk.tool("qnn-profile-viewer")?,
-        &args,
-        job.root,
-        &log_path(job.root, job.model, job.comp.name(), "profile"),
-    )?;
+    job.run("qnn-profile-viewer", &args, "profile")?;
     Ok((
         outputs,
         execute_us(&std::fs::read_to_string(&csv).unwrap_or_default()),
@@ -225,11 +214,7 @@ pub fn context(
     bin_name: &str,
 ) -> Result<SdkContext> {
     let Job {
-        sdk,
-        root,
-        model,
-        comp,
-        staging,
+        sdk, comp, staging, ..
     } = *job;
     let configs = context_configs(sdk, comp, soc, staging);
     for (path, json) in &configs {
@@ -237,12 +222,7 @@ pub fn context(
     }
     let bin_stem = bin_name.trim_end_matches(".bin");
     let args = context_generator_args(sdk, dlc, bin_stem, staging, &configs[1].0);
-    run_tool(
-        &sdk.tool("qnn-context-binary-generator")?,
-        &args,
-        root,
-        &log_path(root, model, comp.name(), "context"),
-    )?;
+    job.run("qnn-context-binary-generator", &args, "context")?;
     let bin = staging.join(bin_name);
     if std::fs::metadata(&bin).map(|m| m.len()).unwrap_or(0) == 0 {
         bail!(
@@ -257,12 +237,7 @@ pub fn context(
         "--json_file".into(),
         json_path.display().to_string(),
     ];
-    run_tool(
-        &sdk.tool("qnn-context-binary-utility")?,
-        &args,
-        root,
-        &log_path(root, model, comp.name(), "context-utility"),
-    )?;
+    job.run("qnn-context-binary-utility", &args, "context-utility")?;
     let info: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&json_path).with_context(|| {
             format!(

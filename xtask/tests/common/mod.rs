@@ -70,14 +70,15 @@ impl Scratch {
         self.dir.path().join(rel)
     }
 
+    /// The tool on this scratch project, ready for more environment before it runs.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        cmd.arg("--root").arg(self.dir.path()).args(args);
+        cmd
+    }
+
     pub fn run(&self, args: &[&str]) -> Run {
-        let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
-            .arg("--root")
-            .arg(self.dir.path())
-            .args(args)
-            .output()
-            .unwrap();
-        Run::from(out)
+        Run::from(self.command(args).output().unwrap())
     }
 }
 
@@ -175,4 +176,22 @@ pub fn drop_npz_key(path: &Path, key: &str) {
         }
     }
     writer.finish().unwrap();
+}
+
+/// `PATH` with `dir` first, so a test double there shadows any real tool.
+pub fn path_with(dir: &Path) -> String {
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// sha256 of a file, hex.
+pub fn sha256_hex(path: &Path) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(std::fs::read(path).unwrap())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
