@@ -18,6 +18,19 @@ pub struct ToolVersions {
     pub runtime_source: String,
 }
 
+impl ToolVersions {
+    /// The versions the loaded libraries report, for every report.
+    pub fn of(rt: &crate::runtime::Runtime) -> Self {
+        ToolVersions {
+            xtask: env!("CARGO_PKG_VERSION").into(),
+            onnxruntime: rt.ort_version.clone(),
+            qnn_build: rt.qnn_build_version(),
+            qnn_plugin: crate::runtime::bootstrap::QNN_WHEEL.requirement.into(),
+            runtime_source: rt.libs.source.into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct ParityReport {
     pub model: String,

@@ -6,7 +6,7 @@ use super::{BackendArg, Ctx, Outcome, backend_for, require_files, select_compone
 use crate::component_parity::{ComponentResult, failed_component, load_golden, run_component};
 use crate::recipe::{Component, Model, load_model};
 use crate::report::{ParityReport, ToolVersions, now_unix, print_component, write_parity_report};
-use crate::runtime::bootstrap::{QNN_WHEEL, ensure_runtime};
+use crate::runtime::bootstrap::ensure_runtime;
 use crate::runtime::{Backend, Runtime};
 
 #[derive(clap::Args)]
@@ -58,7 +58,7 @@ impl Parity {
             model: self.model.clone(),
             backend: backend.label().into(),
             created_unix: now_unix(),
-            versions: tool_versions(&rt, &results),
+            versions: ToolVersions::of(&rt),
             htp_emulated: matches!(backend, Backend::QnnHtp(_))
                 .then(super::doctor::htp_is_emulated),
             pass: results.iter().all(|r| r.pass),
@@ -163,16 +163,6 @@ impl Parity {
         result.session_model = ran.display().to_string();
         result.run_seconds = execute_us.map_or(0.0, |us| us / 1e6);
         Ok(result)
-    }
-}
-
-pub fn tool_versions(rt: &Runtime, _results: &[ComponentResult]) -> ToolVersions {
-    ToolVersions {
-        xtask: env!("CARGO_PKG_VERSION").into(),
-        onnxruntime: rt.ort_version.clone(),
-        qnn_build: rt.qnn_build_version(),
-        qnn_plugin: QNN_WHEEL.requirement.into(),
-        runtime_source: rt.libs.source.into(),
     }
 }
 

@@ -278,7 +278,7 @@ impl Run {
                 "resident"
             }
             .into(),
-            versions: super::parity::tool_versions(rt, &[]),
+            versions: crate::report::ToolVersions::of(rt),
             iters: self.iters,
             warmup: self.warmup,
             boundaries,
