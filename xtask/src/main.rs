@@ -1,36 +1,11 @@
 //! `cargo xtask`: regenerate and validate QNN HTP context bundles of split robot policies.
 //! A thin entry point: parse flags, dispatch to one function per command.
 
-mod atomic;
-mod build_report;
-mod cache;
-mod card;
-mod commands;
-mod component_parity;
-mod context_check;
-mod epcontext;
-mod fp16;
-mod hashing;
-mod hf_cli;
-mod onnx_proto;
-mod onnx_writer;
-mod parity;
-mod pipeline;
-mod plan;
-mod progress;
-mod project;
-mod recipe;
-mod report;
-mod run_report;
-mod runtime;
-mod soc;
-mod tensor;
-mod toolchain;
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use xtask::{commands, project, runtime};
 
 #[derive(Parser)]
 #[command(
@@ -74,9 +49,6 @@ enum Command {
     Bisect(commands::bisect::Bisect),
     /// Scan golden and intermediate tensors for values fp16 on the HTP cannot hold.
     LintFp16(commands::lint_fp16::LintFp16),
-    /// (tests only) the test double of the QAIRT SDK's tools.
-    #[command(hide = true)]
-    SdkDouble(commands::sdk_double::SdkDouble),
     /// Benchmarks with ratios against a baseline of the same run: build, chain, parity.
     Bench(commands::bench::Bench),
 }
@@ -98,7 +70,6 @@ fn main() -> ExitCode {
             Command::Parity(cmd) => cmd.run(&ctx),
             Command::BuildCtx(cmd) => cmd.run(&ctx),
             Command::Bench(cmd) => cmd.run(&ctx),
-            Command::SdkDouble(cmd) => cmd.run(&ctx),
             Command::Run(cmd) => cmd.run(&ctx),
             Command::Package(cmd) => cmd.run(&ctx),
             Command::Verify(cmd) => cmd.run(&ctx),

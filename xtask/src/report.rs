@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::component_parity::ComponentResult;
+use crate::parity::component::ComponentResult;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ToolVersions {

@@ -12,9 +12,9 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use super::{BackendArg, Ctx, Outcome, backend_for, require_files, select_components};
-use crate::component_parity::load_golden;
-use crate::onnx_proto::{OnnxSummary, add_graph_outputs, parse_model};
-use crate::parity::compare;
+use crate::parity::component::load_golden;
+use crate::onnx::proto::{OnnxSummary, add_graph_outputs, parse_model};
+use crate::parity::metrics::compare;
 use crate::recipe::load_model;
 use crate::report::fmt_cosine;
 use crate::runtime::bootstrap::ensure_runtime;
@@ -446,13 +446,13 @@ fn html(r: &BisectReport) -> String {
         .map(|p| format!("{} {}", p.op_type, p.node))
         .collect();
     let cos: Vec<f64> = r.points.iter().map(|p| p.cosine).collect();
-    let svg = crate::run_report::svg_series(
+    let svg = crate::chain::report::svg_series(
         "bisect-cosine",
         "Cosine along the graph",
         &labels,
         &[("cosine", "#e45756", cos)],
     );
-    use crate::run_report::{esc, html_page};
+    use crate::chain::report::{esc, html_page};
     let first = r
         .first_divergence
         .as_ref()

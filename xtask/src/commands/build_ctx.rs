@@ -10,19 +10,19 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use super::{Ctx, Outcome, ToolchainArg, select_components};
-use crate::build_report::{
+use crate::build::report::{
     BuildReport, ComponentBuild, OutputFile, StepOutcome, write_build_report,
 };
-use crate::cache::{ComponentRecord, Freshness, StepRecord};
-use crate::component_parity::{load_golden, run_component};
-use crate::context_check::runtime_versions;
+use crate::build::fingerprint::{ComponentRecord, Freshness, StepRecord};
+use crate::parity::component::{load_golden, run_component};
+use crate::build::fresh::runtime_versions;
 use crate::hashing::{HashMemo, sha256_file};
-use crate::plan::{ComponentPlan, PlannedStep, StepKind, Versions, plan_component};
-use crate::progress::Progress;
+use crate::build::plan::{ComponentPlan, PlannedStep, StepKind, Versions, plan_component};
+use crate::build::progress::Progress;
 use crate::recipe::{Component, Model, load_model};
 use crate::runtime::bootstrap::ensure_runtime;
 use crate::runtime::{Backend, HtpTarget, Runtime};
-use crate::soc::Soc;
+use crate::target::soc::Soc;
 use crate::toolchain::sdk::Sdk;
 
 #[derive(clap::Args)]
@@ -207,7 +207,7 @@ fn print_sdk_commands(
             &staging.join("output"),
         );
         crate::outln!("  cpu parity:  {} {}", tool("qnn-net-run"), run.join(" "));
-        let configs = crate::toolchain::sdk_steps::context_configs(sdk, comp, soc, staging);
+        let configs = crate::toolchain::sdk::steps::context_configs(sdk, comp, soc, staging);
         let generate = crate::toolchain::sdk::context_generator_args(
             sdk,
             dlc,
@@ -567,7 +567,7 @@ fn convert_step(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan) -> R
     let staging = staging_dir(env)?;
     if let Some(sdk) = env.sdk {
         let job = sdk_job(env, sdk, comp, staging.path());
-        let dlc = crate::toolchain::sdk_steps::convert(&job)?;
+        let dlc = crate::toolchain::sdk::steps::convert(&job)?;
         check_dlc(&dlc)?;
         let out = move_output(env, &dlc, &plan.artifacts.dlc)?;
         return Ok(StepDone {
@@ -605,9 +605,9 @@ fn cpu_parity_step(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan) -
             let staging = staging_dir(env)?;
             let dlc = env.root.join(&plan.artifacts.dlc);
             let job = sdk_job(env, sdk, comp, staging.path());
-            let actual = crate::toolchain::sdk_steps::cpu_run(&job, &dlc, &golden.inputs)?;
+            let actual = crate::toolchain::sdk::steps::cpu_run(&job, &dlc, &golden.inputs)?;
             let mut result =
-                crate::component_parity::judge_outputs(env.model, comp, &golden, &actual, "cpu")?;
+                crate::parity::component::judge_outputs(env.model, comp, &golden, &actual, "cpu")?;
             result.session_model = crate::project::rel(env.root, &dlc);
             result
         }
@@ -677,7 +677,7 @@ fn context_step(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan) -> R
     let staged_bin = staging.path().join(format!("{stem}_qnn.bin"));
     let bin_name = plan.artifacts.bin_name();
     let info =
-        crate::epcontext::check_and_retarget_wrapper(&staged_wrapper, &staged_bin, &bin_name)?;
+        crate::onnx::epcontext::check_and_retarget_wrapper(&staged_wrapper, &staged_bin, &bin_name)?;
     let bin = move_output(env, &staged_bin, &plan.artifacts.bin)?;
     let wrapper = move_output(env, &staged_wrapper, &plan.artifacts.wrapper)?;
     Ok(StepDone {
@@ -691,8 +691,8 @@ fn sdk_job<'a>(
     sdk: &'a Sdk,
     comp: &'a Component,
     staging: &'a Path,
-) -> crate::toolchain::sdk_steps::Job<'a> {
-    crate::toolchain::sdk_steps::Job {
+) -> crate::toolchain::sdk::steps::Job<'a> {
+    crate::toolchain::sdk::steps::Job {
         sdk,
         root: env.root,
         model: &env.model.file.model.name,
@@ -713,8 +713,8 @@ fn sdk_context_step(
     let stem = plan.artifacts.wrapper_stem();
     let dlc = env.root.join(&plan.artifacts.dlc);
     let job = sdk_job(env, sdk, comp, staging);
-    let made = crate::toolchain::sdk_steps::context(&job, &env.soc, &dlc, &stem, &bin_name)?;
-    let summary = crate::onnx_proto::read_summary(&made.wrapper)?;
+    let made = crate::toolchain::sdk::steps::context(&job, &env.soc, &dlc, &stem, &bin_name)?;
+    let summary = crate::onnx::proto::read_summary(&made.wrapper)?;
     if summary.nodes.len() != 1
         || summary.nodes[0].attr_str("ep_cache_context") != Some(bin_name.as_str())
     {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::{Ctx, Outcome};
-use crate::hf_cli::{check_repo_id, run_hf};
+use crate::bundle::hf::{check_repo_id, run_hf};
 use crate::recipe::{Model, load_model};
 
 #[derive(clap::Args)]

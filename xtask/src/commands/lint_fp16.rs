@@ -5,7 +5,7 @@
 use anyhow::Result;
 
 use super::{Ctx, Outcome, require_files, select_components};
-use crate::component_parity::load_golden;
+use crate::parity::component::load_golden;
 use crate::fp16::{Fp16Finding, scan, scan_golden};
 use crate::recipe::load_model;
 use crate::runtime::bootstrap::ensure_runtime;
@@ -79,7 +79,7 @@ fn intermediates(
 ) -> Result<Vec<Fp16Finding>> {
     let onnx = ctx.root.join(&comp.file.component.onnx);
     let bytes = std::fs::read(&onnx)?;
-    let graph = crate::onnx_proto::parse_model(&bytes)?;
+    let graph = crate::onnx::proto::parse_model(&bytes)?;
     let names: Vec<String> = graph
         .nodes
         .iter()

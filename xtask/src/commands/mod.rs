@@ -11,7 +11,6 @@ pub mod parity;
 pub mod plan;
 pub mod release;
 pub mod run;
-pub mod sdk_double;
 pub mod verify;
 
 use std::path::PathBuf;
@@ -33,8 +32,8 @@ pub enum Outcome {
 }
 
 /// The SoC of `--soc` (an id or chip name), or the model's own target when absent.
-pub fn target_soc(model: &Model, soc: Option<&str>) -> Result<crate::soc::Soc> {
-    crate::soc::parse_soc(soc.unwrap_or(&model.file.target.soc.to_string()))
+pub fn target_soc(model: &Model, soc: Option<&str>) -> Result<crate::target::soc::Soc> {
+    crate::target::soc::parse_soc(soc.unwrap_or(&model.file.target.soc.to_string()))
 }
 
 /// The components named by `--only` (all when empty), in pipeline order.

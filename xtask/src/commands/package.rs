@@ -11,15 +11,15 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::{Ctx, Outcome, select_components};
-use crate::cache::{ComponentRecord, Freshness};
-use crate::card::{BundleComponent, BundleInfo, htp_figures, latency_figures, render};
-use crate::context_check::runtime_versions;
+use crate::build::fingerprint::{ComponentRecord, Freshness};
+use crate::bundle::card::{BundleComponent, BundleInfo, htp_figures, latency_figures, render};
+use crate::build::fresh::runtime_versions;
 use crate::hashing::{HashMemo, sha256_bytes, sha256_file};
-use crate::plan::plan_component;
+use crate::build::plan::plan_component;
 use crate::recipe::{Component, Model, load_model};
 use crate::runtime::Runtime;
 use crate::runtime::bootstrap::{QNN_WHEEL, ensure_runtime};
-use crate::soc::Soc;
+use crate::target::soc::Soc;
 
 #[derive(clap::Args)]
 pub struct Package {
@@ -80,8 +80,8 @@ impl Package {
         let mut components = Vec::new();
         let mut newest_context = 0u64;
         for comp in &comps {
-            let art = crate::plan::artifacts(&self.model, comp.name(), &soc);
-            let built = crate::context_check::as_built(
+            let art = crate::build::plan::artifacts(&self.model, comp.name(), &soc);
+            let built = crate::build::fresh::as_built(
                 versions.clone(),
                 &ComponentRecord::load(&ctx.root.join(&art.record)),
             );
@@ -211,7 +211,7 @@ fn bundle_component(
     comp: &Component,
     record: &ComponentRecord,
     soc: &Soc,
-    art: &crate::plan::Artifacts,
+    art: &crate::build::plan::Artifacts,
 ) -> Result<BundleComponent> {
     let cpu = record.steps.get("cpu_parity").with_context(|| {
         format!(
@@ -299,7 +299,7 @@ fn component_files(
     ctx: &Ctx,
     model: &Model,
     comp: &Component,
-    art: &crate::plan::Artifacts,
+    art: &crate::build::plan::Artifacts,
 ) -> Result<Placement> {
     let name = comp.name();
     let file_name = |p: &Path| {
@@ -343,7 +343,7 @@ fn component_files(
             "dlc",
         ));
     }
-    for ext in crate::plan::external_data(&ctx.root, &comp.file.component.onnx)? {
+    for ext in crate::build::plan::external_data(&ctx.root, &comp.file.component.onnx)? {
         files.push((
             ctx.root.join(&ext),
             format!("onnx/{name}/{}", file_name(&ext)),
@@ -401,11 +401,12 @@ fn usable_report(
 }
 
 fn git_commit(root: &Path) -> String {
-    duct::cmd("git", ["rev-parse", "HEAD"])
+    crate::proc::Proc::new("git")
+        .args(["rev-parse", "HEAD"])
         .dir(root)
-        .stderr_null()
-        .read()
-        .map(|s| s.trim().to_string())
+        .timeout(std::time::Duration::from_secs(30))
+        .run()
+        .map(|done| done.output.trim().to_string())
         .unwrap_or_else(|_| "unknown (not a git checkout)".into())
 }
 

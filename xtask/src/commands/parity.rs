@@ -3,7 +3,7 @@
 use anyhow::{Result, bail};
 
 use super::{BackendArg, Ctx, Outcome, backend_for, require_files, select_components};
-use crate::component_parity::{ComponentResult, failed_component, load_golden, run_component};
+use crate::parity::component::{ComponentResult, failed_component, load_golden, run_component};
 use crate::recipe::{Component, Model, load_model};
 use crate::report::{ParityReport, ToolVersions, now_unix, print_component, write_parity_report};
 use crate::runtime::bootstrap::ensure_runtime;
@@ -90,7 +90,7 @@ impl Parity {
             }
             let session_model = match backend {
                 Backend::QnnHtp(_) => {
-                    crate::context_check::fresh_context_wrapper(&ctx.root, rt, model, comp)?
+                    crate::build::fresh::fresh_context_wrapper(&ctx.root, rt, model, comp)?
                 }
                 _ => ctx.root.join(&comp.file.component.onnx),
             };
@@ -122,14 +122,14 @@ impl Parity {
         comp: &crate::recipe::Component,
         backend: &Backend,
         sdk: &crate::toolchain::sdk::Sdk,
-        golden: &crate::component_parity::GoldenIo,
+        golden: &crate::parity::component::GoldenIo,
     ) -> Result<ComponentResult> {
         let soc = super::target_soc(model, None)?;
-        let art = crate::plan::artifacts(&self.model, comp.name(), &soc);
+        let art = crate::build::plan::artifacts(&self.model, comp.name(), &soc);
         let work = ctx.root.join("target/sdk-parity");
         std::fs::create_dir_all(&work)?;
         let staging = tempfile::tempdir_in(&work)?;
-        let job = crate::toolchain::sdk_steps::Job {
+        let job = crate::toolchain::sdk::steps::Job {
             sdk,
             root: &ctx.root,
             model: &self.model,
@@ -138,18 +138,18 @@ impl Parity {
         };
         let (actual, execute_us, ran) = match backend {
             Backend::QnnHtp(_) => {
-                crate::context_check::fresh_context_wrapper(&ctx.root, rt, model, comp)?;
+                crate::build::fresh::fresh_context_wrapper(&ctx.root, rt, model, comp)?;
                 let inputs = if self.no_clamp {
                     golden.inputs.clone()
                 } else {
                     crate::fp16::clamp_masks(comp, &golden.inputs)
                 };
                 let (out, us) =
-                    crate::toolchain::sdk_steps::htp_run(&job, &ctx.root.join(&art.bin), &inputs)?;
+                    crate::toolchain::sdk::steps::htp_run(&job, &ctx.root.join(&art.bin), &inputs)?;
                 (out, us, &art.bin)
             }
             _ => (
-                crate::toolchain::sdk_steps::cpu_run(
+                crate::toolchain::sdk::steps::cpu_run(
                     &job,
                     &ctx.root.join(&art.dlc),
                     &golden.inputs,
@@ -159,7 +159,7 @@ impl Parity {
             ),
         };
         let mut result =
-            crate::component_parity::judge_outputs(model, comp, golden, &actual, backend.label())?;
+            crate::parity::component::judge_outputs(model, comp, golden, &actual, backend.label())?;
         result.session_model = ran.display().to_string();
         result.run_seconds = execute_us.map_or(0.0, |us| us / 1e6);
         Ok(result)

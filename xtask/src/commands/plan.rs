@@ -5,9 +5,9 @@
 use anyhow::Result;
 
 use super::{Ctx, Outcome, select_components};
-use crate::plan::artifacts;
+use crate::build::plan::artifacts;
 use crate::recipe::load_model;
-use crate::soc::parse_soc;
+use crate::target::soc::parse_soc;
 
 #[derive(clap::Args)]
 pub struct Plan {

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 
 use super::verify::{check_card, check_files, read_manifest};
 use super::{Ctx, Outcome};
-use crate::hf_cli::{check_repo_id, require_hf, run_hf};
+use crate::bundle::hf::{check_repo_id, require_hf, run_hf};
 
 #[derive(clap::Args)]
 pub struct Release {

@@ -9,10 +9,10 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use super::{BackendArg, Ctx, Outcome, backend_for, require_files, select_components};
-use crate::parity::compare;
-use crate::pipeline::{ChainResult, load_host_inputs, run_chain};
+use crate::parity::metrics::compare;
+use crate::chain::pipeline::{ChainResult, load_host_inputs, run_chain};
 use crate::recipe::{HostSection, Model, load_model};
-use crate::run_report::{BoundaryParity, LatencyStats, RunReport, write_run_report};
+use crate::chain::report::{BoundaryParity, LatencyStats, RunReport, write_run_report};
 use crate::runtime::bootstrap::ensure_runtime;
 use crate::runtime::session::CheckedSession;
 use crate::runtime::{Backend, Runtime};
@@ -197,7 +197,7 @@ impl Run {
         for comp in &model.components {
             let path = match self.backend {
                 BackendArg::Htp => {
-                    match crate::context_check::fresh_context_wrapper(&ctx.root, rt, model, comp) {
+                    match crate::build::fresh::fresh_context_wrapper(&ctx.root, rt, model, comp) {
                         Ok(p) => p,
                         Err(e) => {
                             problems.push(format!("  {}: {e:#}", comp.name()));
@@ -267,7 +267,7 @@ impl Run {
             .unwrap_or(1e-4);
         let run_total: f64 = chain_ms.iter().sum();
         let component_total: f64 = sessions.run_ms.values().flatten().sum();
-        Ok(RunReport::new(crate::run_report::RunInputs {
+        Ok(RunReport::new(crate::chain::report::RunInputs {
             model: self.model.clone(),
             backend: backend.label().into(),
             htp_emulated: matches!(backend, Backend::QnnHtp(_))
@@ -315,7 +315,7 @@ fn expected_boundaries(
 ) -> Result<BTreeMap<String, ndarray::ArrayD<f32>>> {
     let mut out = BTreeMap::new();
     for comp in &model.components {
-        let golden = crate::component_parity::load_golden(&ctx.root, comp)?;
+        let golden = crate::parity::component::load_golden(&ctx.root, comp)?;
         for (name, t) in &golden.expected {
             if let Tensor::F32(a) = t {
                 out.insert(format!("{}/{name}", comp.name()), a.clone());

@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 
 use super::package::Manifest;
 use super::{Ctx, Outcome};
-use crate::card::{BundleInfo, htp_figures, latency_figures, render};
+use crate::bundle::card::{BundleInfo, htp_figures, latency_figures, render};
 use crate::hashing::sha256_file;
 use crate::runtime::bootstrap::ensure_runtime;
 use crate::runtime::{Backend, HtpTarget, Runtime};
@@ -120,7 +120,7 @@ fn check_wrappers(dir: &Path) -> Result<Vec<String>> {
     let mut problems = Vec::new();
     for rel in wrappers(dir)? {
         let path = dir.join(&rel);
-        let Ok(summary) = crate::onnx_proto::read_summary(&path) else {
+        let Ok(summary) = crate::onnx::proto::read_summary(&path) else {
             problems.push(format!("{rel}: not a readable ONNX wrapper"));
             continue;
         };
@@ -196,7 +196,7 @@ fn load_binaries(ctx: &Ctx, dir: &Path) -> Result<usize> {
     let all = wrappers(dir)?;
     let runtime_qnn = rt.qnn_build_version().unwrap_or_default();
     for rel in &all {
-        let summary = crate::onnx_proto::read_summary(&dir.join(rel))?;
+        let summary = crate::onnx::proto::read_summary(&dir.join(rel))?;
         let built_with = summary
             .nodes
             .iter()

@@ -164,33 +164,14 @@ fn download_wheel(wheel_dir: &Path, pin: &WheelPin) -> Result<()> {
     fs::create_dir_all(wheel_dir)?;
     eprintln!("fetching {} (pinned wheel, once) ...", pin.requirement);
     let args = pip_download_args(wheel_dir, pin.requirement);
-    let handle = duct::cmd("python3", &args)
-        .stderr_to_stdout()
-        .stdout_capture()
-        .unchecked()
-        .start()
-        .context(
-            "cannot run python3: the embedded runtime is fetched with `python3 -m pip download`",
-        )?;
-    let Some(out) = handle.wait_timeout(PIP_TIMEOUT)? else {
-        handle.kill()?;
-        bail!(
-            "`python3 {}` did not finish within {} s and was stopped; nothing was unpacked. \
-             hint: check access to the package index, or set ORT_DYLIB_PATH and QNN_LIB_DIR",
-            args.join(" "),
-            PIP_TIMEOUT.as_secs()
-        );
-    };
-    if !out.status.success() {
-        let text = String::from_utf8_lossy(&out.stdout);
-        bail!(
-            "`python3 {}` failed ({}):\n{}\nhint: a package registry must be reachable once; \
-             or set ORT_DYLIB_PATH and QNN_LIB_DIR to libraries you already have",
-            args.join(" "),
-            out.status,
-            tail(&text, 20)
-        );
-    }
+    crate::proc::Proc::new("python3")
+        .args(&args)
+        .timeout(PIP_TIMEOUT)
+        .hint(
+            "a package registry must be reachable once (python3 -m pip download); or set \
+             ORT_DYLIB_PATH and QNN_LIB_DIR to libraries you already have; nothing was unpacked",
+        )
+        .run()?;
     Ok(())
 }
 
@@ -278,10 +259,6 @@ fn unpack_shared_libraries(wheel: &Path, dest: &Path) -> Result<Vec<String>> {
     Ok(written)
 }
 
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
 
 #[cfg(test)]
 mod tests {

@@ -1,4 +1,3 @@
 //! Step executors besides the embedded runtime: the QAIRT SDK's command-line tools.
 
 pub mod sdk;
-pub mod sdk_steps;

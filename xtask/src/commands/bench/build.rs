@@ -81,10 +81,10 @@ fn setup_large(repo: &Path, project: &Path, rt: &Runtime, hidden: usize) -> Resu
     const WIDTH: usize = 2560;
     let onnx = project.join("onnx/large/mlp.onnx");
     std::fs::create_dir_all(onnx.parent().context("onnx dir")?)?;
-    crate::onnx_writer::write_mlp(&onnx, SEQ, WIDTH, hidden, 42)?;
+    crate::onnx::writer::write_mlp(&onnx, SEQ, WIDTH, hidden, 42)?;
     let x = ndarray::ArrayD::from_shape_vec(
         vec![1, SEQ, WIDTH],
-        crate::onnx_writer::seeded_weights(SEQ * WIDTH, 7, 1.0),
+        crate::onnx::writer::seeded_weights(SEQ * WIDTH, 7, 1.0),
     )?;
     let inputs = BTreeMap::from([("x".to_string(), Tensor::F32(x))]);
     let mut outputs = rt.open(&onnx, &Backend::OrtCpu)?.run(&inputs)?;

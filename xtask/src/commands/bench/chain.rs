@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 
 use super::super::{Ctx, Outcome};
 use super::{full_width_project, median, python_env, tiny_project, xtask_in};
-use crate::component_parity::load_golden;
+use crate::parity::component::load_golden;
 use crate::recipe::load_model;
 use crate::runtime::bootstrap::ensure_runtime;
 use crate::runtime::{Backend, Runtime};

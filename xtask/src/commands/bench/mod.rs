@@ -7,7 +7,7 @@ mod parity_engine;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use super::{Ctx, Outcome};
 
@@ -43,24 +43,13 @@ impl Bench {
 
 /// Runs this tool in another project root as a separate process; returns its stdout.
 pub fn xtask_in(root: &Path, args: &[&str]) -> Result<String> {
-    let exe = std::env::current_exe()?;
-    let mut argv: Vec<std::ffi::OsString> = vec!["--root".into(), root.into()];
-    argv.extend(args.iter().map(std::ffi::OsString::from));
-    let out = duct::cmd(&exe, &argv)
-        .stdout_capture()
-        .stderr_capture()
-        .unchecked()
-        .run()?;
-    if !out.status.success() {
-        bail!(
-            "`xtask {}` failed in {}:\n{}\n{}",
-            args.join(" "),
-            root.display(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    let done = crate::proc::Proc::new(std::env::current_exe()?)
+        .arg("--root")
+        .arg(root)
+        .args(args)
+        .run()
+        .with_context(|| format!("in the bench project {}", root.display()))?;
+    Ok(done.output)
 }
 
 pub fn link_runtime(repo: &Path, project: &Path) -> Result<()> {
@@ -127,19 +116,7 @@ pub fn python_env(root: &Path) -> Result<PathBuf> {
 /// Runs a program to completion; a failure shows the command and its output. A program given
 /// as a bare name is looked up on PATH; as a path, it is used as is.
 fn run_checked(program: &std::ffi::OsStr, args: &[&str]) -> Result<()> {
-    let out = duct::cmd(program, args)
-        .stderr_to_stdout()
-        .stdout_capture()
-        .unchecked()
-        .run()?;
-    if !out.status.success() {
-        bail!(
-            "`{} {}` failed:\n{}",
-            program.display(),
-            args.join(" "),
-            String::from_utf8_lossy(&out.stdout)
-        );
-    }
+    crate::proc::Proc::new(program).args(args).run()?;
     Ok(())
 }
 

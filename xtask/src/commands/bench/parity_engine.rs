@@ -8,8 +8,8 @@ use anyhow::{Context, Result};
 
 use super::super::{Ctx, Outcome};
 use super::{full_width_project, python_env, xtask_in};
-use crate::component_parity::load_golden;
-use crate::parity::compare;
+use crate::parity::component::load_golden;
+use crate::parity::metrics::compare;
 use crate::recipe::load_model;
 
 #[derive(clap::Args)]

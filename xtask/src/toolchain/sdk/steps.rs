@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::sdk::{
+use super::{
     Sdk, backend_extensions_config, context_generator_args, converter_args, htp_config,
     net_run_args, run_tool, sanitize,
 };
-use crate::onnx_writer::{WrapperTensor, epcontext_wrapper};
+use crate::onnx::writer::{WrapperTensor, epcontext_wrapper};
 use crate::recipe::Component;
-use crate::soc::Soc;
+use crate::target::soc::Soc;
 use crate::tensor::{DType, Tensor};
 
 /// What every SDK step works on: the SDK, the project, the component, its staging folder.

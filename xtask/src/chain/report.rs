@@ -10,7 +10,7 @@ use anyhow::Result;
 use ndarray::ArrayD;
 use serde::Serialize;
 
-use crate::parity::{Metrics, compare};
+use crate::parity::metrics::{Metrics, compare};
 use crate::report::{ToolVersions, fmt_cosine};
 
 #[derive(Debug, Clone, Serialize)]

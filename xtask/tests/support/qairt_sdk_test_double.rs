@@ -12,24 +12,31 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::{Ctx, Outcome};
-use crate::runtime::bootstrap::ensure_runtime;
-use crate::runtime::{Backend, HtpTarget, Runtime};
-use crate::tensor::Tensor;
+use xtask::runtime::bootstrap::ensure_runtime;
+use xtask::runtime::{Backend, HtpTarget, Runtime};
+use xtask::tensor::Tensor;
 
 /// The DLC member where the double remembers which ONNX it converted.
 const SOURCE_MEMBER: &str = "xtask-test-double/source-onnx";
 
-#[derive(clap::Args)]
-pub struct SdkDouble {
-    tool: String,
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    args: Vec<String>,
+/// `qairt-sdk-test-double <tool> <args…>`, run from the project root (the scripts in
+/// `xtask/tests/fixtures/qairt-sdk-test-double/` call it under each tool's name).
+fn main() -> std::process::ExitCode {
+    let mut argv = std::env::args().skip(1);
+    let tool = argv.next().unwrap_or_default();
+    let args: Vec<String> = argv.collect();
+    match run(&tool, &args) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{tool}: ERROR: {e:#}");
+            std::process::ExitCode::from(1)
+        }
+    }
 }
 
-impl SdkDouble {
-    pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
-        let (valued, flags): (&[&str], &[&str]) = match self.tool.as_str() {
+fn run(tool: &str, raw_args: &[String]) -> Result<()> {
+    {
+        let (valued, flags): (&[&str], &[&str]) = match tool {
             "qairt-converter" => (
                 &[
                     "--input_network",
@@ -66,29 +73,30 @@ impl SdkDouble {
             "qnn-profile-viewer" => (&["--input_log", "--output"], &[]),
             other => bail!("{other}: not a tool this test double stands in for"),
         };
-        let args = parse_strict(&self.tool, &self.args, valued, flags)?;
+        let args = parse_strict(tool, raw_args, valued, flags)?;
         let fail = std::env::var("QAIRT_DOUBLE_FAIL").unwrap_or_default();
-        let mode = fail.strip_prefix(&format!("{}:", self.tool)).unwrap_or("");
+        let mode = fail.strip_prefix(&format!("{tool}:")).unwrap_or("");
         match mode {
             "exit1" => {
-                eprintln!("{}: ERROR: simulated failure (test double)", self.tool);
+                eprintln!("{tool}: ERROR: simulated failure (test double)");
                 std::process::exit(1);
             }
             "hang" => loop {
                 std::thread::sleep(std::time::Duration::from_secs(60));
             },
-            "no-output" => return Ok(Outcome::Success),
+            "no-output" => return Ok(()),
             _ => {}
         }
-        let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
-        match self.tool.as_str() {
+        // The embedded runtime of the project the tools are run from (its `target/qnn-runtime/`).
+        let root = std::env::current_dir()?;
+        let rt = Runtime::load(ensure_runtime(&root)?)?;
+        match tool {
             "qairt-converter" => convert(&rt, &args),
             "qnn-net-run" => net_run(&rt, &args),
             "qnn-context-binary-generator" => generate(&rt, &args),
             "qnn-profile-viewer" => profile_viewer(&args),
             _ => utility(&args),
-        }?;
-        Ok(Outcome::Success)
+        }
     }
 }
 
@@ -226,7 +234,7 @@ fn net_run(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
             .flat_map(|v| (*v as f32).to_le_bytes())
             .collect();
         std::fs::write(
-            dir.join(format!("{}.raw", crate::toolchain::sdk::sanitize(&name))),
+            dir.join(format!("{}.raw", xtask::toolchain::sdk::sanitize(&name))),
             bytes,
         )?;
     }
@@ -237,7 +245,7 @@ fn net_run(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
 fn sidecar(bin: &Path) -> Result<PathBuf> {
     let dir = std::env::temp_dir().join("xtask-qairt-test-double");
     std::fs::create_dir_all(&dir)?;
-    Ok(dir.join(format!("{}.json", crate::hashing::sha256_file(bin)?)))
+    Ok(dir.join(format!("{}.json", xtask::hashing::sha256_file(bin)?)))
 }
 
 fn generate(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
@@ -274,7 +282,7 @@ fn generate(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
     let tmp = tempfile::tempdir()?;
     let wrapper = tmp.path().join("g_ctx.onnx");
     rt.compile_context(&onnx, &target, &wrapper)?;
-    let summary = crate::onnx_proto::read_summary(&wrapper)?;
+    let summary = xtask::onnx::proto::read_summary(&wrapper)?;
     let node = summary
         .nodes
         .iter()
@@ -285,9 +293,9 @@ fn generate(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
     std::fs::copy(tmp.path().join("g_ctx_qnn.bin"), &bin)?;
     let session = rt.open(&onnx, &Backend::OrtCpu)?;
     let io =
-        |list: Vec<(String, Option<crate::tensor::DType>, Vec<i64>)>| -> Vec<serde_json::Value> {
+        |list: Vec<(String, Option<xtask::tensor::DType>, Vec<i64>)>| -> Vec<serde_json::Value> {
             list.into_iter()
-            .map(|(name, d, dims)| serde_json::json!({ "info": { "name": name, "dataType": crate::toolchain::sdk_steps::qnn_data_type(d), "dimensions": dims } }))
+            .map(|(name, d, dims)| serde_json::json!({ "info": { "name": name, "dataType": xtask::toolchain::sdk::steps::qnn_data_type(d), "dimensions": dims } }))
             .collect()
         };
     let info = serde_json::json!({ "xtask-test-double-target": target, "info": {
@@ -318,12 +326,12 @@ fn wrapper_for_binary(bin: &Path, dir: &Path) -> Result<(PathBuf, HtpTarget)> {
     let info = sidecar_info(bin)?;
     let target: HtpTarget = serde_json::from_value(info["xtask-test-double-target"].clone())?;
     let graph = &info["info"]["graphs"][0]["info"];
-    let tensors = |key: &str| -> Vec<crate::onnx_writer::WrapperTensor> {
+    let tensors = |key: &str| -> Vec<xtask::onnx::writer::WrapperTensor> {
         graph[key]
             .as_array()
             .into_iter()
             .flatten()
-            .map(|t| crate::onnx_writer::WrapperTensor {
+            .map(|t| xtask::onnx::writer::WrapperTensor {
                 name: t["info"]["name"].as_str().unwrap_or_default().to_string(),
                 dims: t["info"]["dimensions"]
                     .as_array()
@@ -337,7 +345,7 @@ fn wrapper_for_binary(bin: &Path, dir: &Path) -> Result<(PathBuf, HtpTarget)> {
     };
     std::fs::copy(bin, dir.join("ctx.bin"))?;
     let name = graph["graphName"].as_str().unwrap_or_default();
-    let bytes = crate::onnx_writer::epcontext_wrapper(
+    let bytes = xtask::onnx::writer::epcontext_wrapper(
         name,
         "ctx.bin",
         info["info"]["buildId"].as_str().unwrap_or_default(),

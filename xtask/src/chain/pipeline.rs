@@ -81,7 +81,7 @@ pub fn load_host_inputs(root: &Path, model: &Model, host: &HostSection) -> Resul
         .iter()
         .find(|c| c.name() == host.vision)
         .context("vision component")?;
-    let golden = crate::component_parity::load_golden(root, vision)?;
+    let golden = crate::parity::component::load_golden(root, vision)?;
     let pixel_values = golden
         .inputs
         .get(names::PIXEL_VALUES)

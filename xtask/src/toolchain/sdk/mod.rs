@@ -9,7 +9,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use crate::recipe::Component;
-use crate::soc::Soc;
+use crate::target::soc::Soc;
+
+pub mod steps;
 
 /// The tools' folder and libraries' folder for this host, under the SDK root.
 pub const HOST: &str = "x86_64-linux-clang";
@@ -77,13 +79,7 @@ impl Sdk {
         if in_sdk.is_file() {
             return Ok(in_sdk);
         }
-        std::env::var_os("PATH")
-            .and_then(|paths| {
-                std::env::split_paths(&paths)
-                    .map(|d| d.join(name))
-                    .find(|p| p.is_file())
-            })
-            .with_context(|| {
+        crate::proc::on_path(name).with_context(|| {
                 format!(
                     "`{name}` is missing: not in {} nor on PATH",
                     self.root.join("bin").join(HOST).display()
@@ -188,40 +184,15 @@ pub fn step_timeout() -> Duration {
 }
 
 /// Runs one SDK tool in `cwd`, keeping its output in `log`; a failure shows the argv, the exit
-/// status and the tail of the output; a hang is stopped at the timeout.
+/// status, the tail of the output and the log; a hang is stopped at the timeout.
 pub fn run_tool(tool: &Path, args: &[String], cwd: &Path, log: &Path) -> Result<()> {
-    if let Some(dir) = log.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let argv = format!("{} {}", tool.display(), args.join(" "));
-    let handle = duct::cmd(tool, args)
+    crate::proc::Proc::new(tool)
+        .args(args)
         .dir(cwd)
-        .stderr_to_stdout()
-        .stdout_path(log)
-        .unchecked()
-        .start()
-        .with_context(|| format!("cannot start `{argv}`"))?;
-    let timeout = step_timeout();
-    let Some(out) = handle.wait_timeout(timeout)? else {
-        handle.kill()?;
-        bail!(
-            "`{argv}` did not finish within {} s and was stopped (log: {})",
-            timeout.as_secs(),
-            log.display()
-        );
-    };
-    if !out.status.success() {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        let tail: Vec<&str> = text
-            .lines()
-            .rev()
-            .take(12)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        bail!("`{argv}` failed ({}):\n{}", out.status, tail.join("\n"));
-    }
+        .log(log)
+        .timeout(step_timeout())
+        .hint("set XTASK_SDK_TIMEOUT_SECS for longer steps; the tool's whole output is in the log")
+        .run()?;
     Ok(())
 }
 

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cache::{ComponentRecord, Freshness, StepKey, freshness};
+use crate::build::fingerprint::{ComponentRecord, Freshness, StepKey, freshness};
 use crate::hashing::{HashMemo, sha256_bytes};
 use crate::recipe::{Component, Model};
-use crate::soc::Soc;
+use crate::target::soc::Soc;
 
 /// Tool versions that enter every fingerprint.
 #[derive(Debug, Clone, Serialize)]
@@ -256,7 +256,7 @@ fn hash_input(
 
 /// External-data files the ONNX graph refers to (relative to the project root).
 pub fn external_data(root: &Path, onnx_rel: &Path) -> Result<Vec<PathBuf>> {
-    let summary = crate::onnx_proto::read_summary(&root.join(onnx_rel))?;
+    let summary = crate::onnx::proto::read_summary(&root.join(onnx_rel))?;
     let dir = onnx_rel.parent().unwrap_or(Path::new(""));
     Ok(summary
         .external_data

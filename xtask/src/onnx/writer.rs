@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::onnx_proto::{put_bytes, put_varint};
+use crate::onnx::proto::{put_bytes, put_varint};
 
 const FLOAT: u64 = 1;
 
@@ -252,7 +252,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("mlp.onnx");
         write_mlp(&path, 2, 4, 8, 1).unwrap();
-        let summary = crate::onnx_proto::read_summary(&path).unwrap();
+        let summary = crate::onnx::proto::read_summary(&path).unwrap();
         let ops: Vec<&str> = summary.nodes.iter().map(|n| n.op_type.as_str()).collect();
         assert_eq!(ops, ["MatMul", "Sigmoid", "Mul", "MatMul"]);
         assert_eq!(summary.external_data, ["mlp.onnx.data"]);

@@ -7,10 +7,10 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cache::StepRecord;
-use crate::plan::{PlannedStep, Versions};
+use crate::build::fingerprint::StepRecord;
+use crate::build::plan::{PlannedStep, Versions};
 use crate::runtime::Runtime;
-use crate::soc::Soc;
+use crate::target::soc::Soc;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct OutputFile {

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use crate::hashing::sha256_bytes;
-use crate::parity::{Metrics, Verdict, compare, judge, unravel};
+use crate::parity::metrics::{Metrics, Verdict, compare, judge, unravel};
 use crate::recipe::{Component, Gate, Model, check_golden, check_graph_contract};
 use crate::runtime::session::Placement;
 use crate::runtime::{Backend, Runtime};

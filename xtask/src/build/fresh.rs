@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::cache::{ComponentRecord, Freshness};
+use crate::build::fingerprint::{ComponentRecord, Freshness};
 use crate::hashing::{HashMemo, sha256_file};
-use crate::plan::{StepKind, Versions, plan_component};
+use crate::build::plan::{StepKind, Versions, plan_component};
 use crate::recipe::{Component, Model};
 use crate::runtime::Runtime;
 
@@ -48,7 +48,7 @@ pub fn fresh_context_wrapper(
     let soc = crate::commands::target_soc(model, None)?;
     let versions = runtime_versions(rt)?;
     let mut memo = HashMemo::load(&root.join("target/xtask-hash-memo.json"));
-    let art = crate::plan::artifacts(&model.file.model.name, comp.name(), &soc);
+    let art = crate::build::plan::artifacts(&model.file.model.name, comp.name(), &soc);
     let versions = as_built(versions, &ComponentRecord::load(&root.join(&art.record)));
     let plan = plan_component(root, model, comp, &soc, &versions, &mut memo)?;
     let step = plan

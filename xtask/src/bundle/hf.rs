@@ -1,0 +1,45 @@
+//! Hugging Face's own CLI (`hf`, from the `huggingface_hub` package), run as a subprocess:
+//! found on PATH, with a timeout, and every failure shown with its argv, exit status and the
+//! tail of its output.
+
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+
+/// Uploads and downloads of multi-GB bundles take long; a hang is still stopped.
+const HF_TIMEOUT: Duration = Duration::from_secs(6 * 3600);
+
+pub fn require_hf() -> Result<()> {
+    if crate::proc::on_path("hf").is_none() {
+        bail!("the Hugging Face CLI `hf` is not on PATH: {INSTALL_HF}");
+    }
+    Ok(())
+}
+
+const INSTALL_HF: &str =
+    "install it with `python3 -m pip install -U huggingface_hub` (it provides `hf`)";
+
+/// Runs `hf <args>`; returns its output, or an error with the command and the output's tail.
+pub fn run_hf(args: &[String]) -> Result<String> {
+    require_hf()?;
+    let done = crate::proc::Proc::new("hf")
+        .args(args)
+        .timeout(HF_TIMEOUT)
+        .run()?;
+    Ok(done.output)
+}
+
+/// `OWNER/NAME`, nothing else.
+pub fn check_repo_id(repo: &str) -> Result<()> {
+    let parts: Vec<&str> = repo.split('/').collect();
+    let ok = parts.len() == 2
+        && parts.iter().all(|p| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        });
+    if !ok {
+        bail!("--repo must be OWNER/NAME (letters, digits, - _ .), got {repo:?}");
+    }
+    Ok(())
+}

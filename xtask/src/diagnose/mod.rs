@@ -1,0 +1,1 @@
+//! Diagnostics: bisect, fp16 lint, op conformance.

@@ -1,0 +1,24 @@
+//! The library behind `cargo xtask`: every domain of the tool, used by the CLI in `main.rs`
+//! and by the test-support binaries under `tests/support/`.
+//!
+//! Read first: `recipe` (what a model is), `build` (plan → steps → execute), `toolchain`
+//! (who runs a step), `parity` (how numbers are judged), then `chain` and `bundle`.
+
+pub mod atomic;
+pub mod build;
+pub mod bundle;
+pub mod chain;
+pub mod commands;
+pub mod diagnose;
+pub mod fp16;
+pub mod hashing;
+pub mod onnx;
+pub mod parity;
+pub mod proc;
+pub mod project;
+pub mod recipe;
+pub mod report;
+pub mod runtime;
+pub mod target;
+pub mod tensor;
+pub mod toolchain;

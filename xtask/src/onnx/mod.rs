@@ -1,0 +1,5 @@
+//! ONNX protobuf: a reader, writers and the EPContext wrapper.
+
+pub mod epcontext;
+pub mod proto;
+pub mod writer;
