@@ -16,7 +16,8 @@ const TAIL_LINES: usize = 15;
 /// A program to run: argv, environment, working folder, timeout, where its output goes.
 #[derive(Debug, Clone)]
 pub struct Proc {
-    program: PathBuf,
+    /// A bare name is looked up on PATH; anything with a `/` is a path (as `execvp` does).
+    program: OsString,
     args: Vec<OsString>,
     env: Vec<(OsString, OsString)>,
     dir: Option<PathBuf>,
@@ -32,7 +33,7 @@ pub struct Finished {
 }
 
 impl Proc {
-    pub fn new(program: impl Into<PathBuf>) -> Self {
+    pub fn new(program: impl Into<OsString>) -> Self {
         Proc {
             program: program.into(),
             args: Vec::new(),
@@ -87,7 +88,7 @@ impl Proc {
 
     /// The command line as a person would type it (for messages and dry runs).
     pub fn argv(&self) -> String {
-        std::iter::once(self.program.display().to_string())
+        std::iter::once(self.program.to_string_lossy().into_owned())
             .chain(self.args.iter().map(|a| a.to_string_lossy().into_owned()))
             .collect::<Vec<_>>()
             .join(" ")
@@ -220,7 +221,10 @@ mod tests {
             .run()
             .unwrap_err()
             .to_string();
-        assert!(err.contains("`sh -c echo one; echo two >&2; exit 3` failed"), "{err}");
+        assert!(
+            err.contains("`sh -c echo one; echo two >&2; exit 3` failed"),
+            "{err}"
+        );
         assert!(err.contains("exit status: 3"), "{err}");
         assert!(err.contains("one\ntwo"), "{err}");
         assert!(err.contains("step.log"), "{err}");

@@ -360,3 +360,105 @@ fn the_regenerate_workflow_references_real_commands_and_matrix_keys() {
     }
     assert!(text.contains("fromJson(needs.plan.outputs.matrix)"));
 }
+
+/// The Hub as it really is: every repository has a `.gitattributes` that downloads bring along,
+/// `hf upload` keeps stale remote files unless asked to delete them, and `hf auth whoami`
+/// before huggingface_hub 1.9 says "Not logged in" with exit 0.
+#[test]
+fn releases_replace_the_revision_and_fetch_accepts_the_hubs_own_files() {
+    let p = Scratch::tiny();
+    p.run(&[
+        "build-ctx",
+        "--soc",
+        "77",
+        "--only",
+        "action_context,action_step",
+    ])
+    .assert_code(0);
+    let package = |out: &str, only: &str| {
+        let out = p.path(out);
+        p.run(&["package", "--soc", "77", "--only", only, "--out"])
+            .assert_code(2); // --out needs a value
+        p.run(&[
+            "package",
+            "--soc",
+            "77",
+            "--only",
+            only,
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .assert_code(0);
+        out
+    };
+    let both = package("dist/both", "action_context,action_step");
+    let one = package("dist/one", "action_context");
+    let release = |bundle: &Path, token: bool, hub: &str| {
+        let mut cmd = p.command(&[
+            "release",
+            "--repo",
+            "someone/tiny",
+            "--revision",
+            "v1",
+            "--bundle",
+            bundle.to_str().unwrap(),
+        ]);
+        cmd.env("PATH", common::path_with(&hf_double_dir()))
+            .env("HF_TEST_DOUBLE_LOG", p.path("hf.log"))
+            .env("HF_TEST_DOUBLE_STORE", p.path("hf-store"))
+            .env("HF_TEST_DOUBLE_HUB_VERSION", hub)
+            .env_remove("HF_TEST_DOUBLE_FAIL");
+        if token {
+            cmd.env("HF_TOKEN", "t");
+        } else {
+            cmd.env_remove("HF_TOKEN");
+        }
+        Run::from(cmd.output().unwrap())
+    };
+    // An old CLI says "Not logged in" and exits 0: still refused, nothing uploaded.
+    let old = release(&both, false, "1.8.2");
+    old.assert_code(2);
+    assert!(old.stderr.contains("not logged in"), "{}", old.all());
+    assert!(!p.path("hf-store").exists(), "{}", old.all());
+
+    release(&both, true, "1.9.0").assert_code(0);
+    let remote = p.path("hf-store/someone/tiny/v1");
+    assert!(remote.join(".gitattributes").is_file(), "the Hub adds it");
+    assert!(remote.join("ctx/action_step_socid77_archv73.bin").is_file());
+    // Re-release with one component fewer: no stale remote file, `.gitattributes` kept.
+    release(&one, true, "1.9.0").assert_code(0);
+    assert!(!remote.join("ctx/action_step_socid77_archv73.bin").exists());
+    assert!(!remote.join("onnx/action_step").exists());
+    assert!(remote.join(".gitattributes").is_file());
+    let log = std::fs::read_to_string(p.path("hf.log")).unwrap();
+    assert!(log.contains("--delete \\*"), "{log}");
+
+    // A clean clone fetches it: `.gitattributes` and `.cache/huggingface/` are the Hub's own.
+    let f = Scratch::tiny();
+    copy_tree(&p.path("hf-store"), &f.path("hf-store"));
+    let fetch = run_with_hf(
+        &f,
+        &["fetch", "--repo", "someone/tiny", "--revision", "v1"],
+        true,
+        None,
+    );
+    fetch.assert_code(0);
+    assert!(
+        f.path("ctx/tiny/action_context_socid77_archv73.bin")
+            .is_file()
+    );
+    // Anything else unlisted is still refused.
+    std::fs::write(f.path("hf-store/someone/tiny/v1/stray.txt"), b"x").unwrap();
+    let refused = run_with_hf(
+        &f,
+        &["fetch", "--repo", "someone/tiny", "--revision", "v1"],
+        true,
+        None,
+    );
+    refused.assert_code(2);
+    assert!(
+        refused.stderr.contains("extra: stray.txt"),
+        "{}",
+        refused.all()
+    );
+}

@@ -29,6 +29,20 @@ pub fn run_hf(args: &[String]) -> Result<String> {
     Ok(done.output)
 }
 
+/// Refuses to upload unless `hf auth whoami` says who is logged in. Its output is read, not
+/// only its exit code: before huggingface_hub 1.9 it printed "Not logged in" and exited 0.
+pub fn require_login() -> Result<()> {
+    const LOGIN: &str = "not logged in to Hugging Face: set HF_TOKEN or run `hf auth login`";
+    let (status, output) = crate::proc::Proc::new("hf")
+        .args(["auth", "whoami"])
+        .timeout(Duration::from_secs(120))
+        .run_unchecked()?;
+    if !status.success() || output.to_ascii_lowercase().contains("not logged in") {
+        bail!("{LOGIN} (`hf auth whoami` said: {})", output.trim());
+    }
+    Ok(())
+}
+
 /// `OWNER/NAME`, nothing else.
 pub fn check_repo_id(repo: &str) -> Result<()> {
     let parts: Vec<&str> = repo.split('/').collect();

@@ -1,4 +1,11 @@
-//! The Hugging Face bundle: package, verify, manifest, card, and the `hf` CLI.
+//! The Hugging Face bundle: package (assemble, manifest, card), verify, and the `hf` CLI that
+//! releases and fetches it.
 
+pub mod assemble;
 pub mod card;
+pub mod fetch;
 pub mod hf;
+pub mod manifest;
+pub mod package;
+pub mod release;
+pub mod verify;

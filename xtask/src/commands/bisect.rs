@@ -12,8 +12,8 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use super::{BackendArg, Ctx, Outcome, backend_for, require_files, select_components};
-use crate::parity::component::load_golden;
 use crate::onnx::proto::{OnnxSummary, add_graph_outputs, parse_model};
+use crate::parity::component::load_golden;
 use crate::parity::metrics::compare;
 use crate::recipe::load_model;
 use crate::report::fmt_cosine;

@@ -10,15 +10,15 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use super::{Ctx, Outcome, ToolchainArg, select_components};
+use crate::build::fingerprint::{ComponentRecord, Freshness, StepRecord};
+use crate::build::fresh::runtime_versions;
+use crate::build::plan::{ComponentPlan, PlannedStep, StepKind, Versions, plan_component};
+use crate::build::progress::Progress;
 use crate::build::report::{
     BuildReport, ComponentBuild, OutputFile, StepOutcome, write_build_report,
 };
-use crate::build::fingerprint::{ComponentRecord, Freshness, StepRecord};
-use crate::parity::component::{load_golden, run_component};
-use crate::build::fresh::runtime_versions;
 use crate::hashing::{HashMemo, sha256_file};
-use crate::build::plan::{ComponentPlan, PlannedStep, StepKind, Versions, plan_component};
-use crate::build::progress::Progress;
+use crate::parity::component::{load_golden, run_component};
 use crate::recipe::{Component, Model, load_model};
 use crate::runtime::bootstrap::ensure_runtime;
 use crate::runtime::{Backend, HtpTarget, Runtime};
@@ -676,8 +676,11 @@ fn context_step(env: &BuildEnv<'_>, comp: &Component, plan: &ComponentPlan) -> R
     env.rt.compile_context(&onnx, &target, &staged_wrapper)?;
     let staged_bin = staging.path().join(format!("{stem}_qnn.bin"));
     let bin_name = plan.artifacts.bin_name();
-    let info =
-        crate::onnx::epcontext::check_and_retarget_wrapper(&staged_wrapper, &staged_bin, &bin_name)?;
+    let info = crate::onnx::epcontext::check_and_retarget_wrapper(
+        &staged_wrapper,
+        &staged_bin,
+        &bin_name,
+    )?;
     let bin = move_output(env, &staged_bin, &plan.artifacts.bin)?;
     let wrapper = move_output(env, &staged_wrapper, &plan.artifacts.wrapper)?;
     Ok(StepDone {

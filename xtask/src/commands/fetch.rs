@@ -1,15 +1,11 @@
-//! `cargo xtask fetch --repo OWNER/NAME [--model M]`: the reverse of `release`: downloads a
-//! published bundle with `hf download`, checks it against its manifest when it has one, and
-//! lays its files where the model's recipes expect them (`onnx/`, `golden/`, `ctx/`), so the
-//! bundle can be re-validated (`parity --backend cpu|htp`) or rebuilt.
+//! `cargo xtask fetch --repo OWNER/NAME [--model M]`: downloads a published bundle and lays
+//! it out for the model's recipes (see `bundle::fetch`).
 
-use std::path::{Path, PathBuf};
-
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 
 use super::{Ctx, Outcome};
-use crate::bundle::hf::{check_repo_id, run_hf};
-use crate::recipe::{Model, load_model};
+use crate::bundle::fetch::{FetchRequest, fetch};
+use crate::recipe::load_model;
 
 #[derive(clap::Args)]
 pub struct Fetch {
@@ -23,119 +19,13 @@ pub struct Fetch {
 
 impl Fetch {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
-        check_repo_id(&self.repo)?;
         let model = load_model(&ctx.root, &self.model)?;
-        let downloads = ctx.root.join("target/fetch");
-        std::fs::create_dir_all(&downloads)?;
-        let tmp = tempfile::Builder::new()
-            .prefix(&format!("{}-", self.model))
-            .tempdir_in(&downloads)?;
-        let mut args: Vec<String> = vec![
-            "download".into(),
-            self.repo.clone(),
-            "--repo-type".into(),
-            "model".into(),
-            "--local-dir".into(),
-            tmp.path().display().to_string(),
-        ];
-        if let Some(r) = &self.revision {
-            args.extend(["--revision".into(), r.clone()]);
-        }
-        run_hf(&args)?;
-        let dir = tmp.path();
-        if dir.join("manifest.json").is_file() {
-            let problems: Vec<String> = super::verify::check_files(dir)?
-                .into_iter()
-                .filter(|p| !p.starts_with("extra: .cache/"))
-                .collect();
-            if !problems.is_empty() {
-                bail!(
-                    "the downloaded bundle does not match its manifest (nothing was laid out):\n  {}",
-                    problems.join("\n  ")
-                );
-            }
-        } else {
-            crate::outln!(
-                "note: {} has no manifest.json; files are laid out unchecked",
-                self.repo
-            );
-        }
-        let moves = layout(&ctx.root, &model, dir)?;
-        if moves.is_empty() {
-            bail!(
-                "{} holds none of model `{}`'s files (expected onnx/<component>/, golden/, ctx/)",
-                self.repo,
-                self.model
-            );
-        }
-        for (from, to) in &moves {
-            std::fs::create_dir_all(to.parent().context("destination")?)?;
-            let staged = to.with_extension("fetching");
-            std::fs::copy(from, &staged)
-                .with_context(|| format!("cannot copy {}", from.display()))?;
-            crate::atomic::move_into_place(&staged, to)?;
-        }
-        crate::outln!(
-            "fetched {} file(s) of `{}` from {}; next: `cargo xtask parity --backend cpu --model {}` or `cargo xtask build-ctx --model {} --dry-run`",
-            moves.len(),
-            self.model,
-            self.repo,
-            self.model,
-            self.model
-        );
+        fetch(&FetchRequest {
+            root: &ctx.root,
+            repo: &self.repo,
+            revision: self.revision.as_deref(),
+            model: &model,
+        })?;
         Ok(Outcome::Success)
     }
-}
-
-/// Where each bundle file goes for this model: by the recipes' own paths.
-fn layout(root: &Path, model: &Model, bundle: &Path) -> Result<Vec<(PathBuf, PathBuf)>> {
-    let mut moves = Vec::new();
-    let mut add = |from: PathBuf, to: PathBuf| {
-        if from.is_file() {
-            moves.push((from, to));
-        }
-    };
-    for comp in &model.components {
-        let name = comp.name();
-        let onnx_dir = comp.file.component.onnx.parent().unwrap_or(Path::new(""));
-        for entry in std::fs::read_dir(bundle.join("onnx").join(name))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            add(entry.path(), root.join(onnx_dir).join(entry.file_name()));
-        }
-        let golden_name = comp
-            .file
-            .golden
-            .file
-            .file_name()
-            .context("golden file name")?;
-        add(
-            bundle.join("golden").join(golden_name),
-            root.join(&comp.file.golden.file),
-        );
-    }
-    if let Some(host) = &model.file.host {
-        let dir = host.trace.parent().unwrap_or(Path::new(""));
-        for entry in std::fs::read_dir(bundle.join("golden"))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let n = entry.file_name().to_string_lossy().into_owned();
-            if n.starts_with("trace") {
-                add(entry.path(), root.join(dir).join(&n));
-            }
-        }
-    }
-    let ctx_dir = crate::project::ctx_dir(root, &model.file.model.name);
-    for entry in std::fs::read_dir(bundle.join("ctx"))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        add(entry.path(), ctx_dir.join(entry.file_name()));
-    }
-    Ok(moves)
 }

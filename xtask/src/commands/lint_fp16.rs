@@ -5,8 +5,8 @@
 use anyhow::Result;
 
 use super::{Ctx, Outcome, require_files, select_components};
-use crate::parity::component::load_golden;
 use crate::fp16::{Fp16Finding, scan, scan_golden};
+use crate::parity::component::load_golden;
 use crate::recipe::load_model;
 use crate::runtime::bootstrap::ensure_runtime;
 use crate::runtime::{Backend, Runtime};

@@ -9,10 +9,10 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use super::{BackendArg, Ctx, Outcome, backend_for, require_files, select_components};
-use crate::parity::metrics::compare;
 use crate::chain::pipeline::{ChainResult, load_host_inputs, run_chain};
-use crate::recipe::{HostSection, Model, load_model};
 use crate::chain::report::{BoundaryParity, LatencyStats, RunReport, write_run_report};
+use crate::parity::metrics::compare;
+use crate::recipe::{HostSection, Model, load_model};
 use crate::runtime::bootstrap::ensure_runtime;
 use crate::runtime::session::CheckedSession;
 use crate::runtime::{Backend, Runtime};

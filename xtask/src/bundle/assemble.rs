@@ -1,0 +1,147 @@
+//! Laying files into a bundle folder: which files a component contributes and where they go,
+//! hard links for large files and copies for small ones, then the manifest and checksums.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use super::manifest::{Manifest, ManifestEntry};
+use crate::hashing::{sha256_bytes, sha256_file};
+use crate::recipe::{Component, Model};
+
+/// Files at least this large are hard-linked into the bundle instead of copied.
+const HARD_LINK_FROM_BYTES: u64 = 256 << 20;
+
+/// Files to place in the bundle: (source, path in the bundle, role).
+pub type Placement = Vec<(PathBuf, String, &'static str)>;
+
+/// The component's files and where they go in the bundle.
+pub fn component_files(
+    root: &Path,
+    model: &Model,
+    comp: &Component,
+    art: &crate::build::plan::Artifacts,
+) -> Result<Placement> {
+    let name = comp.name();
+    let file_name = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let mut files: Placement = vec![
+        (
+            root.join(&art.bin),
+            format!("ctx/{}", file_name(&art.bin)),
+            "context-binary",
+        ),
+        (
+            root.join(&art.record),
+            format!("ctx/{}", file_name(&art.record)),
+            "build-record",
+        ),
+        (
+            root.join(&comp.file.component.onnx),
+            format!("onnx/{name}/{}", file_name(&comp.file.component.onnx)),
+            "onnx",
+        ),
+        (
+            root.join(&comp.file.golden.file),
+            format!("golden/{}", file_name(&comp.file.golden.file)),
+            "golden",
+        ),
+    ];
+    if model.file.package.wrappers {
+        files.push((
+            root.join(&art.wrapper),
+            format!("ctx/{}", file_name(&art.wrapper)),
+            "epcontext-wrapper",
+        ));
+    }
+    if model.file.package.dlc {
+        files.push((
+            root.join(&art.dlc),
+            format!("ctx/{}", file_name(&art.dlc)),
+            "dlc",
+        ));
+    }
+    for ext in crate::build::plan::external_data(&root, &comp.file.component.onnx)? {
+        files.push((
+            root.join(&ext),
+            format!("onnx/{name}/{}", file_name(&ext)),
+            "onnx-external-data",
+        ));
+    }
+    if let Some(host) = model.file.host.as_ref().filter(|h| h.vision == name) {
+        let trace = root.join(&host.trace);
+        let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace)?)?;
+        files.push((
+            trace.clone(),
+            format!("golden/{}", file_name(&trace)),
+            "trace",
+        ));
+        if let Some(npz) = meta["npz"].as_str() {
+            files.push((trace.with_file_name(npz), format!("golden/{npz}"), "trace"));
+        }
+    }
+    Ok(files)
+}
+
+/// Links or streams every file into `dir`, writes the generated files, the manifest and
+/// SHA256SUMS.
+pub fn assemble(
+    dir: &Path,
+    files: &Placement,
+    generated: &[(String, Vec<u8>)],
+    model: &str,
+) -> Result<Manifest> {
+    let mut entries = BTreeMap::new();
+    for (src, rel, role) in files {
+        let dest = dir.join(rel);
+        std::fs::create_dir_all(dest.parent().context("bundle path")?)?;
+        // Large files are hard-linked (no copy, no memory); small ones are copied, so editing
+        // a bundle file in place can never reach back into ctx/ or onnx/.
+        let large = std::fs::metadata(src)
+            .map(|m| m.len() >= HARD_LINK_FROM_BYTES)
+            .unwrap_or(false);
+        if !large || std::fs::hard_link(src, &dest).is_err() {
+            std::fs::copy(src, &dest)
+                .with_context(|| format!("cannot copy {} into the bundle", src.display()))?;
+        }
+        entries.insert(
+            rel.clone(),
+            ManifestEntry {
+                path: rel.clone(),
+                bytes: std::fs::metadata(&dest)?.len(),
+                sha256: sha256_file(&dest)?,
+                role: role.to_string(),
+            },
+        );
+    }
+    for (rel, bytes) in generated {
+        let dest = dir.join(rel);
+        std::fs::create_dir_all(dest.parent().context("bundle path")?)?;
+        std::fs::write(&dest, bytes)?;
+        let role = if rel == "README.md" {
+            "model-card"
+        } else {
+            "report"
+        };
+        entries.insert(
+            rel.clone(),
+            ManifestEntry {
+                path: rel.clone(),
+                bytes: bytes.len() as u64,
+                sha256: sha256_bytes(bytes),
+                role: role.into(),
+            },
+        );
+    }
+    let manifest = Manifest {
+        format: "xtask-bundle.v1".into(),
+        model: model.into(),
+        files: entries.into_values().collect(),
+    };
+    manifest.write(dir)?;
+    Ok(manifest)
+}

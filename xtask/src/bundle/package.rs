@@ -1,0 +1,319 @@
+//! Packaging a built model as a Hugging Face bundle in the model card's layout (`ctx/`,
+//! `golden/`, `onnx/<component>/`, `reports/`, `README.md`), plus `manifest.json` and
+//! `SHA256SUMS`. Refuses stale artifacts (every stale component is listed) unless
+//! `allow_stale`, and any failed gate. Assembled in a staging folder and renamed into place.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::assemble::{Placement, assemble, component_files};
+use super::card::{BundleComponent, BundleInfo, htp_figures, latency_figures, render};
+use super::manifest::Manifest;
+use crate::build::fingerprint::{ComponentRecord, Freshness};
+use crate::build::fresh::runtime_versions;
+use crate::build::plan::plan_component;
+use crate::hashing::{HashMemo, sha256_bytes, sha256_file};
+use crate::recipe::{Component, Model};
+use crate::runtime::Runtime;
+use crate::runtime::bootstrap::{QNN_WHEEL, ensure_runtime};
+use crate::target::soc::Soc;
+
+/// What to package: the model's selected components for one SoC, into `out`.
+pub struct PackageRequest<'a> {
+    pub root: &'a Path,
+    pub model: &'a Model,
+    pub comps: &'a [&'a Component],
+    pub soc: Soc,
+    /// The bundle folder (absolute); it must not exist or be empty.
+    pub out: PathBuf,
+    pub allow_stale: bool,
+}
+
+pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
+    let PackageRequest {
+        root,
+        model,
+        comps,
+        soc,
+        out,
+        allow_stale,
+    } = req;
+    let (root, model, comps, soc, out, allow_stale) =
+        (*root, *model, *comps, soc, out, *allow_stale);
+    let model_name = &model.file.model.name;
+    if out.exists() && std::fs::read_dir(out)?.next().is_some() {
+        bail!(
+            "{} exists and is not empty: remove it or choose another --out (a bundle is never written over)",
+            out.display()
+        );
+    }
+    let rt = Runtime::load(ensure_runtime(root)?)?;
+    let versions = runtime_versions(&rt)?;
+    let mut memo = HashMemo::load(&root.join("target/xtask-hash-memo.json"));
+    let mut stale = Vec::new();
+    let mut stale_why = Vec::new();
+    let mut files: Placement = Vec::new();
+    let mut components = Vec::new();
+    let mut newest_context = 0u64;
+    for comp in comps {
+        let art = crate::build::plan::artifacts(model_name, comp.name(), soc);
+        let built = crate::build::fresh::as_built(
+            versions.clone(),
+            &ComponentRecord::load(&root.join(&art.record)),
+        );
+        let plan = plan_component(root, model, comp, soc, &built, &mut memo)?;
+        let dirty: Vec<String> = plan
+            .steps
+            .iter()
+            .filter_map(|s| match &s.freshness {
+                Freshness::Dirty(r) => Some(format!(
+                    "{} ({})",
+                    s.kind.label(),
+                    r.iter()
+                        .map(|x| x.to_string())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )),
+                Freshness::Fresh => None,
+            })
+            .collect();
+        if !dirty.is_empty() {
+            stale.push(comp.name().to_string());
+            stale_why.push(format!("`{}` is stale: {}", comp.name(), dirty.join(", ")));
+        }
+        let record = ComponentRecord::load(&root.join(&plan.artifacts.record));
+        let built = record
+            .steps
+            .get(&format!("context@soc{}", soc.id))
+            .map_or(0, |r| r.finished_unix);
+        newest_context = newest_context.max(built);
+        if !stale.is_empty() && !allow_stale {
+            continue; // every stale component is listed before refusing
+        }
+        components.push(bundle_component(
+            root,
+            model,
+            comp,
+            &record,
+            soc,
+            &plan.artifacts,
+        )?);
+        files.extend(component_files(root, model, comp, &plan.artifacts)?);
+    }
+    if !stale.is_empty() && !allow_stale {
+        bail!(
+            "{} of {} component(s) are stale:\n  {}\nrun `cargo xtask build-ctx --soc {} --model {model_name} --only {}` (or pass --allow-stale)",
+            stale.len(),
+            comps.len(),
+            stale_why.join("\n  "),
+            soc.id,
+            stale.join(",")
+        );
+    }
+    let reports = root.join("reports").join(model_name);
+    let htp = usable_report(
+        &reports.join("parity-htp.json"),
+        &comps,
+        newest_context,
+        "HTP parity",
+    )?;
+    let run = ["htp", "cpu", "ort"]
+        .iter()
+        .map(|b| {
+            usable_report(
+                &reports.join(format!("run-{b}.json")),
+                &[],
+                newest_context,
+                "the chain run",
+            )
+            .map(|r| r.map(|r| (b, r)))
+        })
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .next();
+    let info = BundleInfo {
+        model: model_name.clone(),
+        description: model.file.model.description.clone(),
+        soc_id: soc.id,
+        soc_chips: soc.chips.iter().map(|s| s.to_string()).collect(),
+        htp_arch: soc.htp_arch,
+        qairt: model.file.target.qairt.clone(),
+        qnn_build: versions.qnn.clone(),
+        onnxruntime: versions.onnxruntime.clone(),
+        toolchain: format!("embedded ({}, ONNX Runtime QNN EP)", QNN_WHEEL.requirement),
+        commit: git_commit(root),
+        allow_stale: allow_stale,
+        stale,
+        components,
+    };
+    let parent = out.parent().context("--out has no parent")?;
+    std::fs::create_dir_all(parent)?;
+    let staging = tempfile::Builder::new()
+        .prefix(".bundle-")
+        .tempdir_in(parent)?;
+    let mut reports_out: Vec<(String, Vec<u8>)> = vec![(
+        "reports/bundle.json".into(),
+        serde_json::to_vec_pretty(&info)?,
+    )];
+    if let Some(h) = &htp {
+        reports_out.push((
+            "reports/parity-htp.json".into(),
+            serde_json::to_vec_pretty(h)?,
+        ));
+    }
+    if let Some((b, r)) = &run {
+        reports_out.push((
+            format!("reports/run-{b}.json"),
+            serde_json::to_vec_pretty(r)?,
+        ));
+    }
+    let card = render(
+        &info,
+        htp.as_ref().map(htp_figures).as_ref(),
+        run.as_ref().map(|(_, r)| latency_figures(r)).as_ref(),
+    );
+    reports_out.push(("README.md".into(), card.into_bytes()));
+    let manifest = assemble(staging.path(), &files, &reports_out, model_name)?;
+    if out.exists() {
+        std::fs::remove_dir(out)?;
+    }
+    std::fs::rename(staging.keep(), out)
+        .with_context(|| format!("cannot move the bundle to {}", out.display()))?;
+    Ok(manifest)
+}
+
+fn bundle_component(
+    root: &Path,
+    model: &Model,
+    comp: &Component,
+    record: &ComponentRecord,
+    soc: &Soc,
+    art: &crate::build::plan::Artifacts,
+) -> Result<BundleComponent> {
+    let cpu = record.steps.get("cpu_parity").with_context(|| {
+        format!(
+            "`{}` has no passed CPU-parity record: build it first",
+            comp.name()
+        )
+    })?;
+    let context = record
+        .steps
+        .get(&format!("context@soc{}", soc.id))
+        .with_context(|| {
+            format!(
+                "`{}` has no context binary for soc {}: build it first",
+                comp.name(),
+                soc.id
+            )
+        })?;
+    let outputs = cpu.detail["result"]["outputs"]
+        .as_array()
+        .context("the CPU-parity record holds no figures")?;
+    let cpu_cosine: Vec<(String, f64)> = outputs
+        .iter()
+        .map(|o| {
+            (
+                o["name"].as_str().unwrap_or("?").to_string(),
+                o["metrics"]["cosine"].as_f64().unwrap_or(f64::NAN),
+            )
+        })
+        .collect();
+    let waivers = comp
+        .file
+        .outputs
+        .iter()
+        .flat_map(|o| {
+            ["ort", "cpu", "htp"].map(|b| {
+                (
+                    o.name.get_ref().clone(),
+                    comp.gate(&model.file, o.name.get_ref(), b),
+                )
+            })
+        })
+        .filter_map(|(o, g)| g.waiver.map(|w| (o, g.min_cosine, w)))
+        .fold(Vec::new(), |mut acc: Vec<(String, f64, String)>, w| {
+            if !acc.contains(&w) {
+                acc.push(w);
+            }
+            acc
+        });
+    let tensor = |s: &crate::recipe::TensorSpec| {
+        (
+            s.name.get_ref().clone(),
+            s.shape.clone(),
+            s.dtype.to_string(),
+        )
+    };
+    Ok(BundleComponent {
+        name: comp.name().into(),
+        description: comp.file.component.description.clone(),
+        inputs: comp.file.inputs.iter().map(tensor).collect(),
+        outputs: comp.file.outputs.iter().map(tensor).collect(),
+        cpu_cosine,
+        graph_name: context.detail["graph_name"].as_str().unwrap_or("?").into(),
+        ep_sdk_version: context.detail["ep_sdk_version"]
+            .as_str()
+            .map(str::to_string),
+        bin_file: art
+            .bin
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        bin_bytes: std::fs::metadata(root.join(&art.bin))
+            .map(|m| m.len())
+            .unwrap_or(0),
+        optimization_level: comp.file.context.optimization_level,
+        fp16: comp.file.context.fp16,
+        recipe_sha256: sha256_bytes(comp.recipe_text.as_bytes()),
+        onnx_sha256: sha256_file(&root.join(&comp.file.component.onnx))?,
+        golden_sha256: sha256_file(&root.join(&comp.file.golden.file))?,
+        waivers,
+    })
+}
+
+/// A report the card may use: it must pass (a failed gate refuses the package) and be newer
+/// than every packaged context binary (else it is about other binaries and is left out).
+fn usable_report(
+    path: &Path,
+    comps: &[&Component],
+    newest_context: u64,
+    what: &str,
+) -> Result<Option<serde_json::Value>> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Ok(None);
+    };
+    let report: serde_json::Value = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{} is not valid JSON", path.display()))?;
+    if report["created_unix"].as_u64().unwrap_or(0) < newest_context {
+        return Ok(None); // about other binaries than these
+    }
+    let names: Vec<&str> = comps.iter().map(|c| c.name()).collect();
+    let covered: Vec<&str> = report["components"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["component"].as_str())
+        .collect();
+    if names.iter().any(|n| !covered.contains(n)) {
+        return Ok(None);
+    }
+    if report["pass"] == false {
+        bail!(
+            "{what} failed ({}): fix it before packaging",
+            path.display()
+        );
+    }
+    Ok(Some(report))
+}
+
+fn git_commit(root: &Path) -> String {
+    crate::proc::Proc::new("git")
+        .args(["rev-parse", "HEAD"])
+        .dir(root)
+        .timeout(std::time::Duration::from_secs(30))
+        .run()
+        .map(|done| done.output.trim().to_string())
+        .unwrap_or_else(|_| "unknown (not a git checkout)".into())
+}

@@ -1,0 +1,149 @@
+//! Proving a bundle intact: every file re-hashed against `manifest.json` (a changed, missing
+//! or extra file is named), `SHA256SUMS` consistent, every EPContext wrapper resolving to a
+//! binary beside it, every binary loading on the HTP backend, and the card's tables equal to
+//! what the bundled reports render.
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+
+use super::card::{BundleInfo, htp_figures, latency_figures, render};
+use super::manifest::{check_files, read_manifest};
+use crate::runtime::bootstrap::ensure_runtime;
+use crate::runtime::{Backend, HtpTarget, Runtime};
+
+/// Checks everything a bundle claims; returns how many context binaries loaded on the HTP.
+pub fn verify_bundle(root: &Path, dir: &Path) -> Result<usize> {
+    let mut problems = check_files(dir)?;
+    problems.extend(check_wrappers(dir)?);
+    problems.extend(check_card(dir));
+    if !problems.is_empty() {
+        bail!(
+            "bundle {} is NOT intact:\n  {}",
+            dir.display(),
+            problems.join("\n  ")
+        );
+    }
+    load_binaries(root, dir)
+}
+
+fn wrappers(dir: &Path) -> Result<Vec<String>> {
+    Ok(read_manifest(dir)?
+        .files
+        .into_iter()
+        .filter(|f| f.role == "epcontext-wrapper")
+        .map(|f| f.path)
+        .collect())
+}
+
+fn check_wrappers(dir: &Path) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    for rel in wrappers(dir)? {
+        let path = dir.join(&rel);
+        let Ok(summary) = crate::onnx::proto::read_summary(&path) else {
+            problems.push(format!("{rel}: not a readable ONNX wrapper"));
+            continue;
+        };
+        let targets: Vec<String> = summary
+            .nodes
+            .iter()
+            .filter(|n| n.op_type == "EPContext")
+            .filter_map(|n| n.attr_str("ep_cache_context").map(str::to_string))
+            .collect();
+        if targets.is_empty() {
+            problems.push(format!("{rel}: holds no EPContext node"));
+        }
+        for t in targets {
+            if t.contains("..") || Path::new(&t).is_absolute() || !path.with_file_name(&t).is_file()
+            {
+                problems.push(format!(
+                    "{rel}: its EPContext points at {t:?}, which is not a binary beside it"
+                ));
+            }
+        }
+    }
+    Ok(problems)
+}
+
+/// Renders the card from the bundled reports and compares it with README.md.
+pub fn check_card(dir: &Path) -> Vec<String> {
+    let read = |rel: &str| {
+        std::fs::read(dir.join(rel))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+    };
+    let Some(info) =
+        read("reports/bundle.json").and_then(|v| serde_json::from_value::<BundleInfo>(v).ok())
+    else {
+        return vec![
+            "reports/bundle.json is missing or unreadable: the card cannot be checked".into(),
+        ];
+    };
+    let htp = read("reports/parity-htp.json").map(|r| htp_figures(&r));
+    let run = ["htp", "cpu", "ort"]
+        .iter()
+        .find_map(|b| read(&format!("reports/run-{b}.json")))
+        .map(|r| latency_figures(&r));
+    let expected = render(&info, htp.as_ref(), run.as_ref());
+    let actual = std::fs::read_to_string(dir.join("README.md")).unwrap_or_default();
+    if actual == expected {
+        return Vec::new();
+    }
+    let line = expected
+        .lines()
+        .zip(actual.lines())
+        .position(|(a, b)| a != b)
+        .unwrap_or(expected.lines().count().min(actual.lines().count()));
+    vec![format!(
+        "README.md does not match the reports in the bundle (first difference at line {}: {:?})",
+        line + 1,
+        actual.lines().nth(line).unwrap_or("<end of file>")
+    )]
+}
+
+fn load_binaries(root: &Path, dir: &Path) -> Result<usize> {
+    let info: BundleInfo =
+        serde_json::from_slice(&std::fs::read(dir.join("reports/bundle.json"))?)?;
+    let rt = Runtime::load(ensure_runtime(root)?)?;
+    let target = HtpTarget {
+        soc_model: info.soc_id,
+        htp_arch: info.htp_arch,
+        optimization_level: 3,
+        fp16: true,
+        vtcm_mb: 0,
+    };
+    let mut problems = Vec::new();
+    let all = wrappers(dir)?;
+    let runtime_qnn = rt.qnn_build_version().unwrap_or_default();
+    for rel in &all {
+        let summary = crate::onnx::proto::read_summary(&dir.join(rel))?;
+        let built_with = summary
+            .nodes
+            .iter()
+            .find_map(|n| n.attr_str("ep_sdk_version"));
+        match crate::runtime::version::check_context_version(
+            rel,
+            built_with,
+            &runtime_qnn,
+            "cargo xtask build-ctx",
+        ) {
+            Err(e) => {
+                problems.push(format!("{e:#}"));
+                continue;
+            }
+            Ok(Some(note)) => eprintln!("note: {note}"),
+            Ok(None) => {}
+        }
+        if let Err(e) = rt.open(&dir.join(rel), &Backend::QnnHtp(target.clone())) {
+            problems.push(format!("{rel}: does not load on the HTP backend: {e:#}"));
+        }
+    }
+    if !problems.is_empty() {
+        bail!(
+            "bundle {} is NOT intact:\n  {}",
+            dir.display(),
+            problems.join("\n  ")
+        );
+    }
+    Ok(all.len())
+}
