@@ -65,7 +65,7 @@ pub fn component_files(
             "dlc",
         ));
     }
-    for ext in crate::build::plan::external_data(&root, &comp.file.component.onnx)? {
+    for ext in crate::build::plan::external_data(root, &comp.file.component.onnx)? {
         files.push((
             root.join(&ext),
             format!("onnx/{name}/{}", file_name(&ext)),

@@ -19,7 +19,7 @@ pub struct FetchRequest<'a> {
 
 /// Downloads, checks and lays out the bundle; returns how many files were laid out.
 pub fn fetch(req: &FetchRequest<'_>) -> Result<usize> {
-    check_repo_id(&req.repo)?;
+    check_repo_id(req.repo)?;
     let downloads = req.root.join("target/fetch");
     std::fs::create_dir_all(&downloads)?;
     let tmp = tempfile::Builder::new()
@@ -52,7 +52,7 @@ pub fn fetch(req: &FetchRequest<'_>) -> Result<usize> {
             req.repo
         );
     }
-    let moves = layout(&req.root, req.model, dir)?;
+    let moves = layout(req.root, req.model, dir)?;
     if moves.is_empty() {
         bail!(
             "{} holds none of model `{}`'s files (expected onnx/<component>/, golden/, ctx/)",

@@ -114,7 +114,7 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
     let reports = root.join("reports").join(model_name);
     let htp = usable_report(
         &reports.join("parity-htp.json"),
-        &comps,
+        comps,
         newest_context,
         "HTP parity",
     )?;
@@ -144,7 +144,7 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
         onnxruntime: versions.onnxruntime.clone(),
         toolchain: format!("embedded ({}, ONNX Runtime QNN EP)", QNN_WHEEL.requirement),
         commit: git_commit(root),
-        allow_stale: allow_stale,
+        allow_stale,
         stale,
         components,
     };

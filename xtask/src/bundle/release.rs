@@ -31,8 +31,8 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
             bundle.display()
         );
     }
-    let mut problems = check_files(&bundle)?;
-    problems.extend(check_card(&bundle));
+    let mut problems = check_files(bundle)?;
+    problems.extend(check_card(bundle));
     if !problems.is_empty() {
         bail!(
             "refusing to release {}: it is not intact:\n  {}",
@@ -40,7 +40,7 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
             problems.join("\n  ")
         );
     }
-    let manifest = read_manifest(&bundle)?;
+    let manifest = read_manifest(bundle)?;
     let manifest_sha = crate::hashing::sha256_file(&bundle.join("manifest.json"))?;
     let mut upload: Vec<String> = vec![
         "upload".into(),
@@ -71,7 +71,6 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
         bundle.display(),
         req.repo,
         req.revision
-            .as_deref()
             .map(|r| format!(" (revision {r})"))
             .unwrap_or_default(),
         manifest.files.len() + 2,
@@ -103,7 +102,7 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
         .context("the upload failed: the release is NOT published (nothing was recorded)")?;
     let record = serde_json::json!({ "repo": req.repo, "revision": req.revision, "manifest_sha256": manifest_sha, "files": manifest.files.len(), "released_unix": crate::report::now_unix() });
     crate::atomic::write_atomic(
-        &crate::project::reports_dir(&req.root, &req.model).join("release.json"),
+        &crate::project::reports_dir(req.root, req.model).join("release.json"),
         &serde_json::to_vec_pretty(&record)?,
     )?;
     crate::outln!("released {} to {}", bundle.display(), req.repo);

@@ -87,7 +87,7 @@ fn intermediates(
         .filter(|o| !o.is_empty() && !graph.graph_outputs.contains(o))
         .collect();
     let work = ctx.root.join("target/lint-fp16").join(comp.name());
-    let copy = super::bisect::write_exposed_copy(&work, &onnx, &bytes, &graph, &names)?;
+    let copy = crate::diagnose::probe::write_exposed_copy(&work, &onnx, &bytes, &graph, &names)?;
     // Fed what the HTP is fed: marked masks clamped.
     let outputs = rt
         .open(&copy, &Backend::OrtCpu)?

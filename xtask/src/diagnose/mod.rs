@@ -1,1 +1,6 @@
-//! Diagnostics: bisect, fp16 lint, op conformance.
+//! Diagnostics that turn a failed gate into a cause: bisect (the first divergent operator),
+//! the probe that exposes intermediate tensors, and the fp16 range lint.
+
+pub mod bisect;
+pub mod bisect_report;
+pub mod probe;

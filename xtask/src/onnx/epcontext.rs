@@ -8,7 +8,8 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
-use crate::onnx::proto::{parse_model, set_node_string_attr};
+use crate::onnx::proto::parse_model;
+use crate::onnx::rewrite::set_node_string_attr;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ContextInfo {

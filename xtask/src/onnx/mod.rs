@@ -2,4 +2,5 @@
 
 pub mod epcontext;
 pub mod proto;
+pub mod rewrite;
 pub mod writer;

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::onnx::proto::{put_bytes, put_varint};
+use crate::onnx::rewrite::{put_bytes, put_varint};
 
 const FLOAT: u64 = 1;
 

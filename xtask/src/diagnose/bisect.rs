@@ -1,0 +1,265 @@
+//! Bisect: the first operator (in topological order) whose output diverges between ORT's CPU
+//! EP (the reference) and a QNN backend, both fed the golden inputs. When a graph has more
+//! intermediate tensors than one round may expose, the search narrows in rounds to the span
+//! where divergence starts (`narrow`, pure), then walks back until the divergent node's own
+//! inputs are measured, so the report says whether the operator or what fed it went wrong.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::bisect_report::{BisectReport, TensorPoint, divergence};
+use super::probe::Probe;
+use crate::onnx::proto::parse_model;
+use crate::parity::component::GoldenIo;
+use crate::recipe::Component;
+use crate::runtime::{Backend, Runtime};
+
+/// (cosine, max abs error) of each measured candidate tensor, by candidate index.
+pub type Measured = BTreeMap<usize, (f64, f64)>;
+
+/// One round's result: (cosine, max abs error) per picked tensor, None where not comparable.
+pub type Round = Result<Vec<Option<(f64, f64)>>>;
+
+/// What one bisect needs: the component, its golden inputs, the backend, the search settings.
+pub struct BisectJob<'a> {
+    pub root: &'a Path,
+    pub model: &'a str,
+    pub comp: &'a Component,
+    pub golden: &'a GoldenIo,
+    pub rt: &'a Runtime,
+    pub backend: &'a Backend,
+    pub threshold: f64,
+    pub max_outputs: usize,
+}
+
+pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
+    let onnx_path = job.root.join(&job.comp.file.component.onnx);
+    let bytes = std::fs::read(&onnx_path)?;
+    let graph = parse_model(&bytes)?;
+    let candidates: Vec<(usize, String)> = graph
+        .nodes
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| {
+            n.outputs
+                .iter()
+                .filter(|o| !o.is_empty())
+                .map(move |o| (i, o.clone()))
+        })
+        .collect();
+    let work = job
+        .root
+        .join("target/bisect")
+        .join(format!("{}-{}", job.model, job.comp.name()));
+    let mut probe = Probe {
+        rt: job.rt,
+        backend: job.backend,
+        work: &work,
+        original: &onnx_path,
+        bytes: &bytes,
+        golden: &job.golden.inputs,
+        graph: &graph,
+        rounds: 0,
+    };
+    let mut measure = |picked: &[usize]| -> Round {
+        let names: Vec<String> = picked.iter().map(|&i| candidates[i].1.clone()).collect();
+        probe.compare(&names)
+    };
+    let mut measured = narrow(
+        candidates.len(),
+        job.max_outputs,
+        job.threshold,
+        &mut measure,
+    )?;
+    let inputs_of = |bad: usize| -> Vec<usize> {
+        graph.nodes[candidates[bad].0]
+            .inputs
+            .iter()
+            .filter_map(|inp| candidates.iter().position(|(_, n)| n == inp))
+            .collect()
+    };
+    walk_back(&mut measured, job.threshold, inputs_of, &mut measure)?;
+    let points: Vec<TensorPoint> = measured
+        .iter()
+        .map(|(&i, &(cosine, max_abs_err))| {
+            let node = &graph.nodes[candidates[i].0];
+            TensorPoint {
+                index: i,
+                tensor: candidates[i].1.clone(),
+                node: node.name.clone(),
+                op_type: node.op_type.clone(),
+                cosine,
+                max_abs_err,
+            }
+        })
+        .collect();
+    let shapes = probe.shapes();
+    let first = points.iter().find(|p| p.cosine < job.threshold).map(|p| {
+        divergence(
+            &graph,
+            &candidates,
+            p,
+            &measured,
+            &job.golden.inputs,
+            &shapes,
+        )
+    });
+    Ok(BisectReport {
+        model: job.model.to_string(),
+        component: job.comp.name().into(),
+        backend: job.backend.label().into(),
+        threshold: job.threshold,
+        rounds: probe.rounds,
+        tensors_compared: points.len(),
+        points,
+        first_divergence: first,
+    })
+}
+
+/// Narrows `count` candidate tensors (topological order) in rounds of at most `max_outputs`
+/// measured at once, evenly spaced, to the span where the cosine first falls below
+/// `threshold`; every measurement is kept. `measure` gets candidate indexes and returns
+/// (cosine, max abs error) per index, None where a tensor cannot be compared.
+pub fn narrow(
+    count: usize,
+    max_outputs: usize,
+    threshold: f64,
+    measure: &mut impl FnMut(&[usize]) -> Round,
+) -> Result<Measured> {
+    let mut measured = Measured::new();
+    let (mut lo, mut hi) = (0usize, count);
+    loop {
+        let span = hi - lo;
+        let dense = span <= max_outputs;
+        let picked: Vec<usize> = if dense {
+            (lo..hi).collect()
+        } else {
+            (0..max_outputs)
+                .map(|k| lo + k * (span - 1) / (max_outputs - 1))
+                .collect()
+        };
+        for (&i, r) in picked.iter().zip(measure(&picked)?) {
+            if let Some(r) = r {
+                measured.insert(i, r);
+            }
+        }
+        let first_bad = picked
+            .iter()
+            .copied()
+            .find(|i| measured.get(i).is_some_and(|(c, _)| *c < threshold));
+        match first_bad {
+            _ if dense => return Ok(measured),
+            None => return Ok(measured),
+            Some(bad) => {
+                let prev_good = picked.iter().copied().rfind(|i| *i < bad);
+                let new_lo = prev_good.map_or(lo, |g| g + 1);
+                if (new_lo, bad + 1) == (lo, hi) {
+                    return Ok(measured);
+                }
+                (lo, hi) = (new_lo, bad + 1);
+            }
+        }
+    }
+}
+
+/// Measures the inputs of the first divergent tensor's node until they are all known (at most
+/// 16 steps back), so a divergence inherited from an input is not blamed on the operator.
+pub fn walk_back(
+    measured: &mut Measured,
+    threshold: f64,
+    inputs_of: impl Fn(usize) -> Vec<usize>,
+    measure: &mut impl FnMut(&[usize]) -> Round,
+) -> Result<()> {
+    for _ in 0..16 {
+        let Some(&bad) = measured
+            .iter()
+            .find(|(_, (c, _))| *c < threshold)
+            .map(|(i, _)| i)
+        else {
+            return Ok(());
+        };
+        let missing: Vec<usize> = inputs_of(bad)
+            .into_iter()
+            .filter(|i| !measured.contains_key(i))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        for (&i, r) in missing.iter().zip(measure(&missing)?) {
+            if let Some(r) = r {
+                measured.insert(i, r);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake graph of `n` tensors whose cosine drops from `bad` on; counts the rounds.
+    fn fake(bad: usize) -> impl FnMut(&[usize]) -> Round {
+        move |picked: &[usize]| {
+            Ok(picked
+                .iter()
+                .map(|&i| Some((if i >= bad { 0.5 } else { 1.0 }, 0.0)))
+                .collect())
+        }
+    }
+
+    #[test]
+    fn narrowing_finds_the_first_divergent_tensor_in_few_rounds() {
+        let mut rounds = 0;
+        let mut inner = fake(613);
+        let mut measure = |p: &[usize]| {
+            rounds += 1;
+            assert!(p.len() <= 8, "a round exposes at most max_outputs tensors");
+            inner(p)
+        };
+        let m = narrow(1000, 8, 0.9999, &mut measure).unwrap();
+        let first = m.iter().find(|(_, (c, _))| *c < 0.9999).map(|(i, _)| *i);
+        assert_eq!(first, Some(613));
+        assert!(
+            m.contains_key(&612),
+            "the tensor just before is measured and fine"
+        );
+        assert!(
+            rounds <= 6,
+            "{rounds} rounds for 1000 tensors in rounds of 8"
+        );
+    }
+
+    #[test]
+    fn no_divergence_stops_after_one_sampled_round() {
+        let mut rounds = 0;
+        let mut inner = fake(usize::MAX);
+        let mut measure = |p: &[usize]| {
+            rounds += 1;
+            inner(p)
+        };
+        let m = narrow(100, 10, 0.9999, &mut measure).unwrap();
+        assert_eq!(rounds, 1);
+        assert!(
+            m.contains_key(&0) && m.contains_key(&99),
+            "the ends are sampled"
+        );
+    }
+
+    #[test]
+    fn walking_back_measures_the_divergent_nodes_inputs() {
+        let mut measured = Measured::from([(5, (0.5, 1.0))]);
+        let mut measure = fake(5);
+        walk_back(
+            &mut measured,
+            0.9999,
+            |i| if i == 5 { vec![2, 3] } else { vec![] },
+            &mut measure,
+        )
+        .unwrap();
+        assert_eq!(measured.get(&2), Some(&(1.0, 0.0)));
+        assert_eq!(measured.get(&3), Some(&(1.0, 0.0)));
+    }
+}

@@ -1,0 +1,108 @@
+//! Running a graph with intermediate tensors exposed: a copy of the ONNX with extra graph
+//! outputs (the user's file is never edited), run on ORT's CPU EP (the reference) and on a QNN
+//! backend with the same inputs; shared by `bisect` and `lint-fp16`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::onnx::proto::OnnxSummary;
+use crate::onnx::rewrite::add_graph_outputs;
+use crate::parity::metrics::compare;
+use crate::runtime::{Backend, Runtime};
+use crate::tensor::Tensor;
+
+pub struct Probe<'a> {
+    pub rt: &'a Runtime,
+    pub backend: &'a Backend,
+    pub work: &'a Path,
+    pub original: &'a Path,
+    pub bytes: &'a [u8],
+    pub golden: &'a BTreeMap<String, Tensor>,
+    pub graph: &'a OnnxSummary,
+    pub rounds: usize,
+}
+
+impl Probe<'_> {
+    /// One round: a copy of the graph exposing `names`, run on the reference and the backend;
+    /// (cosine, max abs error) per name, None for non-float tensors.
+    pub fn compare(&mut self, names: &[String]) -> Result<Vec<Option<(f64, f64)>>> {
+        self.rounds += 1;
+        // Graph outputs are returned anyway; only intermediate tensors are added.
+        let extra: Vec<String> = names
+            .iter()
+            .filter(|n| !self.graph.graph_outputs.contains(n))
+            .cloned()
+            .collect();
+        let copy = self.write_copy(&extra)?;
+        let reference = self
+            .rt
+            .open(&copy, &Backend::OrtCpu)?
+            .run(self.golden)
+            .context("reference run")?;
+        let actual = self
+            .rt
+            .open(&copy, self.backend)
+            .with_context(
+                || "the QNN backend refused the graph with its intermediate tensors exposed",
+            )?
+            .run(self.golden)?;
+        std::fs::create_dir_all(self.work)?;
+        let shapes: BTreeMap<String, Vec<usize>> = reference
+            .iter()
+            .map(|(k, t)| (k.clone(), t.shape()))
+            .collect();
+        std::fs::write(self.work.join("shapes.json"), serde_json::to_vec(&shapes)?)?;
+        Ok(names
+            .iter()
+            .map(|n| match (reference.get(n), actual.get(n)) {
+                (Some(r @ (Tensor::F32(_) | Tensor::F16(_))), Some(a))
+                    if r.shape() == a.shape() =>
+                {
+                    let m = compare(&a.to_f64_vec(), &r.to_f64_vec(), 0.0, 0.0);
+                    Some((m.cosine, m.max_abs_err))
+                }
+                _ => None,
+            })
+            .collect())
+    }
+
+    fn write_copy(&self, names: &[String]) -> Result<PathBuf> {
+        write_exposed_copy(self.work, self.original, self.bytes, self.graph, names)
+    }
+
+    pub fn shapes(&self) -> BTreeMap<String, Vec<usize>> {
+        std::fs::read(self.work.join("shapes.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+}
+
+/// A copy of the graph exposing `names` as outputs, in `work` with the original's external
+/// data linked beside it (the user's file is never edited).
+pub fn write_exposed_copy(
+    work: &Path,
+    original: &Path,
+    bytes: &[u8],
+    graph: &OnnxSummary,
+    names: &[String],
+) -> Result<PathBuf> {
+    if work.exists() {
+        std::fs::remove_dir_all(work)?;
+    }
+    std::fs::create_dir_all(work)?;
+    // ORT refuses external data that resolves outside the model's folder (a symlink does), so
+    // the data is hard-linked (same filesystem) or copied.
+    for loc in &graph.external_data {
+        let (from, to) = (original.with_file_name(loc), work.join(loc));
+        if std::fs::hard_link(&from, &to).is_err() {
+            std::fs::copy(&from, &to)
+                .with_context(|| format!("cannot copy external data {loc}"))?;
+        }
+    }
+    let copy = work.join(original.file_name().context("onnx name")?);
+    std::fs::write(&copy, add_graph_outputs(bytes, names)?)?;
+    Ok(copy)
+}
