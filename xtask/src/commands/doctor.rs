@@ -10,11 +10,22 @@ use crate::runtime::probe::probe_backend;
 use crate::runtime::{Backend, HtpTarget, Runtime};
 
 #[derive(clap::Args)]
-pub struct Doctor {}
+pub struct Doctor {
+    /// Unpack the embedded runtime again from its sha256-checked wheels (after damage).
+    #[arg(long)]
+    repair_runtime: bool,
+}
 
 impl Doctor {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        if self.repair_runtime {
+            crate::runtime::bootstrap::repair_runtime(&ctx.root)?;
+            crate::outln!("runtime unpacked again from the verified wheels");
+        }
         let libs = ensure_runtime(&ctx.root)?;
+        if let Some(n) = crate::runtime::bootstrap::rehash_runtime(&ctx.root)? {
+            crate::outln!("runtime files {n} unpacked files match their recorded sha256");
+        }
         let rt = Runtime::load(libs)?;
         crate::outln!(
             "ONNX Runtime  {} ({})",

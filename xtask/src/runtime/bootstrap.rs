@@ -67,19 +67,114 @@ pub fn ensure_runtime(root: &Path) -> Result<RuntimeLibs> {
         return Ok(libs);
     }
     let runtime_dir = root.join("target/qnn-runtime").join(RUNTIME_DIR_NAME);
-    if !runtime_dir.join("manifest.json").is_file() {
-        let wheel_dir = root.join("target/qnn-runtime/wheels");
-        let wheels = [
-            fetch_verified_wheel(&wheel_dir, &ORT_WHEEL)?,
-            fetch_verified_wheel(&wheel_dir, &QNN_WHEEL)?,
-        ];
-        unpack_runtime(&wheels, &runtime_dir)?;
+    let manifest = read_runtime_manifest(&runtime_dir);
+    if manifest.is_none() {
+        if runtime_dir.join("manifest.json").is_file() {
+            eprintln!("note: the unpacked runtime predates per-file hashes; unpacking it again");
+        }
+        unpack_from_verified_wheels(root, &runtime_dir)?;
     }
+    // Cheap, before anything is loaded: a truncated library would kill the process with
+    // SIGBUS when mapped, with no message at all.
+    check_runtime_files(root, &runtime_dir, false)?;
     Ok(RuntimeLibs {
         ort_dylib: runtime_dir.join(ORT_LIB_IN_WHEEL),
         qnn_dir: runtime_dir.join(QNN_DIR_IN_WHEEL),
         source: "embedded",
     })
+}
+
+fn unpack_from_verified_wheels(root: &Path, runtime_dir: &Path) -> Result<()> {
+    let wheel_dir = root.join("target/qnn-runtime/wheels");
+    let wheels = [
+        fetch_verified_wheel(&wheel_dir, &ORT_WHEEL)?,
+        fetch_verified_wheel(&wheel_dir, &QNN_WHEEL)?,
+    ];
+    unpack_runtime(&wheels, runtime_dir)
+}
+
+/// One unpacked file of the runtime, as recorded when it was unpacked.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RuntimeFile {
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct RuntimeManifest {
+    ort_wheel_sha256: String,
+    qnn_wheel_sha256: String,
+    files: Vec<RuntimeFile>,
+}
+
+/// The manifest of an unpacked runtime; None when absent or of the old format (no hashes).
+fn read_runtime_manifest(runtime_dir: &Path) -> Option<RuntimeManifest> {
+    let bytes = fs::read(runtime_dir.join("manifest.json")).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The command that rebuilds a damaged runtime from the verified wheels.
+pub const REPAIR_COMMAND: &str = "cargo xtask doctor --repair-runtime";
+
+/// Checks every unpacked file against the manifest: its size always, its sha256 when
+/// `rehash` (doctor). Names each damaged file and the command that repairs the runtime.
+pub fn check_runtime_files(root: &Path, runtime_dir: &Path, rehash: bool) -> Result<usize> {
+    let manifest = read_runtime_manifest(runtime_dir).with_context(|| {
+        format!(
+            "{} has no readable manifest: run `{REPAIR_COMMAND}`",
+            crate::project::rel(root, runtime_dir)
+        )
+    })?;
+    let mut damaged = Vec::new();
+    for f in &manifest.files {
+        let path = runtime_dir.join(&f.path);
+        match fs::metadata(&path) {
+            Err(_) => damaged.push(format!("{} is missing", f.path)),
+            Ok(m) if m.len() != f.bytes => damaged.push(format!(
+                "{} has {} bytes, {} when unpacked (truncated or replaced)",
+                f.path,
+                m.len(),
+                f.bytes
+            )),
+            Ok(_) if rehash => {
+                let sha = sha256_file(&path)?;
+                if sha != f.sha256 {
+                    damaged.push(format!(
+                        "{} has sha256 {sha}, {} when unpacked",
+                        f.path, f.sha256
+                    ));
+                }
+            }
+            Ok(_) => {}
+        }
+    }
+    if !damaged.is_empty() {
+        bail!(
+            "the embedded QNN runtime in {} is damaged:\n  {}\nrepair it with `{REPAIR_COMMAND}` \
+             (re-unpacks it from the sha256-checked wheels)",
+            crate::project::rel(root, runtime_dir),
+            damaged.join("\n  ")
+        );
+    }
+    Ok(manifest.files.len())
+}
+
+/// Re-hashes every file of the embedded runtime (doctor); None for user-provided libraries.
+pub fn rehash_runtime(root: &Path) -> Result<Option<usize>> {
+    if user_libs()?.is_some() {
+        return Ok(None);
+    }
+    let runtime_dir = root.join("target/qnn-runtime").join(RUNTIME_DIR_NAME);
+    check_runtime_files(root, &runtime_dir, true).map(Some)
+}
+
+/// Unpacks the runtime again from the wheels (re-checked against their pins).
+pub fn repair_runtime(root: &Path) -> Result<()> {
+    let runtime_dir = root.join("target/qnn-runtime").join(RUNTIME_DIR_NAME);
+    unpack_from_verified_wheels(root, &runtime_dir)?;
+    check_runtime_files(root, &runtime_dir, true)?;
+    Ok(())
 }
 
 /// The runtime when it is already unpacked (or user-provided), without fetching anything.
@@ -150,11 +245,17 @@ fn fetch_verified_wheel(wheel_dir: &Path, pin: &WheelPin) -> Result<PathBuf> {
 pub fn verify_wheel_hash(path: &Path, pin: &WheelPin) -> Result<()> {
     let actual = sha256_file(path)?;
     if actual != pin.sha256 {
+        let removed = fs::remove_file(path).is_ok();
         bail!(
             "refusing {}: sha256 {actual} does not match the pinned {} (xtask/src/runtime/bootstrap.rs); \
-             nothing was unpacked. Delete the file and run again to re-download it.",
+             nothing was unpacked{}",
             path.display(),
-            pin.sha256
+            pin.sha256,
+            if removed {
+                "; the file was removed, run again to download it again"
+            } else {
+                "; delete the file and run again to download it again"
+            }
         );
     }
     Ok(())
@@ -211,11 +312,11 @@ fn unpack_runtime(wheels: &[PathBuf], runtime_dir: &Path) -> Result<()> {
     for wheel in wheels {
         files.extend(unpack_shared_libraries(wheel, staging.path())?);
     }
-    let manifest = serde_json::json!({
-        "ort_wheel": ORT_WHEEL.file, "ort_wheel_sha256": ORT_WHEEL.sha256,
-        "qnn_wheel": QNN_WHEEL.file, "qnn_wheel_sha256": QNN_WHEEL.sha256,
-        "files": files,
-    });
+    let manifest = RuntimeManifest {
+        ort_wheel_sha256: ORT_WHEEL.sha256.into(),
+        qnn_wheel_sha256: QNN_WHEEL.sha256.into(),
+        files,
+    };
     fs::write(
         staging.path().join("manifest.json"),
         serde_json::to_vec_pretty(&manifest)?,
@@ -234,7 +335,7 @@ fn unpack_runtime(wheels: &[PathBuf], runtime_dir: &Path) -> Result<()> {
 
 /// Extracts every `*.so*` member, keeping the wheel's relative layout: the QNN plugin expects
 /// its bundled libc++ in `../onnxruntime_qnn.libs` and silently falls back to CPU without it.
-fn unpack_shared_libraries(wheel: &Path, dest: &Path) -> Result<Vec<String>> {
+fn unpack_shared_libraries(wheel: &Path, dest: &Path) -> Result<Vec<RuntimeFile>> {
     let file = fs::File::open(wheel).with_context(|| format!("open {}", wheel.display()))?;
     let mut archive =
         zip::ZipArchive::new(file).with_context(|| format!("{} is not a zip", wheel.display()))?;
@@ -253,8 +354,12 @@ fn unpack_shared_libraries(wheel: &Path, dest: &Path) -> Result<Vec<String>> {
         fs::create_dir_all(out.parent().unwrap_or(dest))?;
         let mut bytes = Vec::with_capacity(member.size() as usize);
         member.read_to_end(&mut bytes)?;
-        fs::write(&out, bytes)?;
-        written.push(name);
+        fs::write(&out, &bytes)?;
+        written.push(RuntimeFile {
+            path: name,
+            bytes: bytes.len() as u64,
+            sha256: crate::hashing::sha256_bytes(&bytes),
+        });
     }
     Ok(written)
 }
@@ -283,6 +388,50 @@ mod tests {
                 .join(RUNTIME_DIR_NAME)
                 .exists()
         );
+        assert!(
+            !wheel_dir.join(ORT_WHEEL.file).exists(),
+            "the refused wheel is removed"
+        );
+    }
+
+    #[test]
+    fn a_truncated_or_altered_library_is_named_with_the_repair_command() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("rt");
+        fs::create_dir_all(dir.join("lib")).unwrap();
+        fs::write(dir.join("lib/libQnnHtp.so"), b"0123456789").unwrap();
+        fs::write(dir.join("lib/libQnnCpu.so"), b"abcdef").unwrap();
+        let file = |p: &str, b: &[u8]| RuntimeFile {
+            path: p.into(),
+            bytes: b.len() as u64,
+            sha256: crate::hashing::sha256_bytes(b),
+        };
+        let manifest = RuntimeManifest {
+            ort_wheel_sha256: String::new(),
+            qnn_wheel_sha256: String::new(),
+            files: vec![
+                file("lib/libQnnHtp.so", b"0123456789"),
+                file("lib/libQnnCpu.so", b"abcdef"),
+            ],
+        };
+        fs::write(
+            dir.join("manifest.json"),
+            serde_json::to_vec(&manifest).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(check_runtime_files(root.path(), &dir, true).unwrap(), 2);
+        fs::write(dir.join("lib/libQnnHtp.so"), b"01234").unwrap();
+        fs::write(dir.join("lib/libQnnCpu.so"), b"abcdeX").unwrap();
+        let cheap = check_runtime_files(root.path(), &dir, false)
+            .unwrap_err()
+            .to_string();
+        assert!(cheap.contains("lib/libQnnHtp.so has 5 bytes, 10"), "{cheap}");
+        assert!(!cheap.contains("libQnnCpu"), "sizes only: {cheap}");
+        assert!(cheap.contains(REPAIR_COMMAND), "{cheap}");
+        let full = check_runtime_files(root.path(), &dir, true)
+            .unwrap_err()
+            .to_string();
+        assert!(full.contains("lib/libQnnCpu.so has sha256"), "{full}");
     }
 
     #[test]

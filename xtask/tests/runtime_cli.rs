@@ -1,0 +1,93 @@
+//! The embedded runtime under damage: a truncated or altered library inside
+//! `target/qnn-runtime/` is named with the command that repairs it, before anything is loaded
+//! (a truncated `.so` mapped by the loader kills the process with SIGBUS and no message).
+
+mod common;
+
+use std::path::Path;
+
+use common::Scratch;
+
+/// The scratch project's runtime as a private tree: hard links everywhere (cheap), except the
+/// file to damage, which is a real copy so the shared runtime is never touched.
+fn private_runtime(p: &Scratch, damaged: &str) {
+    let shared = std::fs::canonicalize(p.path("target/qnn-runtime")).unwrap();
+    std::fs::remove_file(p.path("target/qnn-runtime")).unwrap();
+    for entry in walkdir::WalkDir::new(&shared) {
+        let entry = entry.unwrap();
+        let rel = entry.path().strip_prefix(&shared).unwrap();
+        let dest = p.path("target/qnn-runtime").join(rel);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else if rel.ends_with(damaged) {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        } else {
+            std::fs::hard_link(entry.path(), &dest).unwrap();
+        }
+    }
+}
+
+fn find(p: &Scratch, name: &str) -> std::path::PathBuf {
+    walkdir::WalkDir::new(p.path("target/qnn-runtime"))
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .find(|e| e.file_name() == name)
+        .map(|e| e.path().to_path_buf())
+        .unwrap()
+}
+
+#[test]
+fn a_truncated_htp_library_is_named_with_the_repair_command_and_repaired() {
+    let p = Scratch::tiny();
+    private_runtime(&p, "libQnnHtp.so");
+    let lib = find(&p, "libQnnHtp.so");
+    let len = std::fs::metadata(&lib).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&lib)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    for args in [
+        &["doctor"][..],
+        &["build-ctx", "--soc", "77", "--only", "action_step"][..],
+    ] {
+        let run = p.run(args);
+        run.assert_code(2);
+        assert!(
+            run.stderr.contains("libQnnHtp.so has")
+                && run.stderr.contains("truncated")
+                && run.stderr.contains("cargo xtask doctor --repair-runtime"),
+            "{}",
+            run.all()
+        );
+    }
+    assert!(!p.path("ctx/tiny/action_step.dlc").exists());
+    let repaired = p.run(&["doctor", "--repair-runtime"]);
+    repaired.assert_code(0);
+    assert!(
+        repaired.stdout.contains("match their recorded sha256"),
+        "{}",
+        repaired.all()
+    );
+    assert_eq!(std::fs::metadata(find(&p, "libQnnHtp.so")).unwrap().len(), len);
+}
+
+#[test]
+fn doctor_rehashes_and_names_a_library_altered_in_place() {
+    let p = Scratch::tiny();
+    private_runtime(&p, "libQnnCpu.so");
+    let lib = find(&p, "libQnnCpu.so");
+    let mut bytes = std::fs::read(&lib).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    std::fs::write(&lib, bytes).unwrap();
+    let run = p.run(&["doctor"]);
+    run.assert_code(2);
+    assert!(
+        run.stderr.contains("libQnnCpu.so has sha256"),
+        "{}",
+        run.all()
+    );
+    assert!(Path::new(&p.path("target/qnn-runtime")).is_dir());
+}
