@@ -37,3 +37,47 @@ pub fn set_readable(path: &Path) -> Result<()> {
     fs::set_permissions(path, fs::Permissions::from_mode(0o644))
         .with_context(|| format!("cannot set permissions of {}", path.display()))
 }
+
+/// Takes an exclusive lock on `path` (created if needed); a second holder waits, saying why.
+/// The lock is released when the returned file is dropped (or the process dies).
+pub fn lock_file(path: &Path, what: &str) -> Result<fs::File> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("cannot open the lock {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(fs::TryLockError::WouldBlock) => {
+            eprintln!(
+                "another {what} holds {}; waiting for it to finish ...",
+                path.display()
+            );
+            file.lock()
+                .with_context(|| format!("cannot lock {}", path.display()))?;
+            Ok(file)
+        }
+        Err(fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("cannot lock {}", path.display()))
+        }
+    }
+}
+
+/// Removes the folders named `<prefix>*` in `dir` that killed runs left behind; call it only
+/// while holding the lock that guards them, so none of them is in use.
+pub fn remove_leftovers(dir: &Path, prefix: &str) -> Result<Vec<String>> {
+    let mut removed = Vec::new();
+    for entry in fs::read_dir(dir)?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(prefix) && entry.path().is_dir() {
+            fs::remove_dir_all(entry.path())
+                .with_context(|| format!("cannot remove {}", entry.path().display()))?;
+            removed.push(name);
+        }
+    }
+    Ok(removed)
+}

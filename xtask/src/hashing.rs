@@ -45,14 +45,30 @@ struct Stamp {
 }
 
 /// Remembers file hashes by path, size and mtime; a changed size or mtime forces a re-hash.
+/// The memo is only the speed-up of ordinary incremental builds: a file edited in place with
+/// its size and mtime restored fools it, so release-grade checks (`package`, `verify`,
+/// `--require-fresh`, HTP loads) use [`HashMemo::full`], which re-hashes every file.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct HashMemo {
     entries: BTreeMap<PathBuf, Stamp>,
     #[serde(skip)]
     dirty: bool,
+    /// Never trust (size, mtime) from earlier runs: hash each file's content once per run.
+    #[serde(skip)]
+    full: bool,
+    #[serde(skip)]
+    hashed_this_run: BTreeMap<PathBuf, String>,
 }
 
 impl HashMemo {
+    /// A memo that re-hashes every file it is asked about (nothing is taken on trust).
+    pub fn full() -> Self {
+        HashMemo {
+            full: true,
+            ..HashMemo::default()
+        }
+    }
+
     pub fn load(path: &Path) -> Self {
         fs::read(path)
             .ok()
@@ -61,7 +77,7 @@ impl HashMemo {
     }
 
     pub fn save(&self, path: &Path) -> Result<()> {
-        if !self.dirty {
+        if !self.dirty || self.full {
             return Ok(());
         }
         crate::atomic::write_atomic(path, &serde_json::to_vec(self)?)
@@ -75,6 +91,14 @@ impl HashMemo {
             .ok()
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_nanos());
+        if self.full {
+            if let Some(sha) = self.hashed_this_run.get(path) {
+                return Ok(sha.clone());
+            }
+            let sha = sha256_file(path)?;
+            self.hashed_this_run.insert(path.to_path_buf(), sha.clone());
+            return Ok(sha);
+        }
         if let Some(stamp) = self.entries.get(path)
             && stamp.size == meta.len()
             && stamp.mtime_ns == mtime_ns
@@ -116,5 +140,27 @@ mod tests {
         let b = memo.sha256(&p).unwrap();
         assert_ne!(a, b);
         assert_eq!(b, sha256_bytes(b"two!"));
+    }
+
+    #[test]
+    fn an_edit_with_size_and_mtime_restored_fools_the_memo_but_not_a_full_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.bin");
+        fs::write(&p, b"good bytes").unwrap();
+        let mtime = fs::metadata(&p).unwrap().modified().unwrap();
+        let mut memo = HashMemo::default();
+        let good = memo.sha256(&p).unwrap();
+        fs::write(&p, b"evil bytes").unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        assert_eq!(memo.sha256(&p).unwrap(), good, "the shortcut is fooled");
+        assert_eq!(
+            HashMemo::full().sha256(&p).unwrap(),
+            sha256_bytes(b"evil bytes")
+        );
     }
 }

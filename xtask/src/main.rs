@@ -56,7 +56,13 @@ enum Command {
 /// Exit codes: 0 all good, 1 a parity gate or build step failed, 2 bad input or environment.
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = project::find_root(cli.root.as_deref()).and_then(|root| {
+    // A bundle must verify anywhere: outside a project, the runtime of this binary's checkout
+    // (or ORT_DYLIB_PATH + QNN_LIB_DIR) is used.
+    let root = match cli.command {
+        Command::Verify(_) => project::find_root_or_tool_home(cli.root.as_deref()),
+        _ => project::find_root(cli.root.as_deref()),
+    };
+    let result = root.and_then(|root| {
         runtime::stdio::isolate_native_stdout(
             &root.join("target/xtask-native-stdout.log"),
             cli.verbose,

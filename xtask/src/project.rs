@@ -25,6 +25,34 @@ pub fn find_root(explicit: Option<&Path>) -> Result<PathBuf> {
     )
 }
 
+/// The root whose `target/qnn-runtime/` a command outside any project uses (`verify DIR` of a
+/// bundle anywhere): the usual root when there is one, else the checkout this binary was built
+/// in (`<root>/target/<profile>/xtask`). Elsewhere, `ORT_DYLIB_PATH` + `QNN_LIB_DIR` name the
+/// libraries and the root only holds logs.
+pub fn find_root_or_tool_home(explicit: Option<&Path>) -> Result<PathBuf> {
+    if let Ok(root) = find_root(explicit) {
+        return Ok(root);
+    }
+    if explicit.is_some() {
+        return find_root(explicit);
+    }
+    let exe = std::env::current_exe()?;
+    if let Some(dir) = exe
+        .ancestors()
+        .find(|d| d.join("Cargo.toml").is_file() && d.join("recipes").is_dir())
+    {
+        return Ok(dir.to_path_buf());
+    }
+    if std::env::var_os("ORT_DYLIB_PATH").is_some() {
+        return Ok(std::env::temp_dir().join("xtask-no-project"));
+    }
+    bail!(
+        "no project root above {} nor around this binary: pass --root <checkout>, or set \
+         ORT_DYLIB_PATH and QNN_LIB_DIR to the runtime libraries",
+        std::env::current_dir()?.display()
+    )
+}
+
 pub fn ctx_dir(root: &Path, model: &str) -> PathBuf {
     root.join("ctx").join(model)
 }

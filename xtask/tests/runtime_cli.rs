@@ -70,7 +70,10 @@ fn a_truncated_htp_library_is_named_with_the_repair_command_and_repaired() {
         "{}",
         repaired.all()
     );
-    assert_eq!(std::fs::metadata(find(&p, "libQnnHtp.so")).unwrap().len(), len);
+    assert_eq!(
+        std::fs::metadata(find(&p, "libQnnHtp.so")).unwrap().len(),
+        len
+    );
 }
 
 #[test]

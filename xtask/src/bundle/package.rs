@@ -48,11 +48,20 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
             out.display()
         );
     }
+    let parent = out.parent().context("--out has no parent")?;
+    std::fs::create_dir_all(parent)?;
+    // One package at a time per destination folder; staging folders of killed runs go first.
+    let _lock = crate::atomic::lock_file(&parent.join(".bundle.lock"), "package")?;
+    for left in crate::atomic::remove_leftovers(parent, ".bundle-")? {
+        eprintln!("removed {left}, left behind by an interrupted package");
+    }
     let rt = Runtime::load(ensure_runtime(root)?)?;
     let versions = runtime_versions(&rt)?;
-    let mut memo = HashMemo::load(&root.join("target/xtask-hash-memo.json"));
+    // Release-grade: every input and artifact is re-hashed, nothing is taken on (size, mtime).
+    let mut memo = HashMemo::full();
     let mut stale = Vec::new();
     let mut stale_why = Vec::new();
+    let mut broken = Vec::new();
     let mut files: Placement = Vec::new();
     let mut components = Vec::new();
     let mut newest_context = 0u64;
@@ -83,6 +92,16 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
             stale_why.push(format!("`{}` is stale: {}", comp.name(), dirty.join(", ")));
         }
         let record = ComponentRecord::load(&root.join(&plan.artifacts.record));
+        // Stale may be allowed; broken may not: the binary must be the one its build recorded
+        // and its wrapper must point at it.
+        broken.extend(broken_artifacts(
+            root,
+            comp,
+            &record,
+            soc,
+            &plan.artifacts,
+            &mut memo,
+        ));
         let built = record
             .steps
             .get(&format!("context@soc{}", soc.id))
@@ -100,6 +119,13 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
             &plan.artifacts,
         )?);
         files.extend(component_files(root, model, comp, &plan.artifacts)?);
+    }
+    if !broken.is_empty() {
+        bail!(
+            "refusing to package broken artifacts (--allow-stale does not cover these):\n  {}\nrebuild with `cargo xtask build-ctx --soc {} --model {model_name} --force`",
+            broken.join("\n  "),
+            soc.id
+        );
     }
     if !stale.is_empty() && !allow_stale {
         bail!(
@@ -148,8 +174,6 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
         stale,
         components,
     };
-    let parent = out.parent().context("--out has no parent")?;
-    std::fs::create_dir_all(parent)?;
     let staging = tempfile::Builder::new()
         .prefix(".bundle-")
         .tempdir_in(parent)?;
@@ -271,6 +295,58 @@ fn bundle_component(
         golden_sha256: sha256_file(&root.join(&comp.file.golden.file))?,
         waivers,
     })
+}
+
+/// What is wrong with a component's built binary and wrapper, whatever its freshness: the
+/// binary must hash to what its context step recorded, and the wrapper's EPContext node must
+/// name that binary, beside it (a path leaving the folder is refused).
+fn broken_artifacts(
+    root: &Path,
+    comp: &Component,
+    record: &ComponentRecord,
+    soc: &Soc,
+    art: &crate::build::plan::Artifacts,
+    memo: &mut HashMemo,
+) -> Vec<String> {
+    let mut broken = Vec::new();
+    let name = comp.name();
+    let bin_rel = art.bin.display().to_string();
+    let recorded = record
+        .steps
+        .get(&format!("context@soc{}", soc.id))
+        .and_then(|r| r.outputs.get(&bin_rel));
+    match (recorded, memo.sha256(&root.join(&art.bin))) {
+        (_, Err(_)) => broken.push(format!("{name}: {bin_rel} is missing")),
+        (None, _) => broken.push(format!("{name}: {bin_rel} has no build record")),
+        (Some(want), Ok(got)) if *want != got => broken.push(format!(
+            "{name}: {bin_rel} is not the binary its build recorded (sha256 {got}, recorded {want}): truncated or replaced"
+        )),
+        _ => {}
+    }
+    let wrapper = root.join(&art.wrapper);
+    let targets: Vec<String> = crate::onnx::proto::read_summary(&wrapper)
+        .map(|s| {
+            s.nodes
+                .iter()
+                .filter(|n| n.op_type == "EPContext")
+                .filter_map(|n| n.attr_str("ep_cache_context").map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let bin_name = art.bin_name();
+    if targets.is_empty() {
+        broken.push(format!(
+            "{name}: {} is not a readable EPContext wrapper",
+            art.wrapper.display()
+        ));
+    }
+    for t in targets.iter().filter(|t| **t != bin_name) {
+        broken.push(format!(
+            "{name}: {} points at {t:?}, not at {bin_name} beside it",
+            art.wrapper.display()
+        ));
+    }
+    broken
 }
 
 /// A report the card may use: it must pass (a failed gate refuses the package) and be newer

@@ -77,7 +77,12 @@ impl BuildCtx {
         }
         refuse_weight_sharing_groups(&comps)?;
         let memo_path = ctx.root.join("target/xtask-hash-memo.json");
-        let mut memo = HashMemo::load(&memo_path);
+        // --require-fresh is a release-grade check: every file is re-hashed in full.
+        let mut memo = if self.require_fresh {
+            HashMemo::full()
+        } else {
+            HashMemo::load(&memo_path)
+        };
         if self.dry_run || self.require_fresh {
             let mut versions = if self.require_fresh {
                 runtime_versions(&Runtime::load(ensure_runtime(&ctx.root)?)?)?

@@ -425,7 +425,10 @@ mod tests {
         let cheap = check_runtime_files(root.path(), &dir, false)
             .unwrap_err()
             .to_string();
-        assert!(cheap.contains("lib/libQnnHtp.so has 5 bytes, 10"), "{cheap}");
+        assert!(
+            cheap.contains("lib/libQnnHtp.so has 5 bytes, 10"),
+            "{cheap}"
+        );
         assert!(!cheap.contains("libQnnCpu"), "sizes only: {cheap}");
         assert!(cheap.contains(REPAIR_COMMAND), "{cheap}");
         let full = check_runtime_files(root.path(), &dir, true)
