@@ -2,6 +2,7 @@
 //! sessions and judges every boundary (`run`, `sessions`), and its reports (`report`, `html`).
 
 pub mod html;
+pub mod latency;
 pub mod pipeline;
 pub mod report;
 pub mod run;

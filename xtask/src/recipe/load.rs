@@ -272,4 +272,25 @@ mod tests {
         };
         assert!(check_overrides(Path::new("m.toml"), &[o], None).is_err());
     }
+
+    #[test]
+    fn chain_gate_tolerances_default_and_are_checked() {
+        let model = "[model]\nname='m'\nfamily='f'\ncomponents=['c']\nseq_len=1\n\
+            [target]\nqairt='2.47.0'\nsoc=77\nhtp_arch=73\n\
+            [host]\ntrace='t.json'\nvision='c'\nllm_splits=['c']\naction_context='c'\n\
+            action_step='c'\ntimesteps=[0.0]\naction_dim_used=2\nnorm_mode='q01_q99'\n";
+        let file: ModelFile = parse_toml(Path::new("m.toml"), model).unwrap();
+        let host = file.host.as_ref().unwrap();
+        assert_eq!((host.gate.atol, host.gate.rtol), (1e-4, 1e-3));
+        check_host(Path::new("m.toml"), &file.model, host).unwrap();
+
+        let text = format!("{model}[host.gate]\natol = 0.5\nrtol = -1.0\n");
+        let file: ModelFile = parse_toml(Path::new("m.toml"), &text).unwrap();
+        let host = file.host.as_ref().unwrap();
+        assert_eq!(host.gate.boundary_gate().atol, 0.5);
+        let err = check_host(Path::new("m.toml"), &file.model, host)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("[host.gate] rtol must be"), "{err}");
+    }
 }
