@@ -40,7 +40,12 @@ impl BoundaryParity {
         gate: &Gate,
     ) -> Self {
         let g: Vec<f64> = got.iter().map(|&v| f64::from(v)).collect();
-        let want = want.map(|w| (w.shape(), w.iter().map(|&v| f64::from(v)).collect::<Vec<_>>()));
+        let want = want.map(|w| {
+            (
+                w.shape(),
+                w.iter().map(|&v| f64::from(v)).collect::<Vec<_>>(),
+            )
+        });
         let expected = match &want {
             Ok((shape, values)) => Expected::Tensor { shape, values },
             Err(reason) => Expected::Missing(reason.clone()),
@@ -397,11 +402,19 @@ mod tests {
     #[test]
     fn a_boundary_without_reference_is_ungated_not_passed() {
         let got = arr(&[1], vec![1.0]);
-        let b = BoundaryParity::new("y", &got, Err("the trace has no tensor `y`".into()), &gate());
+        let b = BoundaryParity::new(
+            "y",
+            &got,
+            Err("the trace has no tensor `y`".into()),
+            &gate(),
+        );
         assert_eq!((b.status, b.pass), (Status::Ungated, false));
         let r = report(vec![b, actions()]);
         assert!(r.pass, "ungated is not a failure: {:?}", r.failures);
-        assert_eq!(r.ungated, vec!["y: the trace has no tensor `y`".to_string()]);
+        assert_eq!(
+            r.ungated,
+            vec!["y: the trace has no tensor `y`".to_string()]
+        );
         assert!(markdown(&r).contains("**UNGATED**: the trace has no tensor `y`"));
     }
 
@@ -421,7 +434,14 @@ mod tests {
     fn a_low_cosine_fails_with_the_cosine_and_gate() {
         let got = arr(&[2], vec![1.0, 0.0]);
         let want = arr(&[2], vec![0.0, 1.0]);
-        let r = report(vec![BoundaryParity::new("w", &got, Ok(&want), &gate()), actions()]);
-        assert!(r.failures[0].contains("cosine 0.00000000 < gate 0.999"), "{:?}", r.failures);
+        let r = report(vec![
+            BoundaryParity::new("w", &got, Ok(&want), &gate()),
+            actions(),
+        ]);
+        assert!(
+            r.failures[0].contains("cosine 0.00000000 < gate 0.999"),
+            "{:?}",
+            r.failures
+        );
     }
 }

@@ -207,13 +207,15 @@ fn expected_boundaries(
             from_trace(&format!("trajectory_step{i}_out")),
         );
     }
-    let last_key = format!("trajectory_step{}_out", host.timesteps.len().saturating_sub(1));
+    let last_key = format!(
+        "trajectory_step{}_out",
+        host.timesteps.len().saturating_sub(1)
+    );
     let used = host.action_dim_used;
     let normalized = from_trace(&last_key).and_then(|x| match x.shape() {
-        [_, _, dims] if *dims >= used => Ok(x
-            .slice(ndarray::s![.., .., ..used])
-            .to_owned()
-            .into_dyn()),
+        [_, _, dims] if *dims >= used => {
+            Ok(x.slice(ndarray::s![.., .., ..used]).to_owned().into_dyn())
+        }
         shape => Err(format!(
             "trace tensor `{last_key}` has shape {shape:?}: no first {used} action dims to take"
         )),

@@ -58,7 +58,9 @@ impl Parity {
                 comp,
                 &backend,
                 !self.no_clamp,
-                sdk_run.as_ref().map(|f| f as &dyn Fn(&GoldenIo) -> Result<ComponentResult>),
+                sdk_run
+                    .as_ref()
+                    .map(|f| f as &dyn Fn(&GoldenIo) -> Result<ComponentResult>),
             );
             print_component(&result);
             let gate_failed = !result.pass && result.error.is_none();

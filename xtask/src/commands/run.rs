@@ -38,12 +38,7 @@ impl Run {
             warmup: self.warmup,
             streaming: self.streaming,
         };
-        let report = run_and_report(
-            &ctx.root,
-            &model,
-            &backend_for(&model, self.backend),
-            &opts,
-        )?;
+        let report = run_and_report(&ctx.root, &model, &backend_for(&model, self.backend), &opts)?;
         Ok(if report.pass {
             Outcome::Success
         } else {

@@ -55,7 +55,10 @@ pub enum Status {
 
 /// What a tensor is judged against.
 pub enum Expected<'a> {
-    Tensor { shape: &'a [usize], values: &'a [f64] },
+    Tensor {
+        shape: &'a [usize],
+        values: &'a [f64],
+    },
     /// No reference exists; the reason says why.
     Missing(String),
 }
@@ -145,7 +148,10 @@ mod tests {
     #[test]
     fn nan_or_inf_in_the_golden_fails_with_the_count() {
         let got = [1.0, 2.0, 3.0, 4.0];
-        for (bad, word) in [(f64::NAN, "2 NaN / 0 Inf in the golden"), (f64::INFINITY, "0 NaN / 2 Inf in the golden")] {
+        for (bad, word) in [
+            (f64::NAN, "2 NaN / 0 Inf in the golden"),
+            (f64::INFINITY, "0 NaN / 2 Inf in the golden"),
+        ] {
             let want = [1.0, bad, 3.0, bad];
             let j = gate(0.9).judge_tensor(&[4], &got, tensor(&[4], &want));
             assert_eq!(j.status, Status::Fail);
@@ -159,7 +165,11 @@ mod tests {
     fn inf_in_the_output_fails() {
         let j = gate(0.9).judge_tensor(&[2], &[f64::NEG_INFINITY, 1.0], tensor(&[2], &[1.0, 1.0]));
         assert_eq!(j.status, Status::Fail);
-        assert!(j.reasons[0].contains("0 NaN / 1 Inf in the output"), "{:?}", j.reasons);
+        assert!(
+            j.reasons[0].contains("0 NaN / 1 Inf in the output"),
+            "{:?}",
+            j.reasons
+        );
     }
 
     #[test]

@@ -28,7 +28,9 @@ pub fn run_one(
             return other(&golden);
         }
         let session_model = match backend {
-            Backend::QnnHtp(_) => crate::build::fresh::fresh_context_wrapper(root, rt, model, comp)?,
+            Backend::QnnHtp(_) => {
+                crate::build::fresh::fresh_context_wrapper(root, rt, model, comp)?
+            }
             _ => root.join(&comp.file.component.onnx),
         };
         let mut result = run_component(

@@ -9,7 +9,6 @@ use anyhow::{Result, bail};
 use super::Component;
 use crate::tensor::DType;
 
-
 /// Checks that the golden file holds every declared tensor with the declared shape and dtype.
 pub fn check_golden(
     comp: &Component,

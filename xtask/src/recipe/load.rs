@@ -6,9 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::{
-    Component, ComponentFile, GateOverride, HostSection, Model, ModelFile, ModelSection,
-};
+use super::{Component, ComponentFile, GateOverride, HostSection, Model, ModelFile, ModelSection};
 
 /// Parses TOML into `T`, turning serde/toml errors into "file:line:col: message".
 pub fn parse_toml<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T> {

@@ -82,7 +82,6 @@ impl Component {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
