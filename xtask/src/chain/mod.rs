@@ -1,5 +1,6 @@
 //! The host pipeline of the model family (`pipeline`), how `cargo xtask run` drives it over
-//! sessions and judges every boundary (`run`, `sessions`), and its reports (`report`, `html`).
+//! sessions and judges every boundary (`run`, `sessions`), and its reports (`report` with the
+//! Markdown, `html`, `terminal`; latency percentiles in `latency`).
 
 pub mod html;
 pub mod latency;
@@ -7,3 +8,4 @@ pub mod pipeline;
 pub mod report;
 pub mod run;
 pub mod sessions;
+pub mod terminal;
