@@ -107,7 +107,9 @@ impl Proc {
     /// (for callers that read a program's verdict from its output). Start failures and
     /// timeouts are still errors.
     pub fn run_unchecked(&self) -> Result<(std::process::ExitStatus, String)> {
-        let mut expr = duct::cmd(&self.program, &self.args)
+        // An OsStr, not a Path: duct prefixes relative *paths* with `./`, which would stop
+        // a bare program name (`sh`) from being looked up on PATH.
+        let mut expr = duct::cmd(self.program.as_os_str(), &self.args)
             .stderr_to_stdout()
             .unchecked();
         for (k, v) in &self.env {

@@ -3,6 +3,27 @@
 mod common;
 
 use common::{Scratch, drop_npz_key, read_json};
+use xtask::tensor::{Tensor, read_npz, write_npz};
+
+/// The trace npz the model's `[host] trace` names (through its `npz` key).
+fn trace_npz(p: &Scratch) -> std::path::PathBuf {
+    let model = std::fs::read_to_string(p.path("recipes/tiny/model.toml")).unwrap();
+    let model: toml::Value = toml::from_str(&model).unwrap();
+    let trace_json = p.path(model["host"]["trace"].as_str().unwrap());
+    let npz = read_json(&trace_json)["npz"].as_str().unwrap().to_string();
+    trace_json.parent().unwrap().join(npz)
+}
+
+/// Rewrites one f32 tensor of the trace through `f` (the other tensors are kept as they are).
+fn edit_trace(p: &Scratch, key: &str, f: impl Fn(&mut ndarray::ArrayD<f32>)) {
+    let path = trace_npz(p);
+    let mut all = read_npz(&path).unwrap();
+    match all.get_mut(key) {
+        Some(Tensor::F32(a)) => f(a),
+        other => panic!("trace tensor {key}: {other:?}"),
+    }
+    write_npz(&path, &all).unwrap();
+}
 
 fn actions_err(p: &Scratch, backend: &str) -> f64 {
     read_json(&p.path(&format!("reports/tiny/run-{backend}.json")))["actions_max_abs_err"]
@@ -151,4 +172,68 @@ fn a_wrong_model_toml_is_a_clear_error() {
         "{}",
         run.all()
     );
+}
+
+#[test]
+fn a_nan_in_a_golden_boundary_fails_the_chain_gate() {
+    let p = Scratch::tiny();
+    edit_trace(&p, "hidden_states", |a| {
+        a.as_slice_mut().unwrap()[3] = f32::NAN;
+    });
+    let run = p.run(&["run", "--backend", "ort", "--iters", "1", "--warmup", "0"]);
+    run.assert_code(1);
+    assert!(
+        run.stdout.contains(
+            "FAIL scatter/hidden_states: non-finite values: 0 NaN / 0 Inf in the output, 1 NaN / 0 Inf in the golden"
+        ),
+        "{}",
+        run.all()
+    );
+    let report = read_json(&p.path("reports/tiny/run-ort.json"));
+    let b = report["boundaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "scatter/hidden_states")
+        .unwrap();
+    assert_eq!(b["status"], "fail");
+    assert_eq!(report["pass"], false);
+}
+
+#[test]
+fn a_perturbed_trace_tensor_fails_naming_its_boundary() {
+    let p = Scratch::tiny();
+    // Every other value tripled: finite, same shape, but no longer parallel (cosine ~0.9).
+    edit_trace(&p, "trajectory_step0_out", |a| {
+        a.iter_mut().step_by(2).for_each(|v| *v *= 3.0);
+    });
+    let run = p.run(&["run", "--backend", "ort", "--iters", "1", "--warmup", "0"]);
+    run.assert_code(1);
+    assert!(
+        run.stdout
+            .contains("FAIL euler step 0 (t=0)/trajectory: cosine"),
+        "{}",
+        run.all()
+    );
+    assert!(
+        !run.stdout.contains("FAIL euler step 1"),
+        "only the perturbed boundary fails: {}",
+        run.all()
+    );
+}
+
+#[test]
+fn a_boundary_without_reference_is_listed_as_ungated() {
+    let p = Scratch::tiny();
+    drop_npz_key(&trace_npz(&p), "hidden_states");
+    let run = p.run(&["run", "--backend", "ort", "--iters", "1", "--warmup", "0"]);
+    run.assert_code(0);
+    assert!(
+        run.stdout
+            .contains("UNGATED scatter/hidden_states: the trace has no tensor `hidden_states`"),
+        "{}",
+        run.all()
+    );
+    let report = read_json(&p.path("reports/tiny/run-ort.json"));
+    assert_eq!(report["ungated"].as_array().unwrap().len(), 1);
 }

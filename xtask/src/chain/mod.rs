@@ -1,4 +1,11 @@
-//! The host pipeline of the model family and its run report.
+//! The host pipeline of the model family (`pipeline`), how `cargo xtask run` drives it over
+//! sessions and judges every boundary (`run`, `sessions`), and its reports (`report` with the
+//! Markdown, `html`, `terminal`; latency percentiles in `latency`).
 
+pub mod html;
+pub mod latency;
 pub mod pipeline;
 pub mod report;
+pub mod run;
+pub mod sessions;
+pub mod terminal;

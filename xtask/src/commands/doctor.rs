@@ -79,16 +79,11 @@ impl Doctor {
 }
 
 pub fn htp_kind() -> &'static str {
-    if htp_is_emulated() {
+    if crate::runtime::probe::htp_is_emulated() {
         "emulated on x86_64"
     } else {
         "on device"
     }
-}
-
-/// On x86_64 the HTP library is Qualcomm's emulator; on aarch64 it drives the real NPU.
-pub fn htp_is_emulated() -> bool {
-    cfg!(target_arch = "x86_64")
 }
 
 fn sdk_status() -> String {

@@ -1,11 +1,13 @@
-//! `cargo xtask parity --backend ort|cpu|htp`: every component against its golden tensors.
+//! `cargo xtask parity --backend ort|cpu|htp`: every component against its golden tensors
+//! (`parity::run`), reported by `parity::report`; `--toolchain sdk` runs them with the SDK.
 
 use anyhow::{Result, bail};
 
 use super::{BackendArg, Ctx, Outcome, backend_for, require_files, select_components};
-use crate::parity::component::{ComponentResult, failed_component, load_golden, run_component};
-use crate::recipe::{Component, Model, load_model};
-use crate::report::{ParityReport, ToolVersions, now_unix, print_component, write_parity_report};
+use crate::parity::component::{ComponentResult, GoldenIo};
+use crate::parity::report::{ParityReport, print_component, write_parity_report};
+use crate::parity::run::run_one;
+use crate::recipe::load_model;
 use crate::runtime::bootstrap::ensure_runtime;
 use crate::runtime::{Backend, Runtime};
 
@@ -42,8 +44,24 @@ impl Parity {
             super::ToolchainArg::Sdk => Some(crate::toolchain::sdk::Sdk::detect()?),
         };
         let mut results = Vec::new();
+        let (this, rt_, model_, backend_) = (&self, &rt, &model, &backend);
         for comp in &comps {
-            let result = self.run_one(ctx, &rt, &model, comp, &backend, sdk.as_ref());
+            let sdk_run = sdk.as_ref().map(|sdk| {
+                move |golden: &GoldenIo| {
+                    this.run_with_sdk(ctx, rt_, model_, comp, backend_, sdk, golden)
+                }
+            });
+            let result = run_one(
+                &ctx.root,
+                &rt,
+                &model,
+                comp,
+                &backend,
+                !self.no_clamp,
+                sdk_run
+                    .as_ref()
+                    .map(|f| f as &dyn Fn(&GoldenIo) -> Result<ComponentResult>),
+            );
             print_component(&result);
             let gate_failed = !result.pass && result.error.is_none();
             if gate_failed && backend != Backend::OrtCpu {
@@ -54,59 +72,15 @@ impl Parity {
             }
             results.push(result);
         }
-        let report = ParityReport {
-            model: self.model.clone(),
-            backend: backend.label().into(),
-            created_unix: now_unix(),
-            versions: ToolVersions::of(&rt),
-            htp_emulated: matches!(backend, Backend::QnnHtp(_))
-                .then(super::doctor::htp_is_emulated),
-            pass: results.iter().all(|r| r.pass),
-            components: results,
-        };
+        let report = ParityReport::new(&self.model, &backend, &rt, results);
         let dir = crate::project::reports_dir(&ctx.root, &self.model);
         write_parity_report(&dir, &report)?;
-        summarize(&report, &dir, ctx);
+        report.summarize(&crate::project::rel(&ctx.root, &dir));
         Ok(if report.pass {
             Outcome::Success
         } else {
             Outcome::GateFailed
         })
-    }
-
-    fn run_one(
-        &self,
-        ctx: &Ctx,
-        rt: &Runtime,
-        model: &Model,
-        comp: &Component,
-        backend: &Backend,
-        sdk: Option<&crate::toolchain::sdk::Sdk>,
-    ) -> ComponentResult {
-        let run = || -> Result<ComponentResult> {
-            let golden = load_golden(&ctx.root, comp)?;
-            if let Some(sdk) = sdk {
-                return self.run_with_sdk(ctx, rt, model, comp, backend, sdk, &golden);
-            }
-            let session_model = match backend {
-                Backend::QnnHtp(_) => {
-                    crate::build::fresh::fresh_context_wrapper(&ctx.root, rt, model, comp)?
-                }
-                _ => ctx.root.join(&comp.file.component.onnx),
-            };
-            let mut result = run_component(
-                rt,
-                model,
-                comp,
-                &golden,
-                &session_model,
-                backend,
-                !self.no_clamp,
-            )?;
-            result.session_model = crate::project::rel(&ctx.root, &session_model);
-            Ok(result)
-        };
-        run().unwrap_or_else(|e| failed_component(&ctx.root, comp.name(), backend.label(), &e))
     }
 }
 
@@ -163,32 +137,5 @@ impl Parity {
         result.session_model = ran.display().to_string();
         result.run_seconds = execute_us.map_or(0.0, |us| us / 1e6);
         Ok(result)
-    }
-}
-
-fn summarize(report: &ParityReport, dir: &std::path::Path, ctx: &Ctx) {
-    let failed: Vec<&str> = report
-        .components
-        .iter()
-        .filter(|c| !c.pass)
-        .map(|c| c.component.as_str())
-        .collect();
-    let rel = crate::project::rel(&ctx.root, dir);
-    if failed.is_empty() {
-        crate::outln!(
-            "parity {}: all {} component(s) pass; report {rel}/parity-{}.md",
-            report.backend,
-            report.components.len(),
-            report.backend
-        );
-    } else {
-        crate::outln!(
-            "parity {}: {} of {} component(s) FAIL: {}; report {rel}/parity-{}.md",
-            report.backend,
-            failed.len(),
-            report.components.len(),
-            failed.join(", "),
-            report.backend
-        );
     }
 }

@@ -172,13 +172,13 @@ pub fn html(r: &BisectReport) -> String {
         .map(|p| format!("{} {}", p.op_type, p.node))
         .collect();
     let cos: Vec<f64> = r.points.iter().map(|p| p.cosine).collect();
-    let svg = crate::chain::report::svg_series(
+    let svg = crate::report::html::svg_series(
         "bisect-cosine",
         "Cosine along the graph",
         &labels,
         &[("cosine", "#e45756", cos)],
     );
-    use crate::chain::report::{esc, html_page};
+    use crate::report::html::{esc, html_page};
     let first = r
         .first_divergence
         .as_ref()

@@ -8,8 +8,9 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 
 use crate::hashing::sha256_bytes;
-use crate::parity::metrics::{Metrics, Verdict, compare, judge, unravel};
-use crate::recipe::{Component, Gate, Model, check_golden, check_graph_contract};
+use crate::parity::gate::{Gate, Verdict, judge};
+use crate::parity::metrics::{Metrics, compare, unravel};
+use crate::recipe::{Component, Model, check_golden, check_graph_contract};
 use crate::runtime::session::Placement;
 use crate::runtime::{Backend, Runtime};
 use crate::tensor::{Tensor, read_npz};

@@ -65,3 +65,8 @@ fn run_probe(rt: &Runtime, backend: &Backend) -> Result<(String, Option<String>)
         .collect();
     Ok((placed.join(", "), qnn_build))
 }
+
+/// On x86_64 the HTP library is Qualcomm's emulator; on aarch64 it drives the real NPU.
+pub fn htp_is_emulated() -> bool {
+    cfg!(target_arch = "x86_64")
+}

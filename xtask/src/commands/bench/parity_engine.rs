@@ -101,7 +101,7 @@ impl ParityEngineOnce {
         let seconds = started.elapsed().as_secs_f64();
         crate::outln!(
             "{}",
-            serde_json::json!({ "seconds": seconds, "peak_rss_mb": crate::commands::run::peak_rss_mb(), "outputs": outputs })
+            serde_json::json!({ "seconds": seconds, "peak_rss_mb": crate::chain::run::peak_rss_mb(), "outputs": outputs })
         );
         Ok(crate::commands::Outcome::Success)
     }

@@ -8,28 +8,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::parity::component::ComponentResult;
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ToolVersions {
-    pub xtask: String,
-    pub onnxruntime: String,
-    pub qnn_build: Option<String>,
-    pub qnn_plugin: String,
-    pub runtime_source: String,
-}
-
-impl ToolVersions {
-    /// The versions the loaded libraries report, for every report.
-    pub fn of(rt: &crate::runtime::Runtime) -> Self {
-        ToolVersions {
-            xtask: env!("CARGO_PKG_VERSION").into(),
-            onnxruntime: rt.ort_version.clone(),
-            qnn_build: rt.qnn_build_version(),
-            qnn_plugin: crate::runtime::bootstrap::QNN_WHEEL.requirement.into(),
-            runtime_source: rt.libs.source.into(),
-        }
-    }
-}
+use crate::report::{ToolVersions, fmt_cosine, now_unix, write_json_and_markdown};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ParityReport {
@@ -44,38 +23,57 @@ pub struct ParityReport {
     pub pass: bool,
 }
 
-pub fn now_unix() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
+impl ParityReport {
+    /// The report of one `parity` run; it passes when every component passed.
+    pub fn new(
+        model: &str,
+        backend: &crate::runtime::Backend,
+        rt: &crate::runtime::Runtime,
+        components: Vec<ComponentResult>,
+    ) -> Self {
+        ParityReport {
+            model: model.into(),
+            backend: backend.label().into(),
+            created_unix: now_unix(),
+            versions: ToolVersions::of(rt),
+            htp_emulated: matches!(backend, crate::runtime::Backend::QnnHtp(_))
+                .then(crate::runtime::probe::htp_is_emulated),
+            pass: components.iter().all(|r| r.pass),
+            components,
+        }
+    }
 
-/// Writes `<dir>/<stem>.json` (every figure) and `<dir>/<stem>.md` (for people), atomically.
-pub fn write_json_and_markdown<T: Serialize>(
-    dir: &Path,
-    stem: &str,
-    report: &T,
-    markdown: &str,
-) -> Result<()> {
-    crate::atomic::write_atomic(
-        &dir.join(format!("{stem}.json")),
-        &serde_json::to_vec_pretty(report)?,
-    )?;
-    crate::atomic::write_atomic(&dir.join(format!("{stem}.md")), markdown.as_bytes())
+    /// The closing line on the terminal: which components failed, where the report is.
+    pub fn summarize(&self, rel_dir: &str) {
+        let failed: Vec<&str> = self
+            .components
+            .iter()
+            .filter(|c| !c.pass)
+            .map(|c| c.component.as_str())
+            .collect();
+        if failed.is_empty() {
+            crate::outln!(
+                "parity {}: all {} component(s) pass; report {rel_dir}/parity-{}.md",
+                self.backend,
+                self.components.len(),
+                self.backend
+            );
+        } else {
+            crate::outln!(
+                "parity {}: {} of {} component(s) FAIL: {}; report {rel_dir}/parity-{}.md",
+                self.backend,
+                failed.len(),
+                self.components.len(),
+                failed.join(", "),
+                self.backend
+            );
+        }
+    }
 }
 
 pub fn write_parity_report(dir: &Path, report: &ParityReport) -> Result<()> {
     let stem = format!("parity-{}", report.backend);
     write_json_and_markdown(dir, &stem, report, &parity_markdown(report))
-}
-
-/// Cosines as the model card prints them: 1.0 when exactly one, else 8 decimals.
-pub fn fmt_cosine(c: f64) -> String {
-    if c == 1.0 {
-        "1.0".into()
-    } else {
-        format!("{c:.8}")
-    }
 }
 
 pub fn parity_markdown(r: &ParityReport) -> String {

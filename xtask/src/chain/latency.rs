@@ -1,0 +1,67 @@
+//! Latency of a chain run: percentiles per component and end to end, from the timed runs.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencyStats {
+    pub name: String,
+    pub samples: usize,
+    pub min_ms: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+impl LatencyStats {
+    pub fn of(name: &str, samples: &[f64]) -> Self {
+        let mut v = samples.to_vec();
+        v.sort_by(f64::total_cmp);
+        let pct = |p: f64| {
+            v.get(((p / 100.0) * (v.len() - 1) as f64).round() as usize)
+                .copied()
+                .unwrap_or(f64::NAN)
+        };
+        LatencyStats {
+            name: name.into(),
+            samples: v.len(),
+            min_ms: v.first().copied().unwrap_or(f64::NAN),
+            p50_ms: pct(50.0),
+            p90_ms: pct(90.0),
+            p99_ms: pct(99.0),
+            max_ms: v.last().copied().unwrap_or(f64::NAN),
+        }
+    }
+
+    /// One entry per component in pipeline order, then `end-to-end`.
+    pub fn per_component(
+        order: &[&str],
+        run_ms: &BTreeMap<String, Vec<f64>>,
+        chain_ms: &[f64],
+    ) -> Vec<LatencyStats> {
+        let mut out: Vec<LatencyStats> = order
+            .iter()
+            .filter_map(|n| run_ms.get(*n).map(|s| LatencyStats::of(n, s)))
+            .collect();
+        out.push(LatencyStats::of("end-to-end", chain_ms));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_of_known_samples() {
+        let s: Vec<f64> = (1..=100).map(f64::from).collect();
+        let l = LatencyStats::of("x", &s);
+        assert_eq!((l.min_ms, l.max_ms), (1.0, 100.0));
+        assert!(
+            (l.p50_ms - 51.0).abs() <= 1.0 && (l.p99_ms - 99.0).abs() <= 1.0,
+            "{l:?}"
+        );
+    }
+}

@@ -1,0 +1,273 @@
+//! `cargo xtask run` behind the CLI: the chain run `warmup + iters` times over its sessions,
+//! every boundary of the first run judged by the model's chain gate (`[host.gate]`, the same
+//! `parity::gate::Gate` as a component output's), latency and memory measured, and the report
+//! written as `reports/<model>/run-<backend>.{json,md,html}`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use ndarray::{ArrayD, Axis};
+
+use super::pipeline::{ChainResult, load_host_inputs, run_chain};
+use super::report::{BoundaryParity, LatencyStats, RunInputs, RunReport, write_run_report};
+use super::sessions::{ChainSessions, ms};
+use crate::parity::metrics::compare;
+use crate::recipe::{HostSection, Model};
+use crate::runtime::bootstrap::ensure_runtime;
+use crate::runtime::{Backend, Runtime};
+use crate::tensor::Tensor;
+
+/// How to run the chain (the CLI's options).
+pub struct RunOptions {
+    /// Timed chain runs (at least 1).
+    pub iters: usize,
+    /// Untimed chain runs before timing.
+    pub warmup: usize,
+    /// Load one component at a time instead of keeping every session resident.
+    pub streaming: bool,
+}
+
+/// The `[host]` section of a model, or an error saying it has no chain.
+pub fn host_section(model: &Model) -> Result<HostSection> {
+    model.file.host.clone().with_context(|| {
+        format!(
+            "model `{}` has no [host] section in its model.toml: it has no chain to run",
+            model.file.model.name
+        )
+    })
+}
+
+/// Runs the chain, writes its report under `reports/<model>/` and prints it; the report says
+/// whether every gate passed.
+pub fn run_and_report(
+    root: &Path,
+    model: &Model,
+    backend: &Backend,
+    opts: &RunOptions,
+) -> Result<RunReport> {
+    let host = host_section(model)?;
+    if opts.iters == 0 {
+        bail!("--iters must be at least 1");
+    }
+    let rt = Runtime::load(ensure_runtime(root)?)?;
+    let inputs = load_host_inputs(root, model, &host)?;
+    let models = session_models(root, &rt, model, backend)?;
+    let mut sessions = ChainSessions::new(&rt, model, backend.clone(), models, opts.streaming);
+    if !opts.streaming {
+        sessions.load_all()?;
+    }
+    let mut first: Option<ChainResult> = None;
+    let mut chain_ms = Vec::new();
+    for i in 0..opts.warmup + opts.iters {
+        sessions.recording = i >= opts.warmup;
+        let started = Instant::now();
+        let result = run_chain(&host, &inputs, &mut |name, ins| sessions.call(name, ins))?;
+        if sessions.recording {
+            chain_ms.push(ms(started));
+        }
+        first.get_or_insert(result);
+    }
+    let result = first.context("the chain did not run")?;
+    let expected = expected_boundaries(root, model, &host, &inputs.trace)?;
+    let report = RunReport::new(RunInputs {
+        model: model.file.model.name.clone(),
+        backend: backend.label().into(),
+        htp_emulated: matches!(backend, Backend::QnnHtp(_))
+            .then(crate::runtime::probe::htp_is_emulated),
+        mode: if opts.streaming {
+            "streaming"
+        } else {
+            "resident"
+        }
+        .into(),
+        versions: crate::report::ToolVersions::of(&rt),
+        iters: opts.iters,
+        warmup: opts.warmup,
+        boundaries: judge_boundaries(&host, &result, &expected),
+        keys_per_layer_cosine: per_layer_cosine(&result.keys, inputs.trace.get("keys")),
+        values_per_layer_cosine: per_layer_cosine(&result.values, inputs.trace.get("values")),
+        actions_max_abs_gate: host
+            .gate
+            .actions_max_abs
+            .get(backend.label())
+            .copied()
+            .unwrap_or(1e-4),
+        latency: LatencyStats::per_component(
+            &model
+                .components
+                .iter()
+                .map(|c| c.name())
+                .collect::<Vec<_>>(),
+            &sessions.run_ms,
+            &chain_ms,
+        ),
+        load_ms: sessions.load_ms.clone(),
+        host_fraction: host_fraction(&chain_ms, &sessions),
+        peak_rss_mb: peak_rss_mb(),
+    });
+    let dir = crate::project::reports_dir(root, &model.file.model.name);
+    write_run_report(&dir, &report)?;
+    report.print(&crate::project::rel(root, &dir));
+    Ok(report)
+}
+
+/// The file each component runs from: its ONNX, or on HTP its built context wrapper
+/// (refused when missing or stale).
+fn session_models(
+    root: &Path,
+    rt: &Runtime,
+    model: &Model,
+    backend: &Backend,
+) -> Result<BTreeMap<String, PathBuf>> {
+    let mut out = BTreeMap::new();
+    let mut problems = Vec::new();
+    for comp in &model.components {
+        let path = match backend {
+            Backend::QnnHtp(_) => {
+                match crate::build::fresh::fresh_context_wrapper(root, rt, model, comp) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        problems.push(format!("  {}: {e:#}", comp.name()));
+                        continue;
+                    }
+                }
+            }
+            _ => root.join(&comp.file.component.onnx),
+        };
+        out.insert(comp.name().to_string(), path);
+    }
+    if !problems.is_empty() {
+        bail!("cannot run the chain on the HTP:\n{}", problems.join("\n"));
+    }
+    Ok(out)
+}
+
+/// A boundary's golden value, or why there is none (the boundary is then listed as ungated).
+type Reference = Result<ArrayD<f32>, String>;
+
+fn judge_boundaries(
+    host: &HostSection,
+    result: &ChainResult,
+    expected: &BTreeMap<String, Reference>,
+) -> Vec<BoundaryParity> {
+    let gate = host.gate.boundary_gate();
+    result
+        .boundaries
+        .iter()
+        .map(|b| {
+            let want = match expected.get(&b.name) {
+                Some(Ok(w)) => Ok(w),
+                Some(Err(reason)) => Err(reason.clone()),
+                None => Err(format!(
+                    "no reference: neither a component golden nor the trace ({}) holds it",
+                    host.trace.display()
+                )),
+            };
+            BoundaryParity::new(&b.name, &b.value, want, &gate)
+        })
+        .collect()
+}
+
+/// The golden value of every boundary the chain produces, from the component goldens and the
+/// trace; a boundary whose reference is absent or unusable gets the reason instead.
+fn expected_boundaries(
+    root: &Path,
+    model: &Model,
+    host: &HostSection,
+    trace: &BTreeMap<String, Tensor>,
+) -> Result<BTreeMap<String, Reference>> {
+    let mut out = BTreeMap::new();
+    for comp in &model.components {
+        let golden = crate::parity::component::load_golden(root, comp)?;
+        for (name, t) in &golden.expected {
+            let reference = as_f32(t).ok_or_else(|| {
+                format!(
+                    "the golden {} holds `{name}` as {}, not a float tensor",
+                    comp.file.golden.file.display(),
+                    t.dtype()
+                )
+            });
+            out.insert(format!("{}/{name}", comp.name()), reference);
+        }
+    }
+    let from_trace = |key: &str| -> Reference {
+        match trace.get(key) {
+            Some(t) => as_f32(t).ok_or_else(|| {
+                format!("trace tensor `{key}` is {}, not a float tensor", t.dtype())
+            }),
+            None => Err(format!("the trace has no tensor `{key}`")),
+        }
+    };
+    out.insert("scatter/hidden_states".into(), from_trace("hidden_states"));
+    for (i, t) in host.timesteps.iter().enumerate() {
+        out.insert(
+            format!("euler step {i} (t={t})/trajectory"),
+            from_trace(&format!("trajectory_step{i}_out")),
+        );
+    }
+    let last_key = format!(
+        "trajectory_step{}_out",
+        host.timesteps.len().saturating_sub(1)
+    );
+    let used = host.action_dim_used;
+    let normalized = from_trace(&last_key).and_then(|x| match x.shape() {
+        [_, _, dims] if *dims >= used => {
+            Ok(x.slice(ndarray::s![.., .., ..used]).to_owned().into_dyn())
+        }
+        shape => Err(format!(
+            "trace tensor `{last_key}` has shape {shape:?}: no first {used} action dims to take"
+        )),
+    });
+    out.insert("normalized actions (before clipping)".into(), normalized);
+    out.insert("actions".into(), from_trace("actions"));
+    Ok(out)
+}
+
+fn as_f32(t: &Tensor) -> Option<ArrayD<f32>> {
+    match t {
+        Tensor::F32(a) => Some(a.clone()),
+        Tensor::F16(a) => Some(a.mapv(f32::from)),
+        _ => None,
+    }
+}
+
+/// Cosine of each layer (axis 0) of the collected K or V against the trace's; empty when the
+/// trace holds none of that shape.
+fn per_layer_cosine(got: &ArrayD<f32>, want: Option<&Tensor>) -> Vec<f64> {
+    let Some(Tensor::F32(want)) = want else {
+        return Vec::new();
+    };
+    if want.shape() != got.shape() || got.ndim() == 0 {
+        return Vec::new();
+    }
+    let layer = |a: &ArrayD<f32>, l: usize| -> Vec<f64> {
+        a.index_axis(Axis(0), l)
+            .iter()
+            .map(|&v| f64::from(v))
+            .collect()
+    };
+    (0..got.shape()[0])
+        .map(|l| compare(&layer(got, l), &layer(want, l), 0.0, 0.0).cosine)
+        .collect()
+}
+
+/// Share of the timed end-to-end time spent outside model runs and session loads.
+fn host_fraction(chain_ms: &[f64], sessions: &ChainSessions<'_>) -> f64 {
+    let run_total: f64 = chain_ms.iter().sum();
+    let component_total: f64 = sessions.run_ms.values().flatten().sum();
+    if run_total > 0.0 {
+        (run_total - component_total - sessions.timed_load_ms) / run_total
+    } else {
+        0.0
+    }
+}
+
+/// Peak resident memory of this process (getrusage), in MB.
+pub fn peak_rss_mb() -> f64 {
+    // SAFETY: getrusage fills the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    usage.ru_maxrss as f64 / 1024.0
+}

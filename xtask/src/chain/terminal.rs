@@ -1,0 +1,76 @@
+//! The chain run on the terminal: the boundary table, actions, latency, ungated boundaries
+//! and failures, and where the full report is.
+
+use super::report::RunReport;
+use crate::parity::gate::Status;
+use crate::report::fmt_cosine;
+
+impl RunReport {
+    pub fn print(&self, dir: &str) {
+        crate::outln!(
+            "chain on {} ({}){}:",
+            self.run.backend,
+            self.run.mode,
+            if self.run.htp_emulated == Some(true) {
+                ", HTP emulated"
+            } else {
+                ""
+            }
+        );
+        crate::outln!("  {:<40} {:>12} {:>11}", "boundary", "cosine", "max_abs");
+        for b in &self.run.boundaries {
+            let (cos, max) = b.metrics.as_ref().map_or(("-".into(), "-".into()), |m| {
+                (fmt_cosine(m.cosine), format!("{:.3e}", m.max_abs_err))
+            });
+            let mark = match b.status {
+                Status::Pass => String::new(),
+                _ => format!("  {}", b.result_word()),
+            };
+            crate::outln!("  {:<40} {cos:>12} {max:>11}{mark}", b.name);
+        }
+        if let (Some(err), Some(cos)) = (self.actions_max_abs_err, self.actions_cosine) {
+            crate::outln!(
+                "actions: max abs error {err:.3e} (gate {:.0e}), cosine {}",
+                self.run.actions_max_abs_gate,
+                fmt_cosine(cos)
+            );
+        }
+        crate::outln!(
+            "  {:<16} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "latency (ms)",
+            "min",
+            "p50",
+            "p90",
+            "p99",
+            "max"
+        );
+        for l in &self.run.latency {
+            crate::outln!(
+                "  {:<16} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>9.2}",
+                l.name,
+                l.min_ms,
+                l.p50_ms,
+                l.p90_ms,
+                l.p99_ms,
+                l.max_ms
+            );
+        }
+        crate::outln!(
+            "host share of end-to-end: {:.1}%, peak RSS {:.0} MB",
+            self.run.host_fraction * 100.0,
+            self.run.peak_rss_mb
+        );
+        for u in &self.ungated {
+            crate::outln!("UNGATED {u}");
+        }
+        for f in &self.failures {
+            crate::outln!("FAIL {f}");
+        }
+        crate::outln!(
+            "run {}: {}; report {dir}/run-{}.html",
+            self.run.backend,
+            if self.pass { "pass" } else { "FAIL" },
+            self.run.backend
+        );
+    }
+}

@@ -1,0 +1,294 @@
+//! Loading recipes from `recipes/<model>/` and checking them for internal consistency (names,
+//! roles, overrides, host section); errors name file, line and key (toml spans).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::{Component, ComponentFile, GateOverride, HostSection, Model, ModelFile, ModelSection};
+
+/// Parses TOML into `T`, turning serde/toml errors into "file:line:col: message".
+pub fn parse_toml<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T> {
+    toml::from_str(text).map_err(|e| {
+        let line_col = e.span().map(|s| {
+            let line = text[..s.start].matches('\n').count() + 1;
+            let col = s.start - text[..s.start].rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!("{line}:{col}")
+        });
+        anyhow::anyhow!(
+            "{}:{}: {}",
+            path.display(),
+            line_col.unwrap_or_else(|| "?".into()),
+            e.message()
+        )
+    })
+}
+
+pub fn known_models(root: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(root.join("recipes"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("model.toml").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+pub fn load_model(root: &Path, name: &str) -> Result<Model> {
+    let model_path = Path::new("recipes").join(name).join("model.toml");
+    let text = fs::read_to_string(root.join(&model_path)).with_context(|| {
+        format!(
+            "no recipe for model `{name}` ({} missing); known models: {}",
+            model_path.display(),
+            known_models(root).join(", ")
+        )
+    })?;
+    let file: ModelFile = parse_toml(&model_path, &text)?;
+    if file.model.name != name {
+        bail!(
+            "{}: model.name = {:?} but the folder is `{name}`",
+            model_path.display(),
+            file.model.name
+        );
+    }
+    check_overrides(&model_path, &file.parity.overrides, None)?;
+    if let Some(host) = &file.host {
+        check_host(&model_path, &file.model, host)?;
+    }
+    let mut components = Vec::new();
+    for comp in &file.model.components {
+        components.push(load_component(root, name, comp)?);
+    }
+    Ok(Model { file, components })
+}
+
+/// Recipe paths are kept relative to the project root: that is how errors and reports show them.
+fn load_component(root: &Path, model: &str, name: &str) -> Result<Component> {
+    let recipe_path = Path::new("recipes")
+        .join(model)
+        .join(format!("{name}.toml"));
+    let recipe_text = fs::read_to_string(root.join(&recipe_path)).with_context(|| {
+        format!(
+            "component `{name}` is listed in model.toml but {} is missing",
+            recipe_path.display()
+        )
+    })?;
+    let file: ComponentFile = parse_toml(&recipe_path, &recipe_text)?;
+    let comp = Component {
+        recipe_path,
+        recipe_text,
+        file,
+    };
+    check_component(&comp, name)?;
+    Ok(comp)
+}
+
+fn check_component(comp: &Component, expected_name: &str) -> Result<()> {
+    let path = comp.recipe_path.display();
+    if comp.name() != expected_name {
+        bail!(
+            "{path}: component.name = {:?}, expected {expected_name:?} (the file name)",
+            comp.name()
+        );
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for spec in comp.file.inputs.iter().chain(&comp.file.outputs) {
+        if !seen.insert(spec.name.get_ref().clone()) {
+            bail!(
+                "{}: tensor `{}` is declared twice",
+                comp.where_tensor(spec),
+                spec.name.get_ref()
+            );
+        }
+        if spec.shape.contains(&0) {
+            bail!(
+                "{}: tensor `{}` has a zero dimension in {:?}",
+                comp.where_tensor(spec),
+                spec.name.get_ref(),
+                spec.shape
+            );
+        }
+    }
+    let cv = &comp.file.convert;
+    if ![16, 32].contains(&cv.float_bitwidth) {
+        bail!(
+            "{path}: convert.float_bitwidth must be 16 or 32, got {}",
+            cv.float_bitwidth
+        );
+    }
+    let ctx = &comp.file.context;
+    if !(1..=3).contains(&ctx.optimization_level) {
+        bail!(
+            "{path}: context.optimization_level must be 1, 2 or 3, got {}",
+            ctx.optimization_level
+        );
+    }
+    let outputs: Vec<&str> = comp
+        .file
+        .outputs
+        .iter()
+        .map(|o| o.name.get_ref().as_str())
+        .collect();
+    check_overrides(
+        &comp.recipe_path,
+        &comp.file.parity.overrides,
+        Some(&outputs),
+    )
+}
+
+fn check_host(path: &Path, model: &ModelSection, host: &HostSection) -> Result<()> {
+    let p = path.display();
+    let roles = [&host.vision, &host.action_context, &host.action_step]
+        .into_iter()
+        .chain(&host.llm_splits);
+    for role in roles {
+        if !model.components.contains(role) {
+            bail!(
+                "{p}: [host] names component `{role}`, which is not among [model] components {:?}",
+                model.components
+            );
+        }
+    }
+    if host.llm_splits.is_empty() || host.timesteps.is_empty() {
+        bail!("{p}: [host] needs at least one entry in llm_splits and in timesteps");
+    }
+    if host.norm_mode != "q01_q99" {
+        bail!(
+            "{p}: [host] norm_mode {:?} is not supported (known: \"q01_q99\")",
+            host.norm_mode
+        );
+    }
+    if host.gripper_dim.is_some_and(|g| g >= host.action_dim_used) {
+        bail!(
+            "{p}: [host] gripper_dim must be below action_dim_used ({})",
+            host.action_dim_used
+        );
+    }
+    let gate = &host.gate;
+    if !(gate.min_cosine > -1.0 && gate.min_cosine <= 1.0) {
+        bail!(
+            "{p}: [host.gate] min_cosine {} is outside (-1, 1]",
+            gate.min_cosine
+        );
+    }
+    for (key, value) in [("atol", gate.atol), ("rtol", gate.rtol)] {
+        if !(value.is_finite() && value >= 0.0) {
+            bail!("{p}: [host.gate] {key} must be a finite number >= 0, got {value}");
+        }
+    }
+    for key in host.gate.actions_max_abs.keys() {
+        if !["ort", "cpu", "htp"].contains(&key.as_str()) {
+            bail!("{p}: [host.gate] actions_max_abs key {key:?} is not one of ort, cpu, htp");
+        }
+    }
+    Ok(())
+}
+
+fn check_overrides(
+    path: &Path,
+    overrides: &[GateOverride],
+    outputs: Option<&[&str]>,
+) -> Result<()> {
+    for o in overrides {
+        if o.reason.trim().len() < 10 {
+            bail!(
+                "{}: a parity override needs a written `reason` (got {:?})",
+                path.display(),
+                o.reason
+            );
+        }
+        if let Some(b) = &o.backend
+            && !["ort", "cpu", "htp"].contains(&b.as_str())
+        {
+            bail!(
+                "{}: parity override backend {b:?} is not one of ort, cpu, htp",
+                path.display()
+            );
+        }
+        if let (Some(out), Some(outputs)) = (&o.output, outputs)
+            && !outputs.contains(&out.as_str())
+        {
+            bail!(
+                "{}: parity override names output {out:?}, which is not among {outputs:?}",
+                path.display()
+            );
+        }
+        if !(o.min_cosine > -1.0 && o.min_cosine <= 1.0) {
+            bail!(
+                "{}: min_cosine {} is outside (-1, 1]",
+                path.display(),
+                o.min_cosine
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Files a component needs that are absent, with the key that names each.
+pub fn missing_files(root: &Path, comp: &Component) -> Vec<PathBuf> {
+    [&comp.file.component.onnx, &comp.file.golden.file]
+        .into_iter()
+        .filter(|p| !root.join(p).is_file())
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recipe::tests::GOOD;
+
+    #[test]
+    fn unknown_key_names_file_and_line() {
+        let text = GOOD.replace("fp16 = true", "fp16 = true\nturbo = 1");
+        let err = parse_toml::<ComponentFile>(Path::new("r/c.toml"), &text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("r/c.toml:24:"), "{err}");
+        assert!(err.contains("turbo"), "{err}");
+    }
+
+    #[test]
+    fn wrong_type_names_the_line() {
+        let text = GOOD.replace("optimization_level = 3", "optimization_level = \"high\"");
+        let err = parse_toml::<ComponentFile>(Path::new("c.toml"), &text)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("c.toml:22:"), "{err}");
+    }
+
+    #[test]
+    fn override_without_reason_is_refused() {
+        let o = GateOverride {
+            output: None,
+            backend: None,
+            min_cosine: 0.9,
+            reason: "".into(),
+        };
+        assert!(check_overrides(Path::new("m.toml"), &[o], None).is_err());
+    }
+
+    #[test]
+    fn chain_gate_tolerances_default_and_are_checked() {
+        let model = "[model]\nname='m'\nfamily='f'\ncomponents=['c']\nseq_len=1\n\
+            [target]\nqairt='2.47.0'\nsoc=77\nhtp_arch=73\n\
+            [host]\ntrace='t.json'\nvision='c'\nllm_splits=['c']\naction_context='c'\n\
+            action_step='c'\ntimesteps=[0.0]\naction_dim_used=2\nnorm_mode='q01_q99'\n";
+        let file: ModelFile = parse_toml(Path::new("m.toml"), model).unwrap();
+        let host = file.host.as_ref().unwrap();
+        assert_eq!((host.gate.atol, host.gate.rtol), (1e-4, 1e-3));
+        check_host(Path::new("m.toml"), &file.model, host).unwrap();
+
+        let text = format!("{model}[host.gate]\natol = 0.5\nrtol = -1.0\n");
+        let file: ModelFile = parse_toml(Path::new("m.toml"), &text).unwrap();
+        let host = file.host.as_ref().unwrap();
+        assert_eq!(host.gate.boundary_gate().atol, 0.5);
+        let err = check_host(Path::new("m.toml"), &file.model, host)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("[host.gate] rtol must be"), "{err}");
+    }
+}

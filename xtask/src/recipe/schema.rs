@@ -1,0 +1,271 @@
+//! The recipe files' schema: what `model.toml` and `<component>.toml` may say, with defaults.
+//! Unknown keys, wrong types and missing fields are refused by serde (`deny_unknown_fields`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::Gate;
+use crate::tensor::DType;
+
+pub const DEFAULT_MIN_COSINE: f64 = 0.9999;
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelFile {
+    pub model: ModelSection,
+    pub target: TargetSection,
+    /// The host chain of the model family (`cargo xtask run`); absent for single-graph models.
+    #[serde(default)]
+    pub host: Option<HostSection>,
+    #[serde(default)]
+    pub parity: ModelParity,
+    #[serde(default)]
+    pub package: PackageSection,
+}
+
+/// What `cargo xtask package` puts in the bundle besides the context binaries.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PackageSection {
+    /// The DLC of each component (`ctx/<component>.dlc`).
+    #[serde(default)]
+    pub dlc: bool,
+    /// The EPContext wrapper of each binary, so ONNX Runtime can load it.
+    #[serde(default = "yes")]
+    pub wrappers: bool,
+}
+
+impl Default for PackageSection {
+    fn default() -> Self {
+        PackageSection {
+            dlc: false,
+            wrappers: true,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSection {
+    pub name: String,
+    pub family: String,
+    #[serde(default)]
+    pub description: String,
+    /// Components in pipeline order; each has `<name>.toml` beside `model.toml`.
+    pub components: Vec<String>,
+    pub seq_len: usize,
+    /// How to obtain files that are not in the repository (printed when they are missing).
+    #[serde(default)]
+    pub obtain: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSection {
+    pub qairt: String,
+    pub soc: u32,
+    pub htp_arch: u32,
+}
+
+/// Host pipeline parameters: which component plays which role in the chain, the flow-matching
+/// timesteps, de-normalisation, and the chain's gates. Sizes come from the component recipes.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSection {
+    /// `trace.json` of one reference chain run; its `npz` key names the host tensors beside it.
+    pub trace: PathBuf,
+    pub vision: String,
+    pub llm_splits: Vec<String>,
+    pub action_context: String,
+    pub action_step: String,
+    /// One Euler step per entry (`dt` is applied inside `action_step`).
+    pub timesteps: Vec<f32>,
+    pub action_dim_used: usize,
+    /// The gripper dimension passes through de-normalisation unchanged.
+    #[serde(default)]
+    pub gripper_dim: Option<usize>,
+    pub norm_mode: String,
+    #[serde(default)]
+    pub gate: ChainGate,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainGate {
+    /// Every boundary tensor of the chain against the golden.
+    #[serde(default = "default_chain_cosine")]
+    pub min_cosine: f64,
+    /// Absolute tolerance of every boundary (`within_tol`, informational like a component's).
+    #[serde(default = "default_atol")]
+    pub atol: f64,
+    /// Relative tolerance of every boundary (`within_tol`).
+    #[serde(default = "default_rtol")]
+    pub rtol: f64,
+    /// Largest |action - expected| in action units, per backend.
+    #[serde(default = "default_actions_max_abs")]
+    pub actions_max_abs: BTreeMap<String, f64>,
+}
+
+impl Default for ChainGate {
+    fn default() -> Self {
+        ChainGate {
+            min_cosine: default_chain_cosine(),
+            atol: default_atol(),
+            rtol: default_rtol(),
+            actions_max_abs: default_actions_max_abs(),
+        }
+    }
+}
+
+impl ChainGate {
+    /// The gate every boundary tensor of the chain is judged by (the same `Gate` as a
+    /// component output's, without waivers).
+    pub fn boundary_gate(&self) -> Gate {
+        Gate {
+            min_cosine: self.min_cosine,
+            atol: self.atol,
+            rtol: self.rtol,
+            waiver: None,
+        }
+    }
+}
+
+fn default_chain_cosine() -> f64 {
+    0.999
+}
+
+fn default_actions_max_abs() -> BTreeMap<String, f64> {
+    BTreeMap::from([
+        ("ort".into(), 1e-4),
+        ("cpu".into(), 1e-4),
+        ("htp".into(), 1e-2),
+    ])
+}
+
+/// Model-wide gate overrides (for example a looser HTP gate for fp16), each with a reason.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelParity {
+    #[serde(default, rename = "override")]
+    pub overrides: Vec<GateOverride>,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentFile {
+    pub component: ComponentSection,
+    pub golden: GoldenSection,
+    pub inputs: Vec<TensorSpec>,
+    pub outputs: Vec<TensorSpec>,
+    pub convert: ConvertSection,
+    pub context: ContextSection,
+    #[serde(default)]
+    pub parity: ParitySection,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentSection {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// ONNX graph, relative to the project root. External data is found from the graph itself.
+    pub onnx: PathBuf,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoldenSection {
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorSpec {
+    pub name: Spanned<String>,
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+    /// Key of this tensor in the golden npz.
+    pub golden_key: String,
+    /// An additive attention mask: values below fp16's -65504 are clamped to -65504 before
+    /// the HTP sees them (fp16 cannot hold them; the HTP then inverts the mask).
+    #[serde(default)]
+    pub mask: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConvertSection {
+    /// 32 = float DLC (the bundle's choice); 16 = fp16 weights in the DLC.
+    pub float_bitwidth: u8,
+    #[serde(default)]
+    pub float_bias_bitwidth: Option<u8>,
+    pub preserve_io_datatype: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextSection {
+    pub graph_name: String,
+    pub optimization_level: u8,
+    pub fp16: bool,
+    #[serde(default)]
+    pub vtcm_mb: u32,
+    #[serde(default)]
+    pub weight_sharing_group: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParitySection {
+    #[serde(default = "default_min_cosine")]
+    pub min_cosine: f64,
+    #[serde(default = "default_atol")]
+    pub atol: f64,
+    #[serde(default = "default_rtol")]
+    pub rtol: f64,
+    #[serde(default, rename = "override")]
+    pub overrides: Vec<GateOverride>,
+}
+
+impl Default for ParitySection {
+    fn default() -> Self {
+        ParitySection {
+            min_cosine: default_min_cosine(),
+            atol: default_atol(),
+            rtol: default_rtol(),
+            overrides: Vec::new(),
+        }
+    }
+}
+
+fn default_min_cosine() -> f64 {
+    DEFAULT_MIN_COSINE
+}
+fn default_atol() -> f64 {
+    1e-4
+}
+fn default_rtol() -> f64 {
+    1e-3
+}
+
+/// A gate that differs from the default; a written `reason` is mandatory and shown in reports.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateOverride {
+    /// Output name; absent = every output.
+    #[serde(default)]
+    pub output: Option<String>,
+    /// `ort`, `cpu` or `htp`; absent = every backend.
+    #[serde(default)]
+    pub backend: Option<String>,
+    pub min_cosine: f64,
+    pub reason: String,
+}

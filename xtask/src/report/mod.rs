@@ -1,0 +1,62 @@
+//! What every report shares: the tool versions it carries, its timestamp, the JSON + Markdown
+//! pair it is written as, the cosine format, and (in `html`) the self-contained HTML page with
+//! its SVG plots. Each domain's report lives with its domain (`parity::report`,
+//! `chain::report`, `build::report`).
+
+pub mod html;
+
+use std::path::Path;
+
+use anyhow::Result;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolVersions {
+    pub xtask: String,
+    pub onnxruntime: String,
+    pub qnn_build: Option<String>,
+    pub qnn_plugin: String,
+    pub runtime_source: String,
+}
+
+impl ToolVersions {
+    /// The versions the loaded libraries report, for every report.
+    pub fn of(rt: &crate::runtime::Runtime) -> Self {
+        ToolVersions {
+            xtask: env!("CARGO_PKG_VERSION").into(),
+            onnxruntime: rt.ort_version.clone(),
+            qnn_build: rt.qnn_build_version(),
+            qnn_plugin: crate::runtime::bootstrap::QNN_WHEEL.requirement.into(),
+            runtime_source: rt.libs.source.into(),
+        }
+    }
+}
+
+pub fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Writes `<dir>/<stem>.json` (every figure) and `<dir>/<stem>.md` (for people), atomically.
+pub fn write_json_and_markdown<T: Serialize>(
+    dir: &Path,
+    stem: &str,
+    report: &T,
+    markdown: &str,
+) -> Result<()> {
+    crate::atomic::write_atomic(
+        &dir.join(format!("{stem}.json")),
+        &serde_json::to_vec_pretty(report)?,
+    )?;
+    crate::atomic::write_atomic(&dir.join(format!("{stem}.md")), markdown.as_bytes())
+}
+
+/// Cosines as the model card prints them: 1.0 when exactly one, else 8 decimals.
+pub fn fmt_cosine(c: f64) -> String {
+    if c == 1.0 {
+        "1.0".into()
+    } else {
+        format!("{c:.8}")
+    }
+}
