@@ -753,14 +753,7 @@ fn require_fp16_safe_golden(env: &BuildEnv<'_>, comp: &Component) -> Result<()> 
 }
 
 pub fn htp_target(soc: &Soc, comp: &Component) -> HtpTarget {
-    let c = &comp.file.context;
-    HtpTarget {
-        soc_model: soc.id,
-        htp_arch: soc.htp_arch,
-        optimization_level: c.optimization_level,
-        fp16: c.fp16,
-        vtcm_mb: c.vtcm_mb,
-    }
+    HtpTarget::from_recipe(soc, &comp.file.context)
 }
 
 /// Hashes a finished file, then renames it onto its stable name (same filesystem, one step).
