@@ -106,7 +106,8 @@ impl Proc {
     /// (for callers that read a program's verdict from its output). Start failures and
     /// timeouts are still errors.
     pub fn run_unchecked(&self) -> Result<(std::process::ExitStatus, String)> {
-        let mut expr = duct::cmd(&self.program, &self.args)
+        // As an OsStr, not a Path: duct runs a separator-less Path as `./name`, not from PATH.
+        let mut expr = duct::cmd(self.program.as_os_str(), &self.args)
             .stderr_to_stdout()
             .unchecked();
         for (k, v) in &self.env {
