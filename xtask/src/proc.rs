@@ -221,7 +221,10 @@ mod tests {
             .run()
             .unwrap_err()
             .to_string();
-        assert!(err.contains("`sh -c echo one; echo two >&2; exit 3` failed"), "{err}");
+        assert!(
+            err.contains("`sh -c echo one; echo two >&2; exit 3` failed"),
+            "{err}"
+        );
         assert!(err.contains("exit status: 3"), "{err}");
         assert!(err.contains("one\ntwo"), "{err}");
         assert!(err.contains("step.log"), "{err}");

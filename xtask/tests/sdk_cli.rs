@@ -19,7 +19,10 @@ fn run_sdk(p: &Scratch, sdk_root: &Path, args: &[&str], env: &[(&str, &str)]) ->
         common::path_with(&sdk_root.join("bin/x86_64-linux-clang")),
     )
     .env("QAIRT_SDK_ROOT", sdk_root)
-    .env("QAIRT_DOUBLE_BIN", env!("CARGO_BIN_EXE_qairt-sdk-test-double"));
+    .env(
+        "QAIRT_DOUBLE_BIN",
+        env!("CARGO_BIN_EXE_qairt-sdk-test-double"),
+    );
     cmd.env_remove("QAIRT_DOUBLE_FAIL")
         .env_remove("XTASK_SDK_TIMEOUT_SECS");
     for (k, v) in env {

@@ -9,7 +9,9 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::build::fingerprint::{ComponentRecord, DirtyReason, DirtyReasons, Freshness, StepRecord};
+use crate::build::fingerprint::{
+    ComponentRecord, DirtyReason, DirtyReasons, Freshness, StepRecord,
+};
 use crate::build::plan::{ComponentPlan, PlannedStep, StepKind};
 use crate::build::progress::Progress;
 use crate::build::report::{ComponentBuild, OutputFile, StepOutcome};

@@ -74,13 +74,23 @@ pub enum DirtyReason {
     /// An input file is missing, so the step has no key.
     InputMissing,
     /// A named key part (an input's content, a rendered option set, a version...) changed.
-    PartChanged { part: String },
-    PartNew { part: String },
-    PartRemoved { part: String },
+    PartChanged {
+        part: String,
+    },
+    PartNew {
+        part: String,
+    },
+    PartRemoved {
+        part: String,
+    },
     /// The keys differ but no part does: the key's format changed.
     FingerprintFormatChanged,
-    OutputModified { path: String },
-    OutputMissing { path: String },
+    OutputModified {
+        path: String,
+    },
+    OutputMissing {
+        path: String,
+    },
     /// An earlier step of the component ran, so its outputs are new.
     EarlierStepRan,
     /// `--force`.

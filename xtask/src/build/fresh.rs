@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use crate::build::fingerprint::{ComponentRecord, Freshness};
-use crate::hashing::{HashMemo, sha256_file};
 use crate::build::plan::{StepKind, Versions, plan_component};
+use crate::hashing::{HashMemo, sha256_file};
 use crate::recipe::{Component, Model};
 use crate::runtime::Runtime;
 

@@ -120,14 +120,8 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
         memo: &memo,
         progress: &progress,
     };
-    let results = execute::execute_plans(
-        &env,
-        &req.comps,
-        &plans,
-        req.force,
-        req.jobs,
-        req.verbose,
-    );
+    let results =
+        execute::execute_plans(&env, &req.comps, &plans, req.force, req.jobs, req.verbose);
     progress.clear();
     memo.into_inner()
         .unwrap_or_else(|e| e.into_inner())

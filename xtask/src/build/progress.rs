@@ -13,6 +13,12 @@ pub struct Progress {
 /// A component's spinner (absent in plain mode).
 pub struct Bar(Option<ProgressBar>);
 
+impl Default for Progress {
+    fn default() -> Self {
+        Progress::new()
+    }
+}
+
 impl Progress {
     pub fn new() -> Self {
         Progress {

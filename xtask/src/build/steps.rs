@@ -57,7 +57,10 @@ impl Convert {
 
     pub fn run(tc: &dyn Toolchain, job: &StepJob<'_>) -> Result<StepRun> {
         let staged = tc.convert(job)?;
-        let dlc = staged.files.first().context("the converter staged no DLC")?;
+        let dlc = staged
+            .files
+            .first()
+            .context("the converter staged no DLC")?;
         check_dlc(dlc)?;
         Ok(StepRun {
             moves: vec![(dlc.clone(), job.artifacts.dlc.clone())],
@@ -165,7 +168,10 @@ impl Context {
         require_fp16_safe_golden(job.root, job.model, job.comp)?;
         let staged = tc.context(job)?;
         let [bin, wrapper] = staged.files.as_slice() else {
-            bail!("the context step staged {} file(s), expected a binary and a wrapper", staged.files.len());
+            bail!(
+                "the context step staged {} file(s), expected a binary and a wrapper",
+                staged.files.len()
+            );
         };
         Ok(StepRun {
             moves: vec![

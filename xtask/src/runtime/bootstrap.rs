@@ -259,7 +259,6 @@ fn unpack_shared_libraries(wheel: &Path, dest: &Path) -> Result<Vec<String>> {
     Ok(written)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -374,4 +374,3 @@ fn prefixed(opts: Vec<(String, String)>) -> Vec<(String, String)> {
 fn ort_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
     anyhow::anyhow!("{e}")
 }
-

@@ -37,10 +37,13 @@ impl Toolchain for Embedded<'_> {
     fn render(&self, kind: StepKind, comp: &Component, soc: &Soc, art: &Artifacts) -> Rendered {
         let r = Rendered::default();
         match kind {
-            StepKind::Convert => r.options("rendered QNN IR EP options", &dump_dlc_ep_options(STAGING)),
-            StepKind::CpuParity => {
-                r.options("rendered QNN CPU EP options", &backend_ep_options(&Backend::QnnCpu))
+            StepKind::Convert => {
+                r.options("rendered QNN IR EP options", &dump_dlc_ep_options(STAGING))
             }
+            StepKind::CpuParity => r.options(
+                "rendered QNN CPU EP options",
+                &backend_ep_options(&Backend::QnnCpu),
+            ),
             StepKind::Context => {
                 let target = HtpTarget::from_recipe(soc, &comp.file.context);
                 let wrapper = format!("{STAGING}/{}.onnx", art.wrapper_stem());

@@ -80,11 +80,11 @@ impl Sdk {
             return Ok(in_sdk);
         }
         crate::proc::on_path(name).with_context(|| {
-                format!(
-                    "`{name}` is missing: not in {} nor on PATH",
-                    self.root.join("bin").join(HOST).display()
-                )
-            })
+            format!(
+                "`{name}` is missing: not in {} nor on PATH",
+                self.root.join("bin").join(HOST).display()
+            )
+        })
     }
 }
 

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::{
-    Sdk, backend_extensions_config, context_generator_args, converter_args, net_run_args,
-    run_tool, sanitize,
+    Sdk, backend_extensions_config, context_generator_args, converter_args, net_run_args, run_tool,
+    sanitize,
 };
 use crate::onnx::writer::{WrapperTensor, epcontext_wrapper};
 use crate::recipe::Component;

@@ -56,7 +56,10 @@ impl Toolchain for Sdk {
             StepKind::Convert => {
                 let dlc = staging.join(format!("{}.dlc", comp.name()));
                 let args = converter_args(comp, &comp.file.component.onnx, &dlc);
-                r.command("rendered qairt-converter command", line("qairt-converter", args))
+                r.command(
+                    "rendered qairt-converter command",
+                    line("qairt-converter", args),
+                )
             }
             StepKind::CpuParity => {
                 let args = net_run_args(
@@ -89,7 +92,10 @@ impl Toolchain for Sdk {
                         "rendered qnn-context-binary-utility command",
                         line("qnn-context-binary-utility", utility),
                     );
-                let names = ["rendered HTP config file", "rendered backend extensions config file"];
+                let names = [
+                    "rendered HTP config file",
+                    "rendered backend extensions config file",
+                ];
                 for (name, (path, json)) in names.iter().zip(configs) {
                     r = r.file(name, path.display().to_string(), json);
                 }
