@@ -356,3 +356,40 @@ fn an_interrupted_build_never_looks_fresh_and_the_next_build_completes() {
     p.run(&["build-ctx", "--soc", "77"]).assert_code(0);
     p.run(&["parity", "--backend", "htp"]).assert_code(0);
 }
+
+#[test]
+fn the_dry_run_plan_as_json_parses_and_names_every_step() {
+    let p = Scratch::tiny();
+    let run = p.run(&["build-ctx", "--soc", "77", "--dry-run", "--json"]);
+    run.assert_code(0);
+    let plan: serde_json::Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", run.all()));
+    assert_eq!(plan["model"], "tiny");
+    let comps = plan["components"].as_array().unwrap();
+    assert_eq!(comps.len(), COMPONENTS.len());
+    for (c, name) in comps.iter().zip(COMPONENTS) {
+        assert_eq!(c["component"], name);
+        let kinds: Vec<&str> = c["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["convert", "cpu_parity", "context"]);
+        for s in c["steps"].as_array().unwrap() {
+            assert_eq!(s["fresh"], false, "{s}");
+            assert_eq!(s["reasons"][0]["reason"], "never_built", "{s}");
+            assert!(s["key"].is_string(), "{s}");
+        }
+        let context = &c["steps"][2];
+        assert_eq!(context["record_name"], "context@soc77");
+        assert!(
+            context["key_parts"]["rendered HTP EP options"]
+                .as_str()
+                .unwrap()
+                .contains("soc_model=77"),
+            "{context}"
+        );
+    }
+    assert_eq!(plan["dirty_steps"], 21);
+}

@@ -1,7 +1,8 @@
 //! Fingerprints and freshness, after cargo's: a step's key hashes everything it depends on
-//! (content, recipe sections, options, tool versions, the previous step's key), so dirtiness
+//! (content, rendered options and commands, recipe sections, tool versions, the previous step's key), so dirtiness
 //! propagates down the chain. Records are written only after a step succeeded; the record of
-//! a step is cleared before it re-runs, so an interrupted build never looks fresh.
+//! a step is cleared before it re-runs, so an interrupted build never looks fresh. Why a step
+//! is dirty is a `DirtyReason`, structured for `--dry-run --json` and printable for people.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -64,10 +65,91 @@ impl ComponentRecord {
     }
 }
 
+/// Why a step must run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum DirtyReason {
+    /// The step has no record: it never completed.
+    NeverBuilt,
+    /// An input file is missing, so the step has no key.
+    InputMissing,
+    /// A named key part (an input's content, a rendered option set, a version...) changed.
+    PartChanged {
+        part: String,
+    },
+    PartNew {
+        part: String,
+    },
+    PartRemoved {
+        part: String,
+    },
+    /// The keys differ but no part does: the key's format changed.
+    FingerprintFormatChanged,
+    OutputModified {
+        path: String,
+    },
+    OutputMissing {
+        path: String,
+    },
+    /// An earlier step of the component ran, so its outputs are new.
+    EarlierStepRan,
+    /// `--force`.
+    Forced,
+}
+
+impl std::fmt::Display for DirtyReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DirtyReason::NeverBuilt => write!(f, "never built"),
+            DirtyReason::InputMissing => write!(f, "an input file is missing"),
+            DirtyReason::PartChanged { part } => write!(f, "{part} changed"),
+            DirtyReason::PartNew { part } => write!(f, "{part} is new"),
+            DirtyReason::PartRemoved { part } => write!(f, "{part} was removed"),
+            DirtyReason::FingerprintFormatChanged => write!(f, "fingerprint format changed"),
+            DirtyReason::OutputModified { path } => write!(f, "output {path} was modified"),
+            DirtyReason::OutputMissing { path } => write!(f, "output {path} is missing"),
+            DirtyReason::EarlierStepRan => write!(f, "an earlier step of this component re-ran"),
+            DirtyReason::Forced => write!(f, "--force"),
+        }
+    }
+}
+
+/// The reasons a step is dirty, in the order found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DirtyReasons(pub Vec<DirtyReason>);
+
+impl DirtyReasons {
+    /// The reasons as text, separated by `sep` (how reports and errors show them).
+    pub fn join(&self, sep: &str) -> String {
+        self.texts().join(sep)
+    }
+
+    pub fn texts(&self) -> Vec<String> {
+        self.0.iter().map(ToString::to_string).collect()
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, DirtyReason> {
+        self.0.iter()
+    }
+}
+
+impl From<Vec<DirtyReason>> for DirtyReasons {
+    fn from(v: Vec<DirtyReason>) -> Self {
+        DirtyReasons(v)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Freshness {
     Fresh,
-    Dirty(Vec<String>),
+    Dirty(DirtyReasons),
+}
+
+impl Freshness {
+    pub fn dirty(reason: DirtyReason) -> Self {
+        Freshness::Dirty(DirtyReasons(vec![reason]))
+    }
 }
 
 /// Compares a step's current key and outputs with its record; the reasons say why it is dirty.
@@ -78,40 +160,42 @@ pub fn freshness(
     memo: &mut HashMemo,
 ) -> Freshness {
     let Some(record) = record else {
-        return Freshness::Dirty(vec!["never built".into()]);
+        return Freshness::dirty(DirtyReason::NeverBuilt);
     };
     let mut reasons = explain_key_change(&record.key, key);
     for (rel, sha) in &record.outputs {
+        let path = rel.clone();
         match memo.sha256(&root.join(rel)) {
             Ok(actual) if &actual == sha => {}
-            Ok(_) => reasons.push(format!("output {rel} was modified")),
-            Err(_) => reasons.push(format!("output {rel} is missing")),
+            Ok(_) => reasons.push(DirtyReason::OutputModified { path }),
+            Err(_) => reasons.push(DirtyReason::OutputMissing { path }),
         }
     }
     if reasons.is_empty() {
         Freshness::Fresh
     } else {
-        Freshness::Dirty(reasons)
+        Freshness::Dirty(DirtyReasons(reasons))
     }
 }
 
-fn explain_key_change(old: &StepKey, new: &StepKey) -> Vec<String> {
+fn explain_key_change(old: &StepKey, new: &StepKey) -> Vec<DirtyReason> {
     if old.key == new.key {
         return Vec::new();
     }
     let mut reasons = Vec::new();
     for (name, value) in &new.parts {
+        let part = name.clone();
         match old.parts.get(name) {
-            None => reasons.push(format!("{name} is new")),
-            Some(v) if v != value => reasons.push(format!("{name} changed")),
+            None => reasons.push(DirtyReason::PartNew { part }),
+            Some(v) if v != value => reasons.push(DirtyReason::PartChanged { part }),
             Some(_) => {}
         }
     }
     for name in old.parts.keys().filter(|n| !new.parts.contains_key(*n)) {
-        reasons.push(format!("{name} was removed"));
+        reasons.push(DirtyReason::PartRemoved { part: name.clone() });
     }
     if reasons.is_empty() {
-        reasons.push("fingerprint format changed".into());
+        reasons.push(DirtyReason::FingerprintFormatChanged);
     }
     reasons
 }
@@ -153,11 +237,13 @@ mod tests {
         );
         assert_eq!(
             freshness(dir.path(), Some(&rec), &key("b"), &mut memo),
-            Freshness::Dirty(vec!["onnx changed".into()])
+            Freshness::dirty(DirtyReason::PartChanged {
+                part: "onnx".into()
+            })
         );
         assert_eq!(
             freshness(dir.path(), None, &key("a"), &mut memo),
-            Freshness::Dirty(vec!["never built".into()])
+            Freshness::dirty(DirtyReason::NeverBuilt)
         );
     }
 
@@ -181,7 +267,29 @@ mod tests {
         );
         std::fs::write(dir.path().join("out.bin"), b"bad!!").unwrap();
         assert!(
-            matches!(freshness(dir.path(), Some(&rec), &key("a"), &mut memo), Freshness::Dirty(r) if r[0].contains("modified"))
+            matches!(freshness(dir.path(), Some(&rec), &key("a"), &mut memo), Freshness::Dirty(r) if r.join("").contains("modified"))
         );
+    }
+}
+
+#[cfg(test)]
+mod reason_tests {
+    use super::*;
+
+    #[test]
+    fn reasons_serialise_as_tagged_objects_and_print_as_text() {
+        let r = DirtyReason::PartChanged {
+            part: "rendered HTP EP options".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&r).unwrap(),
+            serde_json::json!({ "reason": "part_changed", "part": "rendered HTP EP options" })
+        );
+        assert_eq!(r.to_string(), "rendered HTP EP options changed");
+        let all = DirtyReasons(vec![r, DirtyReason::Forced]);
+        assert_eq!(all.join("; "), "rendered HTP EP options changed; --force");
+        let back: DirtyReasons =
+            serde_json::from_value(serde_json::to_value(&all).unwrap()).unwrap();
+        assert_eq!(back, all);
     }
 }

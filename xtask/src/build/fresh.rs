@@ -47,7 +47,9 @@ pub fn fresh_context_wrapper(
 ) -> Result<PathBuf> {
     let soc = crate::commands::target_soc(model, None)?;
     let versions = runtime_versions(rt)?;
-    let mut memo = HashMemo::load(&root.join("target/xtask-hash-memo.json"));
+    // Before an HTP load: the binary and its inputs are re-hashed in full, never taken on
+    // (size, mtime) trust.
+    let mut memo = HashMemo::full();
     let art = crate::build::plan::artifacts(&model.file.model.name, comp.name(), &soc);
     let versions = as_built(versions, &ComponentRecord::load(&root.join(&art.record)));
     let plan = plan_component(root, model, comp, &soc, &versions, &mut memo)?;

@@ -1,5 +1,5 @@
-//! The build plan: per component, the three steps with their inputs, outputs, fingerprints and
-//! freshness. Pure planning over recipes and what is on disk; nothing runs here, so
+//! The build plan: per component, the three steps with their inputs, outputs, what they will
+//! run (rendered by the toolchain), fingerprints and freshness. Pure planning over recipes and what is on disk; nothing runs here, so
 //! `build-ctx --dry-run` prints exactly what a build would do.
 
 use std::collections::BTreeMap;
@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::build::fingerprint::{ComponentRecord, Freshness, StepKey, freshness};
+use crate::build::fingerprint::{ComponentRecord, DirtyReason, Freshness, StepKey, freshness};
+use crate::build::steps;
 use crate::hashing::{HashMemo, sha256_bytes};
 use crate::recipe::{Component, Model};
 use crate::target::soc::Soc;
+use crate::toolchain::Rendered;
 
 /// Tool versions that enter every fingerprint.
 #[derive(Debug, Clone, Serialize)]
@@ -23,6 +25,7 @@ pub struct Versions {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum StepKind {
     Convert,
     CpuParity,
@@ -30,6 +33,9 @@ pub enum StepKind {
 }
 
 impl StepKind {
+    /// The steps of a component, in the order they run.
+    pub const ALL: [StepKind; 3] = [StepKind::Convert, StepKind::CpuParity, StepKind::Context];
+
     pub fn label(self) -> &'static str {
         match self {
             StepKind::Convert => "convert",
@@ -88,6 +94,8 @@ pub struct PlannedStep {
     pub key: Option<StepKey>,
     pub inputs: Vec<String>,
     pub outputs: Vec<String>,
+    /// What the step will run, as its toolchain renders it.
+    pub rendered: Rendered,
     #[serde(skip)]
     pub freshness: Freshness,
 }
@@ -106,8 +114,46 @@ pub struct ComponentPlan {
     pub missing: Vec<String>,
 }
 
-/// Plans one component: hashes its inputs (memoised by path, size, mtime), chains the keys,
-/// and compares them with the component's record.
+/// The content hashes a component's keys need; None where the file is missing.
+#[derive(Debug, Clone, Default)]
+pub struct InputHashes {
+    /// The ONNX (`onnx`) and its external-data files, by key part name.
+    pub onnx: Option<BTreeMap<String, String>>,
+    pub golden: Option<String>,
+}
+
+/// The keys of a component's three steps, chained (pure: the seam the tests use).
+pub fn step_keys(
+    model: &Model,
+    comp: &Component,
+    soc: &Soc,
+    versions: &Versions,
+    rendered: &[Rendered; 3],
+    hashes: &InputHashes,
+) -> [Option<StepKey>; 3] {
+    let convert = hashes
+        .onnx
+        .as_ref()
+        .map(|onnx| steps::Convert::key(comp, versions, &rendered[0], onnx));
+    let cpu = match (&convert, &hashes.golden) {
+        (Some(prev), Some(golden)) => Some(steps::CpuParity::key(
+            model,
+            comp,
+            &rendered[1],
+            prev,
+            golden,
+        )),
+        _ => None,
+    };
+    let context = cpu
+        .as_ref()
+        .map(|prev| steps::Context::key(comp, soc, &rendered[2], prev));
+    [convert, cpu, context]
+}
+
+/// Plans one component: hashes its inputs (memoised by path, size, mtime), renders what each
+/// step runs with the toolchain named by `versions.toolchain`, chains the keys, and compares
+/// them with the component's record.
 pub fn plan_component(
     root: &Path,
     model: &Model,
@@ -124,113 +170,66 @@ pub fn plan_component(
     let golden_rel = comp.file.golden.file.clone();
 
     let mut convert_inputs = vec![onnx_rel.display().to_string()];
-    let mut convert_parts = BTreeMap::new();
+    let mut hashes = InputHashes::default();
     match hash_input(root, &onnx_rel, memo, &mut missing) {
         Some(sha) => {
-            convert_parts.insert("onnx".to_string(), sha);
+            let mut parts = BTreeMap::from([("onnx".to_string(), sha)]);
             for ext in external_data(root, &onnx_rel)? {
                 convert_inputs.push(ext.display().to_string());
                 if let Some(sha) = hash_input(root, &ext, memo, &mut missing) {
-                    convert_parts.insert(format!("external data {}", ext.display()), sha);
+                    parts.insert(format!("external data {}", ext.display()), sha);
                 }
             }
+            hashes.onnx = missing.is_empty().then_some(parts);
         }
         None => convert_inputs.push("(external data: known once the ONNX exists)".into()),
     }
-    convert_parts.insert(
-        "recipe [component]".into(),
-        section_hash(&comp.file.component),
-    );
-    convert_parts.insert(
-        "recipe inputs/outputs".into(),
-        section_hash(&(&comp.file.inputs, &comp.file.outputs)),
-    );
-    convert_parts.insert("recipe [convert]".into(), section_hash(&comp.file.convert));
-    convert_parts.insert("onnxruntime version".into(), versions.onnxruntime.clone());
-    convert_parts.insert("qnn version".into(), versions.qnn.clone());
-    convert_parts.insert("toolchain".into(), versions.toolchain.clone());
-    let convert_key = (missing.is_empty()).then(|| StepKey::new("convert", convert_parts));
-
-    let golden_sha = hash_input(root, &golden_rel, memo, &mut missing);
-    let cpu_key = match (&convert_key, golden_sha) {
-        (Some(prev), Some(golden)) => Some(StepKey::new(
-            "cpu_parity",
-            BTreeMap::from([
-                ("convert step".to_string(), prev.key.clone()),
-                ("golden".to_string(), golden),
-                (
-                    "recipe [parity]".to_string(),
-                    section_hash(&(&comp.file.parity, &model.file.parity)),
-                ),
-            ]),
-        )),
-        _ => None,
-    };
-    let context_key = cpu_key.as_ref().map(|prev| {
-        StepKey::new(
-            "context",
-            BTreeMap::from([
-                ("cpu parity step".to_string(), prev.key.clone()),
-                (
-                    "recipe [context]".to_string(),
-                    section_hash(&comp.file.context),
-                ),
-                ("soc".to_string(), format!("{} v{}", soc.id, soc.htp_arch)),
-            ]),
-        )
-    });
-
-    let step = |kind: StepKind,
-                record_name: String,
-                key: Option<StepKey>,
-                inputs: Vec<String>,
-                outputs: Vec<String>,
-                memo: &mut HashMemo| {
+    hashes.golden = hash_input(root, &golden_rel, memo, &mut missing);
+    let toolchain = crate::toolchain::for_plan(&versions.toolchain);
+    let rendered = StepKind::ALL.map(|kind| toolchain.render(kind, comp, soc, &art));
+    let keys = step_keys(model, comp, soc, versions, &rendered, &hashes);
+    let inputs = [
+        convert_inputs,
+        vec![
+            onnx_rel.display().to_string(),
+            golden_rel.display().to_string(),
+        ],
+        vec![onnx_rel.display().to_string()],
+    ];
+    let record_names = [
+        steps::Convert::RECORD.to_string(),
+        steps::CpuParity::RECORD.to_string(),
+        steps::Context::record_name(soc),
+    ];
+    let outputs = [
+        steps::Convert::outputs(&art),
+        steps::CpuParity::outputs(&art),
+        steps::Context::outputs(&art),
+    ];
+    let mut steps = Vec::new();
+    for (i, ((((kind, key), rendered), inputs), outputs)) in StepKind::ALL
+        .into_iter()
+        .zip(keys)
+        .zip(rendered)
+        .zip(inputs)
+        .zip(outputs)
+        .enumerate()
+    {
+        let record_name = record_names[i].clone();
         let freshness = match &key {
             Some(k) => freshness(root, record.steps.get(&record_name), k, memo),
-            None => Freshness::Dirty(vec!["an input file is missing".into()]),
+            None => Freshness::dirty(DirtyReason::InputMissing),
         };
-        PlannedStep {
+        steps.push(PlannedStep {
             kind,
             record_name,
             key,
             inputs,
-            outputs,
+            outputs: outputs.iter().map(|p| p.display().to_string()).collect(),
+            rendered,
             freshness,
-        }
-    };
-    let steps = vec![
-        step(
-            StepKind::Convert,
-            "convert".into(),
-            convert_key,
-            convert_inputs,
-            vec![art.dlc.display().to_string()],
-            memo,
-        ),
-        step(
-            StepKind::CpuParity,
-            "cpu_parity".into(),
-            cpu_key,
-            vec![
-                onnx_rel.display().to_string(),
-                golden_rel.display().to_string(),
-            ],
-            vec![],
-            memo,
-        ),
-        step(
-            StepKind::Context,
-            format!("context@soc{}", soc.id),
-            context_key,
-            vec![onnx_rel.display().to_string()],
-            vec![
-                art.bin.display().to_string(),
-                art.wrapper.display().to_string(),
-            ],
-            memo,
-        ),
-    ];
+        });
+    }
     Ok(ComponentPlan {
         component: name.to_string(),
         artifacts: art,
@@ -265,6 +264,11 @@ pub fn external_data(root: &Path, onnx_rel: &Path) -> Result<Vec<PathBuf>> {
         .collect())
 }
 
-fn section_hash<T: Serialize>(section: &T) -> String {
+/// The hash of a recipe section as it was parsed (a key part).
+pub fn section_hash<T: Serialize>(section: &T) -> String {
     sha256_bytes(&serde_json::to_vec(section).unwrap_or_default())
 }
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

@@ -105,13 +105,7 @@ fn load_binaries(root: &Path, dir: &Path) -> Result<usize> {
     let info: BundleInfo =
         serde_json::from_slice(&std::fs::read(dir.join("reports/bundle.json"))?)?;
     let rt = Runtime::load(ensure_runtime(root)?)?;
-    let target = HtpTarget {
-        soc_model: info.soc_id,
-        htp_arch: info.htp_arch,
-        optimization_level: 3,
-        fp16: true,
-        vtcm_mb: 0,
-    };
+    let target = HtpTarget::for_built_contexts(info.soc_id, info.htp_arch);
     let mut problems = Vec::new();
     let all = wrappers(dir)?;
     let runtime_qnn = rt.qnn_build_version().unwrap_or_default();

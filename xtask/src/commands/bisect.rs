@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result, bail};
 
-use super::{BackendArg, Ctx, Outcome, backend_for, require_files, select_components};
+use super::{BackendArg, Ctx, Outcome, backend_for_component, require_files, select_components};
 use crate::diagnose::bisect::{BisectJob, bisect};
 use crate::diagnose::bisect_report::{html, markdown, print_summary};
 use crate::parity::component::load_golden;
@@ -41,7 +41,7 @@ impl Bisect {
             .context("component")?;
         require_files(ctx, &model, &[comp])?;
         let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
-        let backend = backend_for(&model, self.backend);
+        let backend = backend_for_component(&model, comp, self.backend)?;
         let golden = load_golden(&ctx.root, comp)?;
         let report = bisect(&BisectJob {
             root: &ctx.root,

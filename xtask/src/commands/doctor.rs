@@ -46,13 +46,7 @@ impl Doctor {
                 "MISSING"
             }
         );
-        let htp = Backend::QnnHtp(HtpTarget {
-            soc_model: 77,
-            htp_arch: 73,
-            optimization_level: 3,
-            fp16: true,
-            vtcm_mb: 0,
-        });
+        let htp = Backend::QnnHtp(HtpTarget::probe());
         let mut qnn_build = None;
         crate::outln!("backends:");
         for backend in [Backend::OrtCpu, Backend::QnnCpu, htp] {

@@ -93,19 +93,30 @@ pub enum BackendArg {
     Htp,
 }
 
-/// The backend of a run; the HTP target comes from the model's recipe.
+/// The backend of a command that runs built artifacts for the whole model (`parity`, `run`):
+/// on the HTP those are context binaries, whose graph options were compiled in by build-ctx
+/// from each component's `[context]`, so the target names only the model's device.
 pub fn backend_for(model: &Model, arg: BackendArg) -> Backend {
     match arg {
         BackendArg::Ort => Backend::OrtCpu,
         BackendArg::Cpu => Backend::QnnCpu,
-        BackendArg::Htp => Backend::QnnHtp(HtpTarget {
-            soc_model: model.file.target.soc,
-            htp_arch: model.file.target.htp_arch,
-            optimization_level: 3,
-            fp16: true,
-            vtcm_mb: 0,
-        }),
+        BackendArg::Htp => Backend::QnnHtp(HtpTarget::for_built_contexts(
+            model.file.target.soc,
+            model.file.target.htp_arch,
+        )),
     }
+}
+
+/// The backend of a command that compiles one component's ONNX graph (bisect on the HTP):
+/// the HTP target comes from the component's `[context]` on the model's SoC.
+pub fn backend_for_component(model: &Model, comp: &Component, arg: BackendArg) -> Result<Backend> {
+    Ok(match arg {
+        BackendArg::Htp => {
+            let soc = target_soc(model, None)?;
+            Backend::QnnHtp(HtpTarget::from_recipe(&soc, &comp.file.context))
+        }
+        other => backend_for(model, other),
+    })
 }
 
 /// The bisect command to suggest when a gate fails.

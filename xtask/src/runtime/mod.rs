@@ -2,9 +2,12 @@
 //! sessions on it (`session`), and asking it for versions (`version`).
 
 pub mod bootstrap;
+pub mod placement;
 pub mod probe;
 pub mod session;
 pub mod stdio;
+pub mod values;
 pub mod version;
 
-pub use session::{Backend, HtpTarget, Runtime};
+pub use crate::target::HtpTarget;
+pub use session::{Backend, Runtime};

@@ -14,23 +14,16 @@ use anyhow::{Context, Result, bail};
 use ort::environment::Environment;
 use ort::logging::LogLevel;
 use ort::session::{RunOptions, Session, SessionInputValue};
-use ort::value::{DynValue, TensorElementType, TensorRef, ValueType};
 
 use super::bootstrap::RuntimeLibs;
+pub use super::placement::Placement;
+use super::placement::{parse_placement, require_all_on_qnn};
+use super::values::{from_ort_value, input_view, outlet_contract};
+use crate::target::HtpTarget;
 use crate::tensor::{DType, Tensor};
 
 pub const QNN_EP: &str = "QNNExecutionProvider";
 const CPU_EP: &str = "CPUExecutionProvider";
-
-/// The HTP target of a context binary: SoC, architecture, optimization level, precision.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct HtpTarget {
-    pub soc_model: u32,
-    pub htp_arch: u32,
-    pub optimization_level: u8,
-    pub fp16: bool,
-    pub vtcm_mb: u32,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Backend {
@@ -59,15 +52,6 @@ pub struct Runtime {
     pub ort_version: String,
     /// The QNN build version (`v2.47.0.…`) as the first QNN session logged it.
     qnn_build: Mutex<Option<String>>,
-}
-
-/// Where each node of a session runs, from ORT's placement log.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct Placement {
-    /// Node count per execution provider.
-    pub nodes_per_ep: BTreeMap<String, usize>,
-    /// Nodes not on the QNN EP, as `op_type (name)` lines from the log.
-    pub off_qnn: Vec<String>,
 }
 
 pub struct CheckedSession {
@@ -135,18 +119,17 @@ impl Runtime {
         Ok(path.display().to_string())
     }
 
-    /// EP options for a backend, each prefixed with the EP name (unprefixed keys are dropped).
+    /// EP options for a backend: where its library is, then the rendered options, each
+    /// prefixed with the EP name (unprefixed keys are dropped).
     fn qnn_options(&self, backend: &Backend) -> Result<Vec<(String, String)>> {
-        let mut opts: Vec<(&str, String)> = match backend {
+        let lib = match backend {
             Backend::OrtCpu => return Ok(Vec::new()),
-            Backend::QnnCpu => vec![("backend_path", self.qnn_backend_lib("libQnnCpu.so")?)],
-            Backend::QnnHtp(t) => htp_options(t, self.qnn_backend_lib("libQnnHtp.so")?),
+            Backend::QnnCpu => "libQnnCpu.so",
+            Backend::QnnHtp(_) => "libQnnHtp.so",
         };
-        opts.push(("profiling_level", "off".into()));
-        Ok(opts
-            .into_iter()
-            .map(|(k, v)| (format!("{QNN_EP}.{k}"), v))
-            .collect())
+        let mut opts = vec![("backend_path".to_string(), self.qnn_backend_lib(lib)?)];
+        opts.extend(backend_ep_options(backend));
+        Ok(prefixed(opts))
     }
 
     /// A session builder with the log captured into `sink` (verbose, for placement) and the
@@ -244,18 +227,15 @@ impl Runtime {
     pub fn dump_dlc(&self, model: &Path, dir: &Path) -> Result<(PathBuf, Placement)> {
         std::fs::create_dir_all(dir)?;
         let sink: LogSink = Arc::default();
-        let opts: Vec<(String, String)> = [
-            ("backend_path", self.qnn_backend_lib("libQnnIr.so")?),
-            ("dump_qnn_ir_dlc", "1".into()),
-            (
-                "dump_qnn_ir_dlc_dir",
-                std::path::absolute(dir)?.display().to_string(),
-            ),
-            ("qnn_ir_backend_path", self.qnn_backend_lib("libQnnIr.so")?),
-        ]
-        .into_iter()
-        .map(|(k, v)| (format!("{QNN_EP}.{k}"), v))
-        .collect();
+        let ir = self.qnn_backend_lib("libQnnIr.so")?;
+        let mut opts = vec![
+            ("backend_path".to_string(), ir.clone()),
+            ("qnn_ir_backend_path".to_string(), ir),
+        ];
+        opts.extend(dump_dlc_ep_options(
+            &std::path::absolute(dir)?.display().to_string(),
+        ));
+        let opts = prefixed(opts);
         let mut builder = self.builder(QNN_EP, &opts, &sink)?;
         let _session = builder
             .commit_from_file(model)
@@ -293,12 +273,7 @@ impl Runtime {
         let sink: LogSink = Arc::default();
         let backend = Backend::QnnHtp(target.clone());
         let mut builder = self.backend_builder(&backend, &sink)?;
-        for (key, value) in [
-            ("ep.context_enable", "1".to_string()),
-            ("ep.context_embed_mode", "0".to_string()),
-            ("ep.context_file_path", wrapper.display().to_string()),
-            ("session.disable_cpu_ep_fallback", "1".to_string()),
-        ] {
+        for (key, value) in context_session_config(&wrapper.display().to_string()) {
             builder = builder.with_config_entry(key, value).map_err(ort_err)?;
         }
         let session = builder
@@ -359,183 +334,43 @@ impl CheckedSession {
     }
 }
 
-fn htp_options(t: &HtpTarget, lib: String) -> Vec<(&'static str, String)> {
-    let mut opts = vec![
-        ("backend_path", lib),
-        ("soc_model", t.soc_model.to_string()),
-        ("htp_arch", t.htp_arch.to_string()),
-        (
-            "htp_graph_finalization_optimization_mode",
-            t.optimization_level.to_string(),
-        ),
-        ("enable_htp_fp16_precision", u8::from(t.fp16).to_string()),
-    ];
-    if t.vtcm_mb > 0 {
-        opts.push(("vtcm_mb", t.vtcm_mb.to_string()));
-    }
+/// The rendered EP options of a backend, without the EP prefix and without `backend_path`
+/// (machine-specific; the runtime adds it): what a build step's fingerprint hashes.
+pub fn backend_ep_options(backend: &Backend) -> Vec<(String, String)> {
+    let mut opts = match backend {
+        Backend::OrtCpu => return Vec::new(),
+        Backend::QnnCpu => Vec::new(),
+        Backend::QnnHtp(t) => t.ep_options(),
+    };
+    opts.push(("profiling_level".into(), "off".into()));
     opts
 }
 
-fn outlet_contract(name: &str, ty: &ValueType) -> (String, Option<DType>, Vec<i64>) {
-    match ty {
-        ValueType::Tensor { ty, shape, .. } => (name.to_string(), dtype_of(*ty), shape.to_vec()),
-        _ => (name.to_string(), None, Vec::new()),
-    }
+/// The rendered EP options of a QNN IR (DLC) dump into `dir`, without the library paths.
+pub fn dump_dlc_ep_options(dir: &str) -> Vec<(String, String)> {
+    vec![
+        ("dump_qnn_ir_dlc".into(), "1".into()),
+        ("dump_qnn_ir_dlc_dir".into(), dir.into()),
+    ]
 }
 
-fn dtype_of(ty: TensorElementType) -> Option<DType> {
-    match ty {
-        TensorElementType::Float32 => Some(DType::F32),
-        TensorElementType::Float16 => Some(DType::F16),
-        TensorElementType::Int64 => Some(DType::I64),
-        TensorElementType::Bool => Some(DType::Bool),
-        _ => None,
-    }
+/// The session config of an HTP context build writing its EPContext wrapper to `wrapper`.
+pub fn context_session_config(wrapper: &str) -> Vec<(String, String)> {
+    vec![
+        ("ep.context_enable".into(), "1".into()),
+        ("ep.context_embed_mode".into(), "0".into()),
+        ("ep.context_file_path".into(), wrapper.into()),
+        ("session.disable_cpu_ep_fallback".into(), "1".into()),
+    ]
 }
 
-/// A zero-copy view of a tensor as a session input (no clone of the data per run).
-fn input_view(t: &Tensor) -> Result<SessionInputValue<'_>> {
-    Ok(match t {
-        Tensor::F32(a) => TensorRef::from_array_view(a.view())?.into(),
-        Tensor::F16(a) => TensorRef::from_array_view(a.view())?.into(),
-        Tensor::I64(a) => TensorRef::from_array_view(a.view())?.into(),
-        Tensor::Bool(a) => TensorRef::from_array_view(a.view())?.into(),
-    })
-}
-
-fn from_ort_value(v: &DynValue) -> Result<Tensor> {
-    if let Ok(a) = v.try_extract_array::<f32>() {
-        return Ok(Tensor::F32(a.to_owned()));
-    }
-    if let Ok(a) = v.try_extract_array::<half::f16>() {
-        return Ok(Tensor::F16(a.to_owned()));
-    }
-    if let Ok(a) = v.try_extract_array::<i64>() {
-        return Ok(Tensor::I64(a.to_owned()));
-    }
-    if let Ok(a) = v.try_extract_array::<bool>() {
-        return Ok(Tensor::Bool(a.to_owned()));
-    }
-    bail!("unsupported output element type")
-}
-
-/// Parses ORT's verbose placement report, one log message per line:
-/// `All nodes placed on [EP]. Number of nodes: N`, or per EP
-/// `Node(s) placed on [EP]. Number of nodes: N` followed by one `  OpType (name)` message per node.
-pub fn parse_placement(log: &[String]) -> Placement {
-    let mut placement = Placement::default();
-    let mut current_ep: Option<String> = None;
-    for msg in log {
-        if let Some(idx) = msg.find("placed on [") {
-            let rest = &msg[idx + "placed on [".len()..];
-            let Some(end) = rest.find(']') else { continue };
-            let ep = rest[..end].to_string();
-            let count = rest
-                .split("Number of nodes:")
-                .nth(1)
-                .and_then(|s| s.split_whitespace().next())
-                .and_then(|s| s.trim_end_matches('.').parse::<usize>().ok())
-                .unwrap_or(0);
-            *placement.nodes_per_ep.entry(ep.clone()).or_default() += count;
-            current_ep = Some(ep);
-            continue;
-        }
-        match &current_ep {
-            Some(ep) if msg.starts_with("  ") && msg.trim_end().ends_with(')') => {
-                if ep != QNN_EP {
-                    placement.off_qnn.push(format!("{} on [{ep}]", msg.trim()));
-                }
-            }
-            _ => current_ep = None,
-        }
-    }
-    placement
-}
-
-fn require_all_on_qnn(placement: &Placement, log: &[String], model: &Path) -> Result<()> {
-    if placement.nodes_per_ep.is_empty() {
-        let tail: Vec<&String> = log.iter().rev().take(8).collect();
-        bail!(
-            "{}: ORT reported no node placement, so QNN placement cannot be proven (log tail: {:?})",
-            model.display(),
-            tail
-        );
-    }
-    let on_qnn = placement.nodes_per_ep.get(QNN_EP).copied().unwrap_or(0);
-    let off: usize = placement
-        .nodes_per_ep
-        .iter()
-        .filter(|(ep, _)| *ep != QNN_EP)
-        .map(|(_, n)| n)
-        .sum();
-    if on_qnn == 0 || off > 0 {
-        let mut reasons: Vec<&str> = log
-            .iter()
-            .flat_map(|l| l.lines())
-            .filter(|l| l.contains("REASON"))
-            .map(str::trim)
-            .collect();
-        reasons.dedup();
-        bail!(
-            "{}: not placed entirely on QNN ({on_qnn} node(s) on QNN, {off} elsewhere):\n  {}\n  QNN said: {}",
-            model.display(),
-            if placement.off_qnn.is_empty() {
-                "(node names not logged)".to_string()
-            } else {
-                placement.off_qnn.join("\n  ")
-            },
-            reasons.join(" | ")
-        );
-    }
-    Ok(())
+fn prefixed(opts: Vec<(String, String)>) -> Vec<(String, String)> {
+    opts.into_iter()
+        .map(|(k, v)| (format!("{QNN_EP}.{k}"), v))
+        .collect()
 }
 
 /// `ort` errors carry the builder for recovery and are not `Send`; keep only the message.
 fn ort_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
     anyhow::anyhow!("{e}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn placement_names_nodes_left_on_cpu() {
-        let log: Vec<String> = [
-            " Node(s) placed on [QNNExecutionProvider]. Number of nodes: 1",
-            "  QNNExecutionProvider_1672_1 (QNNExecutionProvider_QNNExecutionProvider_1672_1_0)",
-            " Node(s) placed on [CPUExecutionProvider]. Number of nodes: 1",
-            "  Erf (erf_node)",
-            "Some nodes were not assigned to the preferred execution providers",
-        ]
-        .map(String::from)
-        .to_vec();
-        let p = parse_placement(&log);
-        assert_eq!(p.nodes_per_ep[QNN_EP], 1);
-        assert_eq!(p.nodes_per_ep[CPU_EP], 1);
-        assert_eq!(
-            p.off_qnn,
-            vec!["Erf (erf_node) on [CPUExecutionProvider]".to_string()]
-        );
-        assert!(
-            require_all_on_qnn(&p, &log, Path::new("m.onnx"))
-                .unwrap_err()
-                .to_string()
-                .contains("erf_node")
-        );
-    }
-
-    #[test]
-    fn all_nodes_on_qnn_passes() {
-        let log =
-            vec![" All nodes placed on [QNNExecutionProvider]. Number of nodes: 1".to_string()];
-        let p = parse_placement(&log);
-        assert!(p.off_qnn.is_empty());
-        assert!(require_all_on_qnn(&p, &log, Path::new("m.onnx")).is_ok());
-    }
-
-    #[test]
-    fn no_placement_log_is_not_a_proof() {
-        assert!(require_all_on_qnn(&Placement::default(), &[], Path::new("m.onnx")).is_err());
-    }
 }

@@ -1,3 +1,99 @@
-//! Step executors besides the embedded runtime: the QAIRT SDK's command-line tools.
+//! Who runs a build step. One `Toolchain` trait with the three operations of a component's
+//! build (convert, cpu parity, context) and `render`, which says what a step will run with
+//! machine-specific paths replaced by stable placeholders: the fingerprint hashes it and the
+//! dry run prints it. Two implementations: the embedded ORT QNN EP runtime (`embedded`) and the
+//! QAIRT SDK's command-line tools (`sdk`). Nothing outside this module asks which one runs.
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::build::plan::{Artifacts, StepKind};
+use crate::hashing::sha256_bytes;
+use crate::parity::component::{ComponentResult, GoldenIo};
+use crate::recipe::{Component, Model};
+use crate::target::soc::Soc;
+
+pub mod embedded;
 pub mod sdk;
+
+/// The staging folder of a step as rendered (its real name is `ctx/<model>/.staging-<id>`).
+pub const STAGING: &str = "STAGING";
+
+/// What a step will run, with stable placeholders for machine-specific paths.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Rendered {
+    /// Named parts that enter the step's fingerprint (`rendered HTP EP options` → its text).
+    pub parts: BTreeMap<String, String>,
+    /// Command lines run, in order (SDK tools); empty for the embedded runtime.
+    pub commands: Vec<String>,
+    /// Config files the step writes: (rendered path, JSON).
+    pub files: Vec<(String, serde_json::Value)>,
+}
+
+impl Rendered {
+    /// A key part holding an option list as `key=value` lines.
+    pub fn options(mut self, name: &str, opts: &[(String, String)]) -> Self {
+        let text: String = opts.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+        self.parts.insert(name.into(), text);
+        self
+    }
+
+    /// A command line; its text is a key part named after the tool.
+    pub fn command(mut self, name: &str, line: String) -> Self {
+        self.parts.insert(name.into(), line.clone());
+        self.commands.push(line);
+        self
+    }
+
+    /// A config file the step writes; the sha256 of its bytes is a key part.
+    pub fn file(mut self, name: &str, path: String, json: serde_json::Value) -> Self {
+        let bytes = serde_json::to_vec_pretty(&json).unwrap_or_default();
+        self.parts.insert(name.into(), sha256_bytes(&bytes));
+        self.files.push((path, json));
+        self
+    }
+}
+
+/// One step of one component, as a toolchain runs it.
+pub struct StepJob<'a> {
+    pub root: &'a Path,
+    pub model: &'a Model,
+    pub comp: &'a Component,
+    pub soc: &'a Soc,
+    pub artifacts: &'a Artifacts,
+    /// A fresh staging folder inside `ctx/<model>/` (same filesystem as the artifacts).
+    pub staging: &'a Path,
+}
+
+/// A staged output of a step and what the step reports about it.
+pub struct Staged {
+    pub files: Vec<PathBuf>,
+    pub detail: serde_json::Value,
+}
+
+pub trait Toolchain: Sync {
+    /// `embedded` or `qairt-sdk <version>`: enters every fingerprint.
+    fn label(&self) -> String;
+    /// Whose tools run the steps, for people (`QAIRT SDK 2.47.0 at /opt/qairt`).
+    fn describe(&self) -> String;
+    /// What `kind` will run for `comp`, rendered with placeholders (pure).
+    fn render(&self, kind: StepKind, comp: &Component, soc: &Soc, art: &Artifacts) -> Rendered;
+    /// ONNX → DLC; `files` = [the staged DLC].
+    fn convert(&self, job: &StepJob<'_>) -> Result<Staged>;
+    /// The component on the QNN CPU backend with the golden inputs, judged (not yet gated).
+    fn cpu_parity(&self, job: &StepJob<'_>, golden: &GoldenIo) -> Result<ComponentResult>;
+    /// The HTP context binary and its EPContext wrapper; `files` = [binary, wrapper], checked.
+    fn context(&self, job: &StepJob<'_>) -> Result<Staged>;
+}
+
+/// A render-only toolchain for a fingerprint's `toolchain` label (planning and freshness
+/// checks need no runtime and no installed SDK: renderings use placeholders).
+pub fn for_plan(label: &str) -> Box<dyn Toolchain> {
+    match label.strip_prefix("qairt-sdk ") {
+        Some(version) => Box::new(sdk::Sdk::placeholder(version)),
+        None => Box::new(embedded::Embedded { rt: None }),
+    }
+}

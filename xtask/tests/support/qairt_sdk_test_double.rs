@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use xtask::runtime::bootstrap::ensure_runtime;
-use xtask::runtime::{Backend, HtpTarget, Runtime};
+use xtask::runtime::{Backend, Runtime};
+use xtask::target::HtpTarget;
 use xtask::tensor::Tensor;
 
 /// The DLC member where the double remembers which ONNX it converted.
@@ -264,20 +265,7 @@ fn generate(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
         .as_str()
         .context("no backend_extensions.config_file_path")?;
     let htp: serde_json::Value = serde_json::from_slice(&std::fs::read(htp_path)?)?;
-    let device = &htp["devices"][0];
-    let graph = &htp["graphs"][0];
-    let target = HtpTarget {
-        soc_model: device["soc_model"]
-            .as_u64()
-            .context("devices[0].soc_model")? as u32,
-        htp_arch: device["dsp_arch"]
-            .as_str()
-            .and_then(|d| d.trim_start_matches('v').parse().ok())
-            .context("devices[0].dsp_arch")?,
-        optimization_level: graph["O"].as_u64().unwrap_or(2) as u8,
-        fp16: graph["fp16_relaxed_precision"].as_u64() == Some(1),
-        vtcm_mb: graph["vtcm_mb"].as_u64().unwrap_or(0) as u32,
-    };
+    let target = HtpTarget::from_sdk_config(&htp)?;
     let onnx = source_onnx(&a["--dlc_path"])?;
     let tmp = tempfile::tempdir()?;
     let wrapper = tmp.path().join("g_ctx.onnx");

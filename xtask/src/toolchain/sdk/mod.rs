@@ -9,9 +9,9 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use crate::recipe::Component;
-use crate::target::soc::Soc;
 
 pub mod steps;
+pub mod toolchain;
 
 /// The tools' folder and libraries' folder for this host, under the SDK root.
 pub const HOST: &str = "x86_64-linux-clang";
@@ -149,20 +149,6 @@ pub fn context_generator_args(
         "--config_file".into(),
         config.display().to_string(),
     ]
-}
-
-/// The HTP backend-extension config of a component (graph options, device).
-pub fn htp_config(comp: &Component, soc: &Soc) -> serde_json::Value {
-    let ctx = &comp.file.context;
-    serde_json::json!({
-        "graphs": [{
-            "graph_names": [ctx.graph_name],
-            "O": ctx.optimization_level,
-            "fp16_relaxed_precision": u8::from(ctx.fp16),
-            "vtcm_mb": ctx.vtcm_mb,
-        }],
-        "devices": [{ "soc_model": soc.id, "dsp_arch": format!("v{}", soc.htp_arch) }],
-    })
 }
 
 /// The `--config_file` of qnn-context-binary-generator: points at the HTP extension and config.

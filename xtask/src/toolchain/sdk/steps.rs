@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::{
-    Sdk, backend_extensions_config, context_generator_args, converter_args, htp_config,
-    net_run_args, run_tool, sanitize,
+    Sdk, backend_extensions_config, context_generator_args, converter_args, net_run_args, run_tool,
+    sanitize,
 };
 use crate::onnx::writer::{WrapperTensor, epcontext_wrapper};
 use crate::recipe::Component;
@@ -193,7 +193,10 @@ pub fn context_configs(
     let htp = staging.join(format!("{}_htp_config.json", comp.name()));
     let ext = staging.join(format!("{}_config.json", comp.name()));
     vec![
-        (htp.clone(), htp_config(comp, soc)),
+        (
+            htp.clone(),
+            crate::target::HtpTarget::from_recipe(soc, &comp.file.context).sdk_config(),
+        ),
         (ext, backend_extensions_config(sdk, &htp)),
     ]
 }

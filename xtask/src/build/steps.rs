@@ -1,0 +1,220 @@
+//! The three step kinds of a component's build, one type each: the parts of its key, its
+//! outputs, its record name, and `run` (through whichever `Toolchain` builds). A step's run
+//! leaves its outputs staged; `execute` moves them into place and writes the record.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::build::fingerprint::StepKey;
+use crate::build::plan::{Artifacts, Versions, section_hash};
+use crate::parity::component::load_golden;
+use crate::recipe::{Component, Model};
+use crate::target::soc::Soc;
+use crate::toolchain::{Rendered, StepJob, Toolchain};
+
+/// What a step produced: staged files with the artifact each becomes, and its details.
+pub struct StepRun {
+    pub moves: Vec<(PathBuf, PathBuf)>,
+    pub detail: serde_json::Value,
+}
+
+/// ONNX → DLC.
+pub struct Convert;
+
+impl Convert {
+    pub const RECORD: &'static str = "convert";
+
+    /// The ONNX and external data, the recipe's graph contract and `[convert]`, what the
+    /// toolchain renders, the tool versions.
+    pub fn key(
+        comp: &Component,
+        versions: &Versions,
+        rendered: &Rendered,
+        onnx: &BTreeMap<String, String>,
+    ) -> StepKey {
+        let mut parts = onnx.clone();
+        parts.insert(
+            "recipe [component]".into(),
+            section_hash(&comp.file.component),
+        );
+        parts.insert(
+            "recipe inputs/outputs".into(),
+            section_hash(&(&comp.file.inputs, &comp.file.outputs)),
+        );
+        parts.insert("recipe [convert]".into(), section_hash(&comp.file.convert));
+        parts.insert("onnxruntime version".into(), versions.onnxruntime.clone());
+        parts.insert("qnn version".into(), versions.qnn.clone());
+        parts.insert("toolchain".into(), versions.toolchain.clone());
+        parts.extend(rendered.parts.clone());
+        StepKey::new("convert", parts)
+    }
+
+    pub fn outputs(art: &Artifacts) -> Vec<PathBuf> {
+        vec![art.dlc.clone()]
+    }
+
+    pub fn run(tc: &dyn Toolchain, job: &StepJob<'_>) -> Result<StepRun> {
+        let staged = tc.convert(job)?;
+        let dlc = staged
+            .files
+            .first()
+            .context("the converter staged no DLC")?;
+        check_dlc(dlc)?;
+        Ok(StepRun {
+            moves: vec![(dlc.clone(), job.artifacts.dlc.clone())],
+            detail: staged.detail,
+        })
+    }
+}
+
+/// The ONNX (or DLC) on the QNN CPU backend with the golden inputs, gated like `parity`.
+pub struct CpuParity;
+
+impl CpuParity {
+    pub const RECORD: &'static str = "cpu_parity";
+
+    pub fn key(
+        model: &Model,
+        comp: &Component,
+        rendered: &Rendered,
+        convert: &StepKey,
+        golden: &str,
+    ) -> StepKey {
+        let mut parts = BTreeMap::from([
+            ("convert step".to_string(), convert.key.clone()),
+            ("golden".to_string(), golden.to_string()),
+            (
+                "recipe [parity]".to_string(),
+                section_hash(&(&comp.file.parity, &model.file.parity)),
+            ),
+        ]);
+        parts.extend(rendered.parts.clone());
+        StepKey::new("cpu_parity", parts)
+    }
+
+    pub fn outputs(_: &Artifacts) -> Vec<PathBuf> {
+        Vec::new()
+    }
+
+    pub fn run(tc: &dyn Toolchain, job: &StepJob<'_>) -> Result<StepRun> {
+        let golden = load_golden(job.root, job.comp)?;
+        let result = tc.cpu_parity(job, &golden)?;
+        let figures: Vec<String> = result
+            .outputs
+            .iter()
+            .map(|o| {
+                format!(
+                    "{} cosine {}",
+                    o.name,
+                    crate::report::fmt_cosine(o.metrics.cosine)
+                )
+            })
+            .collect();
+        if !result.pass {
+            let reasons: Vec<String> = result
+                .outputs
+                .iter()
+                .filter(|o| !o.verdict.pass)
+                .map(|o| {
+                    format!(
+                        "{} {}: {}",
+                        job.comp.name(),
+                        o.name,
+                        o.verdict.reasons.join("; ")
+                    )
+                })
+                .collect();
+            bail!(
+                "CPU-backend parity gate failed: {} (hint: `{}`)",
+                reasons.join(" | "),
+                crate::commands::bisect_hint(&job.model.file.model.name, job.comp, "cpu")
+            );
+        }
+        Ok(StepRun {
+            moves: Vec::new(),
+            detail: serde_json::json!({ "summary": figures.join(", "), "result": result }),
+        })
+    }
+}
+
+/// The HTP context binary and its EPContext wrapper, per SoC.
+pub struct Context;
+
+impl Context {
+    pub fn record_name(soc: &Soc) -> String {
+        format!("context@soc{}", soc.id)
+    }
+
+    pub fn key(comp: &Component, soc: &Soc, rendered: &Rendered, cpu: &StepKey) -> StepKey {
+        let mut parts = BTreeMap::from([
+            ("cpu parity step".to_string(), cpu.key.clone()),
+            (
+                "recipe [context]".to_string(),
+                section_hash(&comp.file.context),
+            ),
+            ("soc".to_string(), format!("{} v{}", soc.id, soc.htp_arch)),
+        ]);
+        parts.extend(rendered.parts.clone());
+        StepKey::new("context", parts)
+    }
+
+    pub fn outputs(art: &Artifacts) -> Vec<PathBuf> {
+        vec![art.bin.clone(), art.wrapper.clone()]
+    }
+
+    pub fn run(tc: &dyn Toolchain, job: &StepJob<'_>) -> Result<StepRun> {
+        require_fp16_safe_golden(job.root, job.model, job.comp)?;
+        let staged = tc.context(job)?;
+        let [bin, wrapper] = staged.files.as_slice() else {
+            bail!(
+                "the context step staged {} file(s), expected a binary and a wrapper",
+                staged.files.len()
+            );
+        };
+        Ok(StepRun {
+            moves: vec![
+                (bin.clone(), job.artifacts.bin.clone()),
+                (wrapper.clone(), job.artifacts.wrapper.clone()),
+            ],
+            detail: staged.detail,
+        })
+    }
+}
+
+/// A QNN IR DLC is a zip holding at least the `model` member; anything else is not a DLC.
+fn check_dlc(path: &Path) -> Result<()> {
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot open the DLC {}", path.display()))?;
+    let zip = zip::ZipArchive::new(file)
+        .with_context(|| format!("{} is not a DLC (not a zip archive)", path.display()))?;
+    if !zip.file_names().any(|n| n == "model") {
+        bail!("{} is not a QNN DLC: no `model` member", path.display());
+    }
+    Ok(())
+}
+
+/// Before the HTP (fp16) sees a component: no golden tensor beyond fp16's range unless it is a
+/// mask the recipe marks for clamping.
+fn require_fp16_safe_golden(root: &Path, model: &Model, comp: &Component) -> Result<()> {
+    let golden = load_golden(root, comp)?;
+    let offenders: Vec<String> = crate::fp16::scan_golden(comp, &golden.inputs, &golden.expected)
+        .into_iter()
+        .filter(|f| f.offender)
+        .map(|f| {
+            format!(
+                "{} {} (max |x| {:.3e}, min {:.3e}): {}",
+                f.kind, f.tensor, f.max_abs, f.min, f.status
+            )
+        })
+        .collect();
+    if !offenders.is_empty() {
+        bail!(
+            "fp16 hazard before the HTP: {} (see `cargo xtask lint-fp16 --model {}`)",
+            offenders.join("; "),
+            model.file.model.name
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,101 @@
+//! The embedded toolchain: the pinned ONNX Runtime with the QNN EP plugin runs every step in
+//! process (QNN IR DLC dump, a QNN CPU session, an HTP context compile whose EPContext wrapper
+//! is retargeted onto the stable binary name).
+
+use anyhow::{Context, Result};
+
+use super::{Rendered, STAGING, Staged, StepJob, Toolchain};
+use crate::build::plan::{Artifacts, StepKind};
+use crate::parity::component::{ComponentResult, GoldenIo, run_component};
+use crate::recipe::Component;
+use crate::runtime::session::{backend_ep_options, context_session_config, dump_dlc_ep_options};
+use crate::runtime::{Backend, Runtime};
+use crate::target::HtpTarget;
+use crate::target::soc::Soc;
+
+/// The embedded runtime; `rt` is None when only rendering (dry run, freshness checks).
+pub struct Embedded<'a> {
+    pub rt: Option<&'a Runtime>,
+}
+
+impl Embedded<'_> {
+    fn rt(&self) -> Result<&Runtime> {
+        self.rt
+            .context("internal: the embedded runtime was not loaded for this step")
+    }
+}
+
+impl Toolchain for Embedded<'_> {
+    fn label(&self) -> String {
+        "embedded".into()
+    }
+
+    fn describe(&self) -> String {
+        "the embedded QNN runtime (ONNX Runtime + QNN EP)".into()
+    }
+
+    fn render(&self, kind: StepKind, comp: &Component, soc: &Soc, art: &Artifacts) -> Rendered {
+        let r = Rendered::default();
+        match kind {
+            StepKind::Convert => {
+                r.options("rendered QNN IR EP options", &dump_dlc_ep_options(STAGING))
+            }
+            StepKind::CpuParity => r.options(
+                "rendered QNN CPU EP options",
+                &backend_ep_options(&Backend::QnnCpu),
+            ),
+            StepKind::Context => {
+                let target = HtpTarget::from_recipe(soc, &comp.file.context);
+                let wrapper = format!("{STAGING}/{}.onnx", art.wrapper_stem());
+                r.options(
+                    "rendered HTP EP options",
+                    &backend_ep_options(&Backend::QnnHtp(target)),
+                )
+                .options("rendered session config", &context_session_config(&wrapper))
+            }
+        }
+    }
+
+    fn convert(&self, job: &StepJob<'_>) -> Result<Staged> {
+        let onnx = job.root.join(&job.comp.file.component.onnx);
+        let (dlc, placement) = self.rt()?.dump_dlc(&onnx, job.staging)?;
+        let dlc_from = dlc.file_name().map(|n| n.to_string_lossy().into_owned());
+        Ok(Staged {
+            files: vec![dlc],
+            detail: serde_json::json!({ "placement": placement, "dlc_from": dlc_from }),
+        })
+    }
+
+    fn cpu_parity(&self, job: &StepJob<'_>, golden: &GoldenIo) -> Result<ComponentResult> {
+        let onnx = job.root.join(&job.comp.file.component.onnx);
+        let mut result = run_component(
+            self.rt()?,
+            job.model,
+            job.comp,
+            golden,
+            &onnx,
+            &Backend::QnnCpu,
+            true,
+        )?;
+        result.session_model = crate::project::rel(job.root, &onnx);
+        Ok(result)
+    }
+
+    fn context(&self, job: &StepJob<'_>) -> Result<Staged> {
+        let onnx = job.root.join(&job.comp.file.component.onnx);
+        let stem = job.artifacts.wrapper_stem();
+        let wrapper = job.staging.join(format!("{stem}.onnx"));
+        let target = HtpTarget::from_recipe(job.soc, &job.comp.file.context);
+        self.rt()?.compile_context(&onnx, &target, &wrapper)?;
+        let bin = job.staging.join(format!("{stem}_qnn.bin"));
+        let info = crate::onnx::epcontext::check_and_retarget_wrapper(
+            &wrapper,
+            &bin,
+            &job.artifacts.bin_name(),
+        )?;
+        Ok(Staged {
+            files: vec![bin, wrapper],
+            detail: serde_json::to_value(info)?,
+        })
+    }
+}

@@ -1,0 +1,141 @@
+//! The QAIRT SDK as a `Toolchain`: the rendering of each step's command lines and config files
+//! (with `$QAIRT_SDK_ROOT`, `STAGING` and project-relative paths), and the steps themselves
+//! through the tools in `steps`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+
+use super::steps::{Job, context_configs};
+use super::{HOST, Sdk, context_generator_args, converter_args, net_run_args};
+use crate::build::plan::{Artifacts, StepKind};
+use crate::parity::component::{ComponentResult, GoldenIo, judge_outputs};
+use crate::recipe::Component;
+use crate::target::soc::Soc;
+use crate::toolchain::{Rendered, STAGING, Staged, StepJob, Toolchain};
+
+/// The SDK root as rendered (and as the dry run shows it when no SDK is installed).
+pub const SDK_ROOT: &str = "$QAIRT_SDK_ROOT";
+
+impl Sdk {
+    /// An SDK of `version` at the `$QAIRT_SDK_ROOT` placeholder: renders, never runs.
+    pub fn placeholder(version: &str) -> Sdk {
+        Sdk {
+            root: SDK_ROOT.into(),
+            version: version.into(),
+        }
+    }
+
+    fn job<'a>(&'a self, job: &'a StepJob<'_>) -> Job<'a> {
+        Job {
+            sdk: self,
+            root: job.root,
+            model: &job.model.file.model.name,
+            comp: job.comp,
+            staging: job.staging,
+        }
+    }
+}
+
+impl Toolchain for Sdk {
+    fn label(&self) -> String {
+        format!("qairt-sdk {}", self.version)
+    }
+
+    fn describe(&self) -> String {
+        format!("QAIRT SDK {} at {}", self.version, self.root.display())
+    }
+
+    fn render(&self, kind: StepKind, comp: &Component, soc: &Soc, art: &Artifacts) -> Rendered {
+        let sdk = Sdk::placeholder(&self.version);
+        let staging = Path::new(STAGING);
+        let tool = |name: &str| format!("{SDK_ROOT}/bin/{HOST}/{name}");
+        let line = |name: &str, args: Vec<String>| format!("{} {}", tool(name), args.join(" "));
+        let r = Rendered::default();
+        match kind {
+            StepKind::Convert => {
+                let dlc = staging.join(format!("{}.dlc", comp.name()));
+                let args = converter_args(comp, &comp.file.component.onnx, &dlc);
+                r.command(
+                    "rendered qairt-converter command",
+                    line("qairt-converter", args),
+                )
+            }
+            StepKind::CpuParity => {
+                let args = net_run_args(
+                    &sdk,
+                    "libQnnCpu.so",
+                    &art.dlc,
+                    &staging.join("input_list.txt"),
+                    &staging.join("output"),
+                );
+                r.command("rendered qnn-net-run command", line("qnn-net-run", args))
+            }
+            StepKind::Context => {
+                let bin_name = art.bin_name();
+                let bin_stem = bin_name.trim_end_matches(".bin");
+                let configs = context_configs(&sdk, comp, soc, staging);
+                let generate =
+                    context_generator_args(&sdk, &art.dlc, bin_stem, staging, &configs[1].0);
+                let utility = vec![
+                    "--context_binary".to_string(),
+                    format!("{STAGING}/{bin_name}"),
+                    "--json_file".into(),
+                    format!("{STAGING}/{bin_stem}.json"),
+                ];
+                let mut r = r
+                    .command(
+                        "rendered qnn-context-binary-generator command",
+                        line("qnn-context-binary-generator", generate),
+                    )
+                    .command(
+                        "rendered qnn-context-binary-utility command",
+                        line("qnn-context-binary-utility", utility),
+                    );
+                let names = [
+                    "rendered HTP config file",
+                    "rendered backend extensions config file",
+                ];
+                for (name, (path, json)) in names.iter().zip(configs) {
+                    r = r.file(name, path.display().to_string(), json);
+                }
+                r
+            }
+        }
+    }
+
+    fn convert(&self, job: &StepJob<'_>) -> Result<Staged> {
+        let dlc = super::steps::convert(&self.job(job))?;
+        Ok(Staged {
+            files: vec![dlc],
+            detail: serde_json::json!({ "toolchain": self.label() }),
+        })
+    }
+
+    fn cpu_parity(&self, job: &StepJob<'_>, golden: &GoldenIo) -> Result<ComponentResult> {
+        let dlc = job.root.join(&job.artifacts.dlc);
+        let actual = super::steps::cpu_run(&self.job(job), &dlc, &golden.inputs)?;
+        let mut result = judge_outputs(job.model, job.comp, golden, &actual, "cpu")?;
+        result.session_model = crate::project::rel(job.root, &dlc);
+        Ok(result)
+    }
+
+    /// The SDK's context binary and the wrapper made from `qnn-context-binary-utility`'s JSON.
+    fn context(&self, job: &StepJob<'_>) -> Result<Staged> {
+        let bin_name = job.artifacts.bin_name();
+        let stem = job.artifacts.wrapper_stem();
+        let dlc = job.root.join(&job.artifacts.dlc);
+        let made = super::steps::context(&self.job(job), job.soc, &dlc, &stem, &bin_name)?;
+        let summary = crate::onnx::proto::read_summary(&made.wrapper)?;
+        if summary.nodes.len() != 1
+            || summary.nodes[0].attr_str("ep_cache_context") != Some(bin_name.as_str())
+        {
+            bail!("the generated EPContext wrapper does not point at {bin_name}");
+        }
+        let files: Vec<PathBuf> = vec![made.bin, made.wrapper];
+        Ok(Staged {
+            files,
+            detail: serde_json::json!({ "graph_name": made.graph_name, "ep_sdk_version": made.build_id, "bin_file": bin_name, "toolchain": self.label() }),
+        })
+    }
+}
