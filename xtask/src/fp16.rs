@@ -20,6 +20,9 @@ pub struct Fp16Finding {
     pub min: f64,
     pub status: String,
     pub offender: bool,
+    /// The golden file a golden tensor comes from (None for intermediates).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 /// Looks at one tensor: its largest magnitude and what fp16 makes of it.
@@ -28,9 +31,21 @@ pub fn scan(tensor: &str, kind: &str, t: &Tensor, is_mask: bool) -> Option<Fp16F
         return None;
     }
     let values = t.to_f64_vec();
+    let nan = values.iter().filter(|v| v.is_nan()).count();
+    let pos_inf = values.iter().filter(|v| **v == f64::INFINITY).count();
+    let neg_inf = values.iter().filter(|v| **v == f64::NEG_INFINITY).count();
+    // NaN is skipped by max/min (f64::max ignores it), so it is looked for on its own.
     let max_abs = values.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     let min = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let (status, offender) = if is_mask && min < -FP16_MAX {
+    let (status, offender) = if nan > 0 || pos_inf > 0 || (neg_inf > 0 && !is_mask) {
+        (
+            format!(
+                "holds {nan} NaN, {} Inf: no backend can be compared on it (fix the golden)",
+                pos_inf + neg_inf
+            ),
+            true,
+        )
+    } else if is_mask && min < -FP16_MAX {
         (
             format!("mask below -65504 (min {min:.3e}): clamped to -65504 before the HTP"),
             false,
@@ -54,6 +69,7 @@ pub fn scan(tensor: &str, kind: &str, t: &Tensor, is_mask: bool) -> Option<Fp16F
         min,
         status,
         offender,
+        file: None,
     })
 }
 
@@ -75,7 +91,13 @@ pub fn scan_golden(
     let outs = outputs
         .iter()
         .filter_map(|(n, t)| scan(n, "output", t, false));
-    ins.chain(outs).collect()
+    let file = comp.file.golden.file.display().to_string();
+    ins.chain(outs)
+        .map(|f| Fp16Finding {
+            file: Some(file.clone()),
+            ..f
+        })
+        .collect()
 }
 
 /// Inputs with every `mask = true` tensor clamped to fp16's most negative finite value.
@@ -123,5 +145,22 @@ mod tests {
         assert!(!f.offender);
         assert_eq!(f.max_abs, 20000.0);
         assert!(f.status.contains("factor 4"));
+    }
+
+    #[test]
+    fn nan_and_inf_in_a_golden_are_offenders_named_with_their_file() {
+        let t = Tensor::F32(
+            ndarray::ArrayD::from_shape_vec(vec![3], vec![1.0, f32::NAN, 2.0]).unwrap(),
+        );
+        let f = scan("x", "input", &t, false).unwrap();
+        assert!(f.offender && f.status.contains("1 NaN"), "{f:?}");
+        let m = Tensor::F32(
+            ndarray::ArrayD::from_shape_vec(vec![2], vec![0.0, f32::NEG_INFINITY]).unwrap(),
+        );
+        assert!(
+            !scan("mask", "input", &m, true).unwrap().offender,
+            "-inf in a marked mask is clamped"
+        );
+        assert!(scan("bias", "input", &m, false).unwrap().offender);
     }
 }

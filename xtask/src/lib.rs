@@ -5,6 +5,7 @@
 //! (who runs a step), `parity` (how numbers are judged), then `chain` and `bundle`.
 
 pub mod atomic;
+pub mod bad_input;
 pub mod build;
 pub mod bundle;
 pub mod chain;

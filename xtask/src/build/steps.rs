@@ -104,13 +104,7 @@ impl CpuParity {
         let figures: Vec<String> = result
             .outputs
             .iter()
-            .map(|o| {
-                format!(
-                    "{} cosine {}",
-                    o.name,
-                    crate::report::fmt_cosine(o.metrics.cosine)
-                )
-            })
+            .map(|o| format!("{} cosine {}", o.name, o.metrics.shown_cosine()))
             .collect();
         if !result.pass {
             let reasons: Vec<String> = result

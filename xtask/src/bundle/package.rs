@@ -362,17 +362,32 @@ fn usable_report(
     };
     let report: serde_json::Value = serde_json::from_slice(&bytes)
         .with_context(|| format!("{} is not valid JSON", path.display()))?;
-    if report["created_unix"].as_u64().unwrap_or(0) < newest_context {
-        return Ok(None); // about other binaries than these
-    }
     let names: Vec<&str> = comps.iter().map(|c| c.name()).collect();
-    let covered: Vec<&str> = report["components"]
+    let created = report["created_unix"].as_u64().unwrap_or(0);
+    // A merged report holds results of several runs: each selected component's own time
+    // counts (older than the binaries means it is about other binaries).
+    let measured: Vec<(&str, u64)> = report["components"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|c| c["component"].as_str())
+        .filter_map(|c| {
+            let when = c["measured_unix"]
+                .as_u64()
+                .filter(|t| *t > 0)
+                .unwrap_or(created);
+            c["component"].as_str().map(|n| (n, when))
+        })
         .collect();
-    if names.iter().any(|n| !covered.contains(n)) {
+    let oldest = names
+        .iter()
+        .map(|n| measured.iter().find(|(m, _)| m == n).map(|(_, t)| *t))
+        .collect::<Option<Vec<u64>>>()
+        .map(|ts| ts.into_iter().min().unwrap_or(created))
+        .unwrap_or(created);
+    if oldest < newest_context {
+        return Ok(None); // about other binaries than these
+    }
+    if names.iter().any(|n| !measured.iter().any(|(m, _)| m == n)) {
         return Ok(None);
     }
     if report["pass"] == false {

@@ -189,7 +189,7 @@ pub fn markdown(r: &RunReport) -> String {
             .as_ref()
             .map_or(("-".into(), "-".into(), "-".into()), |m| {
                 (
-                    fmt_cosine(m.cosine),
+                    m.shown_cosine(),
                     format!("{:.3e}", m.max_abs_err),
                     format!("{:.3e}", m.rel_l2_err),
                 )

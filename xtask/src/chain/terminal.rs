@@ -20,7 +20,7 @@ impl RunReport {
         crate::outln!("  {:<40} {:>12} {:>11}", "boundary", "cosine", "max_abs");
         for b in &self.run.boundaries {
             let (cos, max) = b.metrics.as_ref().map_or(("-".into(), "-".into()), |m| {
-                (fmt_cosine(m.cosine), format!("{:.3e}", m.max_abs_err))
+                (m.shown_cosine(), format!("{:.3e}", m.max_abs_err))
             });
             let mark = match b.status {
                 Status::Pass => String::new(),

@@ -4,20 +4,16 @@
 
 use anyhow::Result;
 
-use super::{Ctx, Outcome, ToolchainArg, select_components};
+use super::{Ctx, Outcome, ToolchainArg};
 use crate::build::{BuildRequest, build};
-use crate::recipe::load_model;
 
 #[derive(clap::Args)]
 pub struct BuildCtx {
     /// Target SoC: an id (77) or a chip name (QCS9075); default: the model's target.
     #[arg(long)]
     soc: Option<String>,
-    #[arg(long, default_value = "tiny")]
-    model: String,
-    /// Only these components (comma-separated).
-    #[arg(long, value_delimiter = ',')]
-    only: Vec<String>,
+    #[command(flatten)]
+    sel: super::ModelArgs,
     /// Components built at once.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
@@ -43,9 +39,10 @@ pub struct BuildCtx {
 
 impl BuildCtx {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
-        let model = load_model(&ctx.root, &self.model)?;
+        let sel = self.sel.select(ctx)?;
+        let model = &sel.model;
         let soc = super::target_soc(&model, self.soc.as_deref())?;
-        let comps = select_components(&model, &self.only)?;
+        let comps = sel.components();
         let req = BuildRequest {
             model: &model,
             soc,

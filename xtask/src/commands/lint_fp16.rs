@@ -4,25 +4,23 @@
 
 use anyhow::Result;
 
-use super::{Ctx, Outcome, require_files, select_components};
+use super::{Ctx, Outcome, require_files};
 use crate::fp16::{Fp16Finding, scan, scan_golden};
 use crate::parity::component::load_golden;
-use crate::recipe::load_model;
 use crate::runtime::bootstrap::ensure_runtime;
 use crate::runtime::{Backend, Runtime};
 
 #[derive(clap::Args)]
 pub struct LintFp16 {
-    #[arg(long, default_value = "tiny")]
-    model: String,
-    #[arg(long, value_delimiter = ',')]
-    only: Vec<String>,
+    #[command(flatten)]
+    sel: super::ModelArgs,
 }
 
 impl LintFp16 {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
-        let model = load_model(&ctx.root, &self.model)?;
-        let comps = select_components(&model, &self.only)?;
+        let sel = self.sel.select(ctx)?;
+        let model = &sel.model;
+        let comps = sel.components();
         require_files(ctx, &model, &comps)?;
         let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
         let mut offenders = 0;
@@ -40,25 +38,30 @@ impl LintFp16 {
             for f in &findings {
                 if f.offender || f.status != "ok" || f.kind != "intermediate" {
                     crate::outln!(
-                        "  {:<12} {:<32} max |x| {:>11.4e}  {}",
+                        "  {:<12} {:<32} max |x| {:>11.4e}  {}{}",
                         f.kind,
                         f.tensor,
                         f.max_abs,
-                        f.status
+                        f.status,
+                        f.file
+                            .as_deref()
+                            .filter(|_| f.offender)
+                            .map(|file| format!(" ({file})"))
+                            .unwrap_or_default()
                     );
                 }
             }
             offenders += findings.iter().filter(|f| f.offender).count();
             report.push(serde_json::json!({ "component": comp.name(), "largest_abs": largest, "tensors": findings }));
         }
-        let dir = crate::project::reports_dir(&ctx.root, &self.model);
+        let dir = crate::project::reports_dir(&ctx.root, &self.sel.model);
         crate::atomic::write_atomic(
             &dir.join("lint-fp16.json"),
             &serde_json::to_vec_pretty(&report)?,
         )?;
         crate::outln!(
             "lint-fp16 {}: {offenders} offender(s); report {}",
-            self.model,
+            self.sel.model,
             crate::project::rel(&ctx.root, &dir.join("lint-fp16.json"))
         );
         Ok(if offenders == 0 {

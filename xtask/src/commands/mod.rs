@@ -31,6 +31,50 @@ pub enum Outcome {
     GateFailed,
 }
 
+/// `--model` and `--only`, shared by every command that works on a model's components.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// The model: a folder under `recipes/`.
+    #[arg(long, default_value = "tiny")]
+    pub model: String,
+    /// Only these components (comma-separated); pipeline order is kept.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+}
+
+/// A model's recipes, loaded and checked, with the components `--only` selected (all when
+/// empty), every name checked once here.
+pub struct Selection {
+    pub model: Model,
+    only: Vec<String>,
+}
+
+impl ModelArgs {
+    pub fn select(&self, ctx: &Ctx) -> Result<Selection> {
+        let model = crate::recipe::load_model(&ctx.root, &self.model)?;
+        select_components(&model, &self.only)?;
+        Ok(Selection {
+            model,
+            only: self.only.clone(),
+        })
+    }
+}
+
+impl Selection {
+    pub fn name(&self) -> &str {
+        &self.model.file.model.name
+    }
+
+    /// The selected components, in pipeline order.
+    pub fn components(&self) -> Vec<&Component> {
+        self.model
+            .components
+            .iter()
+            .filter(|c| self.only.is_empty() || self.only.iter().any(|o| o == c.name()))
+            .collect()
+    }
+}
+
 /// The SoC of `--soc` (an id or chip name), or the model's own target when absent.
 pub fn target_soc(model: &Model, soc: Option<&str>) -> Result<crate::target::soc::Soc> {
     crate::target::soc::parse_soc(soc.unwrap_or(&model.file.target.soc.to_string()))
@@ -55,8 +99,30 @@ pub fn select_components<'m>(model: &'m Model, only: &[String]) -> Result<Vec<&'
         .collect())
 }
 
-/// Refuses to start when input files are missing, listing all of them and how to get them.
+/// Refuses to start (exit 2) when input files are missing, listing all of them and how to get
+/// them, or when a present file does not match its recipe (every component checked, every
+/// problem listed), before anything is run or written.
 pub fn require_files(ctx: &Ctx, model: &Model, comps: &[&Component]) -> Result<()> {
+    require_present(ctx, model, comps)?;
+    let problems: Vec<String> = comps
+        .iter()
+        .filter_map(|c| crate::recipe::check_component_files(&ctx.root, c).err())
+        .map(|e| format!("  {}", crate::project::scrub(&ctx.root, &format!("{e:#}"))))
+        .collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(anyhow::Error::new(crate::bad_input::BadInput(
+        anyhow::anyhow!(
+            "{} component(s) of model `{}` have files that do not match their recipes (nothing was run):\n{}",
+            problems.len(),
+            model.file.model.name,
+            problems.join("\n")
+        ),
+    )))
+}
+
+fn require_present(ctx: &Ctx, model: &Model, comps: &[&Component]) -> Result<()> {
     let missing: Vec<String> = comps
         .iter()
         .flat_map(|c| {

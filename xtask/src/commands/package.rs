@@ -5,22 +5,18 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::{Ctx, Outcome, select_components};
+use super::{Ctx, Outcome};
 use crate::bundle::package::{PackageRequest, package};
-use crate::recipe::load_model;
 
 #[derive(clap::Args)]
 pub struct Package {
-    #[arg(long, default_value = "tiny")]
-    model: String,
+    #[command(flatten)]
+    sel: super::ModelArgs,
     #[arg(long)]
     soc: Option<String>,
     /// The bundle folder to create (must not exist, or be empty).
     #[arg(long)]
     out: PathBuf,
-    /// Only these components (comma-separated): a partial bundle.
-    #[arg(long, value_delimiter = ',')]
-    only: Vec<String>,
     /// Package artifacts that are stale against their recipe or inputs, and say so in the card.
     #[arg(long)]
     allow_stale: bool,
@@ -28,9 +24,10 @@ pub struct Package {
 
 impl Package {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
-        let model = load_model(&ctx.root, &self.model)?;
+        let sel = self.sel.select(ctx)?;
+        let model = &sel.model;
         let soc = super::target_soc(&model, self.soc.as_deref())?;
-        let comps = select_components(&model, &self.only)?;
+        let comps = sel.components();
         super::require_files(ctx, &model, &comps)?;
         let manifest = package(&PackageRequest {
             root: &ctx.root,

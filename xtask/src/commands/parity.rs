@@ -3,11 +3,10 @@
 
 use anyhow::{Result, bail};
 
-use super::{BackendArg, Ctx, Outcome, backend_for, require_files, select_components};
+use super::{BackendArg, Ctx, Outcome, backend_for, require_files};
 use crate::parity::component::{ComponentResult, GoldenIo};
 use crate::parity::report::{ParityReport, print_component, write_parity_report};
 use crate::parity::run::run_one;
-use crate::recipe::load_model;
 use crate::runtime::bootstrap::ensure_runtime;
 use crate::runtime::{Backend, Runtime};
 
@@ -15,11 +14,8 @@ use crate::runtime::{Backend, Runtime};
 pub struct Parity {
     #[arg(long, value_enum)]
     backend: BackendArg,
-    #[arg(long, default_value = "tiny")]
-    model: String,
-    /// Only these components (comma-separated).
-    #[arg(long, value_delimiter = ',')]
-    only: Vec<String>,
+    #[command(flatten)]
+    sel: super::ModelArgs,
     /// Feed `mask = true` inputs to the HTP unclamped (shows what fp16 does to them).
     #[arg(long)]
     no_clamp: bool,
@@ -31,8 +27,9 @@ pub struct Parity {
 
 impl Parity {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
-        let model = load_model(&ctx.root, &self.model)?;
-        let comps = select_components(&model, &self.only)?;
+        let sel = self.sel.select(ctx)?;
+        let model = &sel.model;
+        let comps = sel.components();
         require_files(ctx, &model, &comps)?;
         let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
         let backend = backend_for(&model, self.backend);
@@ -67,13 +64,17 @@ impl Parity {
             if gate_failed && backend != Backend::OrtCpu {
                 crate::outln!(
                     "      hint: find where it diverges with `{}`",
-                    super::bisect_hint(&self.model, comp, backend.label())
+                    super::bisect_hint(&self.sel.model, comp, backend.label())
                 );
             }
             results.push(result);
         }
-        let report = ParityReport::new(&self.model, &backend, &rt, results);
-        let dir = crate::project::reports_dir(&ctx.root, &self.model);
+        let mut report = ParityReport::new(&self.sel.model, &backend, &rt, results);
+        let dir = crate::project::reports_dir(&ctx.root, &self.sel.model);
+        if !self.sel.only.is_empty() {
+            let order: Vec<&str> = model.components.iter().map(|c| c.name()).collect();
+            report.merge_earlier(ParityReport::read(&dir, backend.label()), &order);
+        }
         write_parity_report(&dir, &report)?;
         report.summarize(&crate::project::rel(&ctx.root, &dir));
         Ok(if report.pass {
@@ -99,14 +100,14 @@ impl Parity {
         golden: &crate::parity::component::GoldenIo,
     ) -> Result<ComponentResult> {
         let soc = super::target_soc(model, None)?;
-        let art = crate::build::plan::artifacts(&self.model, comp.name(), &soc);
+        let art = crate::build::plan::artifacts(&self.sel.model, comp.name(), &soc);
         let work = ctx.root.join("target/sdk-parity");
         std::fs::create_dir_all(&work)?;
         let staging = tempfile::tempdir_in(&work)?;
         let job = crate::toolchain::sdk::steps::Job {
             sdk,
             root: &ctx.root,
-            model: &self.model,
+            model: &self.sel.model,
             comp,
             staging: staging.path(),
         };

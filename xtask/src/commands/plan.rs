@@ -4,20 +4,17 @@
 
 use anyhow::Result;
 
-use super::{Ctx, Outcome, select_components};
+use super::{Ctx, Outcome};
 use crate::build::plan::artifacts;
-use crate::recipe::load_model;
 use crate::target::soc::parse_soc;
 
 #[derive(clap::Args)]
 pub struct Plan {
-    #[arg(long, default_value = "tiny")]
-    model: String,
+    #[command(flatten)]
+    sel: super::ModelArgs,
     /// SoCs to build for (comma-separated ids or chip names); default: the model's target.
     #[arg(long, value_delimiter = ',')]
     soc: Vec<String>,
-    #[arg(long, value_delimiter = ',')]
-    only: Vec<String>,
     /// Print the CI matrix as JSON.
     #[arg(long)]
     json: bool,
@@ -25,8 +22,9 @@ pub struct Plan {
 
 impl Plan {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
-        let model = load_model(&ctx.root, &self.model)?;
-        let comps = select_components(&model, &self.only)?;
+        let sel = self.sel.select(ctx)?;
+        let model = &sel.model;
+        let comps = sel.components();
         let socs = if self.soc.is_empty() {
             vec![model.file.target.soc.to_string()]
         } else {
@@ -36,12 +34,12 @@ impl Plan {
         for soc in &socs {
             let soc = parse_soc(soc)?;
             for comp in &comps {
-                let art = artifacts(&self.model, comp.name(), &soc);
+                let art = artifacts(&self.sel.model, comp.name(), &soc);
                 include.push(serde_json::json!({
-                    "model": self.model,
+                    "model": self.sel.model,
                     "component": comp.name(),
                     "soc": soc.id,
-                    "build": format!("cargo xtask build-ctx --soc {} --model {} --only {}", soc.id, self.model, comp.name()),
+                    "build": format!("cargo xtask build-ctx --soc {} --model {} --only {}", soc.id, self.sel.model, comp.name()),
                     "artifacts": [art.dlc, art.bin, art.wrapper, art.record],
                 }));
             }

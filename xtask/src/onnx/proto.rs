@@ -58,7 +58,51 @@ pub struct OnnxSummary {
     pub initializers: Vec<String>,
     pub graph_inputs: Vec<String>,
     pub graph_outputs: Vec<String>,
+    /// Element type and dims of each graph input/output, by name, as the file declares them
+    /// (`-1` for a symbolic or missing dim; elem type 0 when the type is not a tensor).
+    pub io_types: Vec<(String, i32, Vec<i64>)>,
     pub metadata: Vec<(String, String)>,
+}
+
+impl OnnxSummary {
+    /// The graph's real inputs (initializers listed as inputs by old exporters left out) and
+    /// outputs, as (name, dtype, dims) for `recipe::check_graph_contract`.
+    pub fn io_contract(&self) -> IoContract {
+        let pick = |names: &[String]| -> Vec<(String, Option<crate::tensor::DType>, Vec<i64>)> {
+            names
+                .iter()
+                .filter(|n| !self.initializers.contains(n))
+                .map(|n| {
+                    let (elem, dims) = self
+                        .io_types
+                        .iter()
+                        .find(|(name, _, _)| name == n)
+                        .map(|(_, e, d)| (*e, d.clone()))
+                        .unwrap_or((0, Vec::new()));
+                    (n.clone(), dtype_of_elem(elem), dims)
+                })
+                .collect()
+        };
+        (pick(&self.graph_inputs), pick(&self.graph_outputs))
+    }
+}
+
+/// (inputs, outputs) of a graph as (name, dtype, dims).
+pub type IoContract = (
+    Vec<(String, Option<crate::tensor::DType>, Vec<i64>)>,
+    Vec<(String, Option<crate::tensor::DType>, Vec<i64>)>,
+);
+
+/// ONNX `TensorProto.DataType` → the dtypes the tool handles.
+fn dtype_of_elem(elem: i32) -> Option<crate::tensor::DType> {
+    use crate::tensor::DType;
+    match elem {
+        1 => Some(DType::F32),
+        10 => Some(DType::F16),
+        7 => Some(DType::I64),
+        9 => Some(DType::Bool),
+        _ => None,
+    }
 }
 
 pub fn read_summary(path: &Path) -> Result<OnnxSummary> {
@@ -86,8 +130,14 @@ fn parse_graph(bytes: &[u8], summary: &mut OnnxSummary) -> Result<()> {
     for field in Fields::new(bytes) {
         match field? {
             (1, Wire::Bytes(node)) => summary.nodes.push(parse_node(node)?),
-            (11, Wire::Bytes(vi)) => summary.graph_inputs.push(value_info_name(vi)?),
-            (12, Wire::Bytes(vi)) => summary.graph_outputs.push(value_info_name(vi)?),
+            (11, Wire::Bytes(vi)) => {
+                summary.graph_inputs.push(value_info_name(vi)?);
+                summary.io_types.push(value_info_type(vi)?);
+            }
+            (12, Wire::Bytes(vi)) => {
+                summary.graph_outputs.push(value_info_name(vi)?);
+                summary.io_types.push(value_info_type(vi)?);
+            }
             (5, Wire::Bytes(tensor)) => {
                 summary.initializers.push(tensor_name(tensor)?);
                 if let Some(loc) = external_location(tensor)?
@@ -125,6 +175,45 @@ fn value_info_name(bytes: &[u8]) -> Result<String> {
         }
     }
     Ok(String::new())
+}
+
+/// (name, elem type, dims) of a ValueInfoProto: `type` (2) → `tensor_type` (1) →
+/// `elem_type` (1) and `shape` (2) → `dim` (1) → `dim_value` (1) or `dim_param` (2, → -1).
+fn value_info_type(bytes: &[u8]) -> Result<(String, i32, Vec<i64>)> {
+    let mut name = String::new();
+    let (mut elem, mut dims) = (0i32, Vec::new());
+    for field in Fields::new(bytes) {
+        match field? {
+            (1, Wire::Bytes(b)) => name = utf8(b)?,
+            (2, Wire::Bytes(ty)) => {
+                for f in Fields::new(ty) {
+                    let (1, Wire::Bytes(tensor)) = f? else {
+                        continue;
+                    };
+                    for g in Fields::new(tensor) {
+                        match g? {
+                            (1, Wire::Varint(e)) => elem = e as i32,
+                            (2, Wire::Bytes(shape)) => {
+                                for d in Fields::new(shape) {
+                                    let (1, Wire::Bytes(dim)) = d? else { continue };
+                                    let mut value = -1i64;
+                                    for h in Fields::new(dim) {
+                                        if let (1, Wire::Varint(v)) = h? {
+                                            value = v as i64;
+                                        }
+                                    }
+                                    dims.push(value);
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok((name, elem, dims))
 }
 
 fn tensor_name(bytes: &[u8]) -> Result<String> {

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::hashing::sha256_bytes;
 use crate::parity::gate::{Gate, Verdict, judge};
@@ -15,7 +15,7 @@ use crate::runtime::session::Placement;
 use crate::runtime::{Backend, Runtime};
 use crate::tensor::{Tensor, read_npz};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OutputResult {
     pub name: String,
     pub shape: Vec<usize>,
@@ -26,7 +26,7 @@ pub struct OutputResult {
     pub verdict: Verdict,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ComponentResult {
     pub component: String,
     pub backend: String,
@@ -41,6 +41,9 @@ pub struct ComponentResult {
     pub pass: bool,
     /// Set when the component could not be run at all.
     pub error: Option<String>,
+    /// When this component was measured (a report merges results of several runs).
+    #[serde(default)]
+    pub measured_unix: u64,
 }
 
 /// Golden inputs and expected outputs of a component, by graph tensor name, validated
@@ -149,6 +152,7 @@ pub fn judge_outputs(
         outputs,
         pass,
         error: None,
+        measured_unix: crate::report::now_unix(),
     })
 }
 
@@ -170,5 +174,6 @@ pub fn failed_component(
         outputs: Vec::new(),
         pass: false,
         error: Some(crate::project::scrub(root, &format!("{err:#}"))),
+        measured_unix: crate::report::now_unix(),
     }
 }

@@ -2,12 +2,12 @@
 //! `within_tol`), NaN- and Inf-aware on both sides. Component outputs (`parity`, `build-ctx`)
 //! and chain boundaries (`run`) are judged by it, so a tensor that fails one fails the other.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::metrics::{Metrics, compare};
 
 /// The thresholds one tensor is judged by.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Gate {
     pub min_cosine: f64,
     pub atol: f64,
@@ -16,7 +16,7 @@ pub struct Gate {
     pub waiver: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub pass: bool,
     /// Why it failed, in words a person can act on (empty when it passed).

@@ -1,16 +1,25 @@
 //! Parity metrics: pure functions over slices, accumulated in f64, NaN/Inf counted. The gate
 //! that judges them is `parity::gate`.
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// JSON has no NaN: serde_json writes it as `null`, so `null` reads back as NaN.
+fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metrics {
+    #[serde(deserialize_with = "f64_or_nan")]
     pub cosine: f64,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub max_abs_err: f64,
     /// Flat (row-major) index of the largest absolute error.
     pub max_abs_index: usize,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub mean_abs_err: f64,
     /// ||actual - expected|| / ||expected||.
+    #[serde(deserialize_with = "f64_or_nan")]
     pub rel_l2_err: f64,
     /// Every element within `atol + rtol * |expected|` (informational, never the gate).
     pub within_tol: bool,
@@ -21,6 +30,25 @@ pub struct Metrics {
     pub nan_expected: usize,
     pub inf_expected: usize,
     pub elements: usize,
+}
+
+impl Metrics {
+    /// Non-finite elements in the output or the golden.
+    pub fn non_finite(&self) -> usize {
+        self.nan_actual + self.inf_actual + self.nan_expected + self.inf_expected
+    }
+
+    /// The cosine as reports show it: never a good-looking number when NaN or Inf were left
+    /// out of the sums (the figure would then describe only the finite part).
+    pub fn shown_cosine(&self) -> String {
+        if self.non_finite() == 0 {
+            return crate::report::fmt_cosine(self.cosine);
+        }
+        format!(
+            "NaN/Inf ({} NaN, {} Inf out; {} NaN, {} Inf golden)",
+            self.nan_actual, self.inf_actual, self.nan_expected, self.inf_expected
+        )
+    }
 }
 
 /// Compares `actual` against `expected`. Non-finite elements are counted and left out of the

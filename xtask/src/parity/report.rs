@@ -5,12 +5,12 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::parity::component::ComponentResult;
-use crate::report::{ToolVersions, fmt_cosine, now_unix, write_json_and_markdown};
+use crate::report::{ToolVersions, now_unix, write_json_and_markdown};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ParityReport {
     pub model: String,
     pub backend: String,
@@ -41,6 +41,31 @@ impl ParityReport {
             pass: components.iter().all(|r| r.pass),
             components,
         }
+    }
+
+    /// Keeps the components of an earlier report of the same model and backend that this run
+    /// did not measure (`--only`), each with its own hashes and time, in `order`; the report
+    /// passes only when every component in it passed.
+    pub fn merge_earlier(&mut self, earlier: Option<ParityReport>, order: &[&str]) {
+        let Some(earlier) = earlier.filter(|e| e.model == self.model && e.backend == self.backend)
+        else {
+            return;
+        };
+        for old in earlier.components {
+            let known = order.contains(&old.component.as_str());
+            if known && !self.components.iter().any(|c| c.component == old.component) {
+                self.components.push(old);
+            }
+        }
+        let position = |c: &ComponentResult| order.iter().position(|n| *n == c.component);
+        self.components.sort_by_key(position);
+        self.pass = self.components.iter().all(|c| c.pass);
+    }
+
+    /// The report already written for this model and backend, if readable.
+    pub fn read(dir: &Path, backend: &str) -> Option<ParityReport> {
+        let bytes = std::fs::read(dir.join(format!("parity-{backend}.json"))).ok()?;
+        serde_json::from_slice(&bytes).ok()
     }
 
     /// The closing line on the terminal: which components failed, where the report is.
@@ -108,11 +133,7 @@ pub fn parity_markdown(r: &ParityReport) -> String {
     let _ = writeln!(md, "|---|---|---|");
     for c in &r.components {
         let names: Vec<&str> = c.outputs.iter().map(|o| o.name.as_str()).collect();
-        let cos: Vec<String> = c
-            .outputs
-            .iter()
-            .map(|o| fmt_cosine(o.metrics.cosine))
-            .collect();
+        let cos: Vec<String> = c.outputs.iter().map(|o| o.metrics.shown_cosine()).collect();
         let status = if c.pass { "" } else { " **FAIL**" };
         if c.outputs.is_empty() {
             let _ = writeln!(
@@ -146,7 +167,7 @@ pub fn parity_markdown(r: &ParityReport) -> String {
                 "| `{}` | {} | {} | {} | {:.3e} {:?} | {:.3e} | {:.3e} | {} | {}/{} | {} |",
                 c.component,
                 o.name,
-                fmt_cosine(m.cosine),
+                m.shown_cosine(),
                 o.gate.min_cosine,
                 m.max_abs_err,
                 o.max_abs_at,
@@ -232,7 +253,7 @@ fn print_component_table(c: &ComponentResult) {
         crate::outln!(
             "      {:<16} {:>12} {:>10} {:>11.3e} {:>11.3e} {:>10.3e} {:>10}  {}/{}",
             o.name,
-            fmt_cosine(m.cosine),
+            m.shown_cosine(),
             o.gate.min_cosine,
             m.max_abs_err,
             m.mean_abs_err,

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use super::paths::require_inside;
+use super::validate::{at, check_cosine, check_tolerance};
 use super::{Component, ComponentFile, GateOverride, HostSection, Model, ModelFile, ModelSection};
 
 /// Parses TOML into `T`, turning serde/toml errors into "file:line:col: message".
@@ -38,6 +40,7 @@ pub fn known_models(root: &Path) -> Vec<String> {
 }
 
 pub fn load_model(root: &Path, name: &str) -> Result<Model> {
+    super::paths::check_model_name(name)?;
     let model_path = Path::new("recipes").join(name).join("model.toml");
     let text = fs::read_to_string(root.join(&model_path)).with_context(|| {
         format!(
@@ -54,9 +57,23 @@ pub fn load_model(root: &Path, name: &str) -> Result<Model> {
             file.model.name
         );
     }
-    check_overrides(&model_path, &file.parity.overrides, None)?;
+    check_overrides(&model_path, &text, &file.parity.overrides, None)?;
+    let mut seen = std::collections::BTreeSet::new();
+    for comp in &file.model.components {
+        if !seen.insert(comp) {
+            bail!(
+                "{} lists component `{comp}` twice: each component is built and checked once",
+                at(&model_path, &text, "model", "components", 0)
+            );
+        }
+    }
     if let Some(host) = &file.host {
-        check_host(&model_path, &file.model, host)?;
+        check_host(&model_path, &text, &file.model, host)?;
+        require_inside(
+            root,
+            &host.trace,
+            &at(&model_path, &text, "host", "trace", 0),
+        )?;
     }
     let mut components = Vec::new();
     for comp in &file.model.components {
@@ -83,6 +100,17 @@ fn load_component(root: &Path, model: &str, name: &str) -> Result<Component> {
         file,
     };
     check_component(&comp, name)?;
+    let text = &comp.recipe_text;
+    require_inside(
+        root,
+        &comp.file.component.onnx,
+        &at(&comp.recipe_path, text, "component", "onnx", 0),
+    )?;
+    require_inside(
+        root,
+        &comp.file.golden.file,
+        &at(&comp.recipe_path, text, "golden", "file", 0),
+    )?;
     Ok(comp)
 }
 
@@ -132,14 +160,24 @@ fn check_component(comp: &Component, expected_name: &str) -> Result<()> {
         .iter()
         .map(|o| o.name.get_ref().as_str())
         .collect();
-    check_overrides(
-        &comp.recipe_path,
-        &comp.file.parity.overrides,
-        Some(&outputs),
-    )
+    let text = &comp.recipe_text;
+    let parity = &comp.file.parity;
+    check_cosine(
+        &at(&comp.recipe_path, text, "parity", "min_cosine", 0),
+        parity.min_cosine,
+    )?;
+    check_tolerance(
+        &at(&comp.recipe_path, text, "parity", "atol", 0),
+        parity.atol,
+    )?;
+    check_tolerance(
+        &at(&comp.recipe_path, text, "parity", "rtol", 0),
+        parity.rtol,
+    )?;
+    check_overrides(&comp.recipe_path, text, &parity.overrides, Some(&outputs))
 }
 
-fn check_host(path: &Path, model: &ModelSection, host: &HostSection) -> Result<()> {
+fn check_host(path: &Path, text: &str, model: &ModelSection, host: &HostSection) -> Result<()> {
     let p = path.display();
     let roles = [&host.vision, &host.action_context, &host.action_step]
         .into_iter()
@@ -168,38 +206,41 @@ fn check_host(path: &Path, model: &ModelSection, host: &HostSection) -> Result<(
         );
     }
     let gate = &host.gate;
-    if !(gate.min_cosine > -1.0 && gate.min_cosine <= 1.0) {
-        bail!(
-            "{p}: [host.gate] min_cosine {} is outside (-1, 1]",
-            gate.min_cosine
-        );
-    }
+    check_cosine(
+        &at(path, text, "host.gate", "min_cosine", 0),
+        gate.min_cosine,
+    )?;
     for (key, value) in [("atol", gate.atol), ("rtol", gate.rtol)] {
-        if !(value.is_finite() && value >= 0.0) {
-            bail!("{p}: [host.gate] {key} must be a finite number >= 0, got {value}");
-        }
+        check_tolerance(&at(path, text, "host.gate", key, 0), value)
+            .map_err(|e| anyhow::anyhow!("{e} ([host.gate] {key} must be a finite number >= 0)"))?;
     }
-    for key in host.gate.actions_max_abs.keys() {
+    for (key, value) in &host.gate.actions_max_abs {
         if !["ort", "cpu", "htp"].contains(&key.as_str()) {
             bail!("{p}: [host.gate] actions_max_abs key {key:?} is not one of ort, cpu, htp");
         }
+        check_tolerance(&at(path, text, "host.gate.actions_max_abs", key, 0), *value)?;
     }
     Ok(())
 }
 
 fn check_overrides(
     path: &Path,
+    text: &str,
     overrides: &[GateOverride],
     outputs: Option<&[&str]>,
 ) -> Result<()> {
-    for o in overrides {
+    for (i, o) in overrides.iter().enumerate() {
         if o.reason.trim().len() < 10 {
             bail!(
                 "{}: a parity override needs a written `reason` (got {:?})",
-                path.display(),
+                at(path, text, "parity.override", "reason", i),
                 o.reason
             );
         }
+        check_cosine(
+            &at(path, text, "parity.override", "min_cosine", i),
+            o.min_cosine,
+        )?;
         if let Some(b) = &o.backend
             && !["ort", "cpu", "htp"].contains(&b.as_str())
         {
@@ -214,13 +255,6 @@ fn check_overrides(
             bail!(
                 "{}: parity override names output {out:?}, which is not among {outputs:?}",
                 path.display()
-            );
-        }
-        if !(o.min_cosine > -1.0 && o.min_cosine <= 1.0) {
-            bail!(
-                "{}: min_cosine {} is outside (-1, 1]",
-                path.display(),
-                o.min_cosine
             );
         }
     }
@@ -268,7 +302,7 @@ mod tests {
             min_cosine: 0.9,
             reason: "".into(),
         };
-        assert!(check_overrides(Path::new("m.toml"), &[o], None).is_err());
+        assert!(check_overrides(Path::new("m.toml"), "", &[o], None).is_err());
     }
 
     #[test]
@@ -280,13 +314,13 @@ mod tests {
         let file: ModelFile = parse_toml(Path::new("m.toml"), model).unwrap();
         let host = file.host.as_ref().unwrap();
         assert_eq!((host.gate.atol, host.gate.rtol), (1e-4, 1e-3));
-        check_host(Path::new("m.toml"), &file.model, host).unwrap();
+        check_host(Path::new("m.toml"), model, &file.model, host).unwrap();
 
         let text = format!("{model}[host.gate]\natol = 0.5\nrtol = -1.0\n");
         let file: ModelFile = parse_toml(Path::new("m.toml"), &text).unwrap();
         let host = file.host.as_ref().unwrap();
         assert_eq!(host.gate.boundary_gate().atol, 0.5);
-        let err = check_host(Path::new("m.toml"), &file.model, host)
+        let err = check_host(Path::new("m.toml"), &text, &file.model, host)
             .unwrap_err()
             .to_string();
         assert!(err.contains("[host.gate] rtol must be"), "{err}");

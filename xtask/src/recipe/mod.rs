@@ -5,12 +5,14 @@
 
 mod contract;
 mod load;
+pub mod paths;
 mod schema;
+pub mod validate;
 
 use std::path::PathBuf;
 
 pub use crate::parity::gate::Gate;
-pub use contract::{check_golden, check_graph_contract};
+pub use contract::{check_component_files, check_golden, check_graph_contract};
 pub use load::{known_models, load_model, missing_files, parse_toml};
 pub use schema::*;
 

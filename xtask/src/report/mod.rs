@@ -8,9 +8,9 @@ pub mod html;
 use std::path::Path;
 
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolVersions {
     pub xtask: String,
     pub onnxruntime: String,

@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 use super::session::QNN_EP;
 
 /// Where each node of a session runs, from ORT's placement log.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Placement {
     /// Node count per execution provider.
     pub nodes_per_ep: BTreeMap<String, usize>,

@@ -1,0 +1,101 @@
+//! Gate values checked when a recipe loads, each error naming file, line and key: a NaN or
+//! out-of-range threshold would otherwise turn every comparison into a silent pass (`x < NaN`
+//! is false) or a certain failure.
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+
+/// 1-based line of `key = …` inside the `nth` (0-based) table whose header is `[table]` or
+/// `[[table]]`; `table = ""` means the top level before any header.
+pub fn key_line(text: &str, table: &str, key: &str, nth: usize) -> Option<usize> {
+    let mut current = String::new();
+    let mut seen = usize::from(table.is_empty());
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            current = t.trim_matches(|c| c == '[' || c == ']').trim().to_string();
+            if current == table {
+                seen += 1;
+            }
+            continue;
+        }
+        let is_key = t
+            .strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with('='));
+        if is_key && current == table && seen == nth + 1 {
+            return Some(i + 1);
+        }
+    }
+    None
+}
+
+/// "file:line: table.key" (or "file: table.key" when the key is not written, i.e. defaulted).
+pub fn at(path: &Path, text: &str, table: &str, key: &str, nth: usize) -> String {
+    let dotted = if table.is_empty() {
+        key.to_string()
+    } else {
+        format!("{table}.{key}")
+    };
+    match key_line(text, table, key, nth) {
+        Some(line) => format!("{}:{line}: {dotted}", path.display()),
+        None => format!("{}: {dotted}", path.display()),
+    }
+}
+
+/// A cosine threshold: finite, within [-1, 1].
+pub fn check_cosine(where_: &str, value: f64) -> Result<()> {
+    if !(value.is_finite() && (-1.0..=1.0).contains(&value)) {
+        bail!(
+            "{where_} = {value} is not a cosine threshold: it must be a finite number in [-1, 1]"
+        );
+    }
+    Ok(())
+}
+
+/// An absolute or relative tolerance: finite and >= 0.
+pub fn check_tolerance(where_: &str, value: f64) -> Result<()> {
+    if !(value.is_finite() && value >= 0.0) {
+        bail!("{where_} = {value} is not a tolerance: it must be a finite number >= 0");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "[component]\nname = 'c'\n[parity]\nmin_cosine = nan\natol = 1e-4\n\
+        [[parity.override]]\nmin_cosine = 0.9\nreason = 'a'\n[[parity.override]]\nmin_cosine = 1.5\n";
+
+    #[test]
+    fn keys_are_found_in_their_table_and_occurrence() {
+        assert_eq!(key_line(TEXT, "parity", "min_cosine", 0), Some(4));
+        assert_eq!(key_line(TEXT, "parity", "atol", 0), Some(5));
+        assert_eq!(key_line(TEXT, "parity.override", "min_cosine", 1), Some(10));
+        assert_eq!(key_line(TEXT, "parity", "rtol", 0), None);
+        assert_eq!(
+            at(
+                Path::new("c.toml"),
+                TEXT,
+                "parity.override",
+                "min_cosine",
+                1
+            ),
+            "c.toml:10: parity.override.min_cosine"
+        );
+    }
+
+    #[test]
+    fn thresholds_must_be_finite_and_in_range() {
+        for bad in [f64::NAN, -2.0, 1.5, f64::INFINITY] {
+            assert!(check_cosine("k", bad).is_err(), "{bad}");
+        }
+        for good in [-1.0, 0.0, 0.9999, 1.0] {
+            check_cosine("k", good).unwrap();
+        }
+        assert!(check_tolerance("k", -1e-3).is_err());
+        assert!(check_tolerance("k", f64::NAN).is_err());
+        check_tolerance("k", 0.0).unwrap();
+    }
+}
