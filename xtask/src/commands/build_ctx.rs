@@ -41,10 +41,10 @@ impl BuildCtx {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         let sel = self.sel.select(ctx)?;
         let model = &sel.model;
-        let soc = super::target_soc(&model, self.soc.as_deref())?;
+        let soc = super::target_soc(model, self.soc.as_deref())?;
         let comps = sel.components();
         let req = BuildRequest {
-            model: &model,
+            model,
             soc,
             comps,
             jobs: self.jobs,
@@ -58,7 +58,7 @@ impl BuildCtx {
         };
         req.validate()?;
         if !self.dry_run && !self.require_fresh {
-            super::require_files(ctx, &model, &req.comps)?;
+            super::require_files(ctx, model, &req.comps)?;
         }
         build(&ctx.root, &req)
     }

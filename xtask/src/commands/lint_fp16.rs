@@ -21,7 +21,7 @@ impl LintFp16 {
         let sel = self.sel.select(ctx)?;
         let model = &sel.model;
         let comps = sel.components();
-        require_files(ctx, &model, &comps)?;
+        require_files(ctx, model, &comps)?;
         let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
         let mut offenders = 0;
         let mut report = Vec::new();

@@ -26,12 +26,12 @@ impl Package {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         let sel = self.sel.select(ctx)?;
         let model = &sel.model;
-        let soc = super::target_soc(&model, self.soc.as_deref())?;
+        let soc = super::target_soc(model, self.soc.as_deref())?;
         let comps = sel.components();
-        super::require_files(ctx, &model, &comps)?;
+        super::require_files(ctx, model, &comps)?;
         let manifest = package(&PackageRequest {
             root: &ctx.root,
-            model: &model,
+            model,
             comps: &comps,
             soc,
             out: std::path::absolute(&self.out)?,

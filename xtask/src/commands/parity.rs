@@ -30,9 +30,9 @@ impl Parity {
         let sel = self.sel.select(ctx)?;
         let model = &sel.model;
         let comps = sel.components();
-        require_files(ctx, &model, &comps)?;
+        require_files(ctx, model, &comps)?;
         let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
-        let backend = backend_for(&model, self.backend);
+        let backend = backend_for(model, self.backend);
         let sdk = match self.toolchain {
             super::ToolchainArg::Embedded => None,
             super::ToolchainArg::Sdk if backend == Backend::OrtCpu => {
@@ -51,7 +51,7 @@ impl Parity {
             let result = run_one(
                 &ctx.root,
                 &rt,
-                &model,
+                model,
                 comp,
                 &backend,
                 !self.no_clamp,
