@@ -39,6 +39,24 @@ pub enum Tensor {
 }
 
 impl Tensor {
+    /// The same values in row-major (C) order: an npy file in Fortran order reads back
+    /// column-major, and sessions take standard-layout views only.
+    pub fn into_standard_layout(self) -> Self {
+        fn std<T: Clone>(a: ArrayD<T>) -> ArrayD<T> {
+            if a.is_standard_layout() {
+                a
+            } else {
+                a.as_standard_layout().into_owned()
+            }
+        }
+        match self {
+            Tensor::F32(a) => Tensor::F32(std(a)),
+            Tensor::F16(a) => Tensor::F16(std(a)),
+            Tensor::I64(a) => Tensor::I64(std(a)),
+            Tensor::Bool(a) => Tensor::Bool(std(a)),
+        }
+    }
+
     pub fn dtype(&self) -> DType {
         match self {
             Tensor::F32(_) => DType::F32,
@@ -108,6 +126,7 @@ impl ReadableElement for F16 {
 /// Reads every array of an npz file. Each array is tried as f32, f16, i64, bool in turn;
 /// anything else (or a corrupt archive) is an error naming the file and key.
 pub fn read_npz(path: &Path) -> Result<BTreeMap<String, Tensor>> {
+    check_npy_sizes(path)?;
     let file =
         fs::File::open(path).with_context(|| format!("missing golden file {}", path.display()))?;
     let mut npz = NpzReader::new(file)
@@ -119,10 +138,84 @@ pub fn read_npz(path: &Path) -> Result<BTreeMap<String, Tensor>> {
     for name in names {
         let key = name.trim_end_matches(".npy").to_string();
         let tensor = read_npz_array(&mut npz, &name)
-            .with_context(|| format!("{}: cannot read array `{key}`", path.display()))?;
+            .with_context(|| format!("{}: cannot read array `{key}`", path.display()))?
+            .into_standard_layout();
         out.insert(key, tensor);
     }
     Ok(out)
+}
+
+/// Before any array is allocated: each member's header must declare no more data than the
+/// member holds (a forged shape would otherwise make the reader allocate terabytes and abort).
+fn check_npy_sizes(path: &Path) -> Result<()> {
+    let Ok(file) = fs::File::open(path) else {
+        return Ok(()); // the reader says what is missing
+    };
+    let Ok(mut zip) = zip::ZipArchive::new(file) else {
+        return Ok(()); // the reader says it is not a zip
+    };
+    for i in 0..zip.len() {
+        let mut member = zip.by_index(i)?;
+        let name = member.name().to_string();
+        let size = member.size();
+        let mut head = vec![0u8; 10];
+        if std::io::Read::read_exact(&mut member, &mut head).is_err() {
+            continue;
+        }
+        if &head[..6] != b"\x93NUMPY" {
+            bail!("{}: member `{name}` is not an .npy array", path.display());
+        }
+        let header_len = if head[6] == 1 {
+            u64::from(u16::from_le_bytes([head[8], head[9]]))
+        } else {
+            let mut more = [0u8; 2];
+            std::io::Read::read_exact(&mut member, &mut more)?;
+            u64::from(u32::from_le_bytes([head[8], head[9], more[0], more[1]]))
+        };
+        if header_len > 1 << 20 {
+            bail!(
+                "{}: member `{name}` has a {header_len}-byte header",
+                path.display()
+            );
+        }
+        let mut header = vec![0u8; header_len as usize];
+        std::io::Read::read_exact(&mut member, &mut header)
+            .with_context(|| format!("{}: member `{name}` is truncated", path.display()))?;
+        let header = String::from_utf8_lossy(&header);
+        let item = header
+            .split("'descr':")
+            .nth(1)
+            .and_then(|d| d.split('\'').nth(1))
+            .and_then(|d| d.get(2..))
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(1);
+        let shape: Option<Vec<u64>> = header
+            .split("'shape':")
+            .nth(1)
+            .and_then(|s| s.split('(').nth(1))
+            .and_then(|s| s.split(')').next())
+            .map(|dims| {
+                dims.split(',')
+                    .map(str::trim)
+                    .filter(|d| !d.is_empty())
+                    .filter_map(|d| d.parse::<u64>().ok())
+                    .collect()
+            });
+        let Some(shape) = shape else { continue };
+        let declared = shape
+            .iter()
+            .try_fold(item, |acc, d| acc.checked_mul(*d))
+            .unwrap_or(u64::MAX);
+        let available = size.saturating_sub(10 + header_len);
+        if declared > available {
+            bail!(
+                "{}: array `{}` declares shape {shape:?} ({declared} bytes) but holds {available} bytes",
+                path.display(),
+                name.trim_end_matches(".npy")
+            );
+        }
+    }
+    Ok(())
 }
 
 fn read_npz_array(npz: &mut NpzReader<fs::File>, name: &str) -> Result<Tensor> {

@@ -150,14 +150,15 @@ fn wrong_shape_in_recipe_names_tensor_and_both_shapes() {
     );
     std::fs::write(&path, text).unwrap();
     let run = p.run(&["parity", "--backend", "ort", "--only", "llm_split1"]);
-    run.assert_code(1);
+    // Bad input, refused before anything runs: exit 2 (it was 1 before the hardening).
+    run.assert_code(2);
     assert!(
-        run.stdout.contains("recipes/tiny/llm_split1.toml:"),
+        run.stderr.contains("recipes/tiny/llm_split1.toml:"),
         "{}",
         run.all()
     );
     assert!(
-        run.stdout
+        run.stderr
             .contains("`hidden_states` is f32 [1, 131, 64] in the recipe but f32 [1, 130, 64]"),
         "{}",
         run.all()
@@ -188,9 +189,10 @@ fn corrupt_golden_npz_is_a_clear_error() {
     let bytes = std::fs::read(&path).unwrap();
     std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
     let run = p.run(&["parity", "--backend", "ort", "--only", "action_context"]);
-    run.assert_code(1);
+    // Bad input, like build-ctx: exit 2 (it was 1 before the hardening).
+    run.assert_code(2);
     assert!(
-        run.stdout.contains("golden/tiny/action_context_io.npz"),
+        run.stderr.contains("golden/tiny/action_context_io.npz"),
         "{}",
         run.all()
     );

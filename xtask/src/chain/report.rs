@@ -281,6 +281,7 @@ mod tests {
                 qnn_build: None,
                 qnn_plugin: "0".into(),
                 runtime_source: "test".into(),
+                data_root: None,
             },
             iters: 1,
             warmup: 0,

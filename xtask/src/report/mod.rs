@@ -17,6 +17,10 @@ pub struct ToolVersions {
     pub qnn_build: Option<String>,
     pub qnn_plugin: String,
     pub runtime_source: String,
+    /// `XTASK_DATA_ROOT`, when inputs were allowed to live outside the project (recorded so a
+    /// report always says where its data came from).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_root: Option<String>,
 }
 
 impl ToolVersions {
@@ -28,6 +32,7 @@ impl ToolVersions {
             qnn_build: rt.qnn_build_version(),
             qnn_plugin: crate::runtime::bootstrap::QNN_WHEEL.requirement.into(),
             runtime_source: rt.libs.source.into(),
+            data_root: crate::recipe::paths::data_root().map(|d| d.display().to_string()),
         }
     }
 }
