@@ -37,14 +37,18 @@
 //!   `xtask-test-double/converter.json` (the flags and the DLC's I/O types). `qnn-net-run
 //!   --dlc_path` and the context generator work on that carried graph, never on the source
 //!   ONNX: a wrong or swapped DLC gives wrong numbers.
-//! - Its context binary is the real QNN context bytes the embedded runtime compiles from the
-//!   DLC's graph, followed by a trailer: a JSON (what the utility reports, the HTP target, the
-//!   sha256 of the QNN bytes) + its length (u64 LE) + the magic `XTQDCTX1`. The utility and
-//!   `qnn-net-run --retrieve_context` read everything from the binary they are given: a binary
-//!   without the trailer ("not produced by this double") or whose QNN bytes no longer match
-//!   the recorded sha256 (tampered) is an error, exit 1. QNN 2.47 loads the binary with the
-//!   trailer through the tool's EPContext wrapper (it reads its own sections and ignores what
-//!   follows; the SDK-built binaries load in the embedded runtime test checks that).
+//! - Its context binary is exactly the real QNN context bytes the embedded runtime compiles
+//!   from the DLC's graph (so ONNX Runtime loads it through the tool's EPContext wrapper; a
+//!   trailer after the QNN bytes was tried and QNN 2.47 refuses it: "Failed to get context
+//!   binary info"). Parsing those bytes as the real utility does (libQnnSystem's
+//!   `QnnSystemContext_getBinaryInfo`) is not reproduced. Instead the generator records what
+//!   the utility reports (graph name, build id, the DLC's I/O types) under the sha256 of the
+//!   exact bytes it wrote, in the project's `target/qairt-sdk-test-double/contexts/`
+//!   (content-addressed: nothing is found by file name). The utility and `qnn-net-run
+//!   --retrieve_context` hash the binary they are given: a binary this double did not write,
+//!   or one changed by a single byte since, has no record and is an error (exit 1). They also
+//!   check that the graph name and every I/O tensor name of the record occur in the binary's
+//!   own bytes (QNN stores them there), so a record cannot describe another binary.
 //! - The profiling log is the double's own text format (the real one is binary); only the CSV
 //!   the viewer writes follows the real layout. The preamble lines' wording is illustrative.
 //!   NETRUN = the whole inference as the tool sees it (input files read, run, outputs
@@ -71,8 +75,8 @@ use xtask::tensor::{DType, Tensor};
 const GRAPH_MEMBER: &str = "xtask-test-double/graph.onnx";
 /// The converter's flags and the DLC's I/O (names, QNN data types, dims).
 const FLAGS_MEMBER: &str = "xtask-test-double/converter.json";
-/// The last 8 bytes of a context binary written by this double.
-const MAGIC: &[u8; 8] = b"XTQDCTX1";
+/// Where the generator records what the utility reports, by sha256 of the binary's bytes.
+const CONTEXTS: &str = "target/qairt-sdk-test-double/contexts";
 
 /// `qairt-sdk-test-double <tool> <args…>`, run from the project root (the scripts in
 /// `xtask/tests/fixtures/qairt-sdk-test-double/` call it under each tool's name).
@@ -510,7 +514,6 @@ fn generate(rt: &Runtime, a: &BTreeMap<String, String>, corrupt: bool) -> Result
             .collect()
     };
     let meta = serde_json::json!({
-        "qnn_sha256": xtask::hashing::sha256_bytes(&qnn),
         "target": target,
         "onnx_inputs": onnx_io(session.input_contract()),
         "onnx_outputs": onnx_io(session.output_contract()),
@@ -524,50 +527,52 @@ fn generate(rt: &Runtime, a: &BTreeMap<String, String>, corrupt: bool) -> Result
             }}],
         },
     });
+    let sha = xtask::hashing::sha256_bytes(&qnn);
+    std::fs::create_dir_all(CONTEXTS)?;
+    std::fs::write(
+        Path::new(CONTEXTS).join(format!("{sha}.json")),
+        serde_json::to_vec_pretty(&meta)?,
+    )?;
     if corrupt {
         let mid = qnn.len() / 2;
         qnn[mid] ^= 0x5a;
     }
-    let meta = serde_json::to_vec(&meta)?;
-    let mut bin = qnn;
-    bin.extend_from_slice(&meta);
-    bin.extend_from_slice(&(meta.len() as u64).to_le_bytes());
-    bin.extend_from_slice(MAGIC);
     std::fs::create_dir_all(&a["--output_dir"])?;
     std::fs::write(
         Path::new(&a["--output_dir"]).join(format!("{}.bin", a["--binary_file"])),
-        bin,
+        qnn,
     )?;
     Ok(())
 }
 
-/// The QNN context bytes and the trailer's JSON of a binary this double wrote, checked.
+/// The bytes of a context binary this double wrote and the generator's record of it.
 fn read_context(path: &Path) -> Result<(Vec<u8>, serde_json::Value)> {
-    let mut bytes = std::fs::read(path)
+    let bytes = std::fs::read(path)
         .with_context(|| format!("cannot read the context binary {}", path.display()))?;
-    let not_ours = || {
-        anyhow::anyhow!(
-            "{}: not a context binary produced by the test double's qnn-context-binary-generator (no {} trailer)",
-            path.display(),
-            String::from_utf8_lossy(MAGIC)
-        )
-    };
-    if bytes.len() < 16 || !bytes.ends_with(MAGIC) {
-        return Err(not_ours());
-    }
-    let at = bytes.len() - 16;
-    let len = u64::from_le_bytes(bytes[at..at + 8].try_into()?) as usize;
-    let start = at.checked_sub(len).ok_or_else(not_ours)?;
-    let meta: serde_json::Value =
-        serde_json::from_slice(&bytes[start..at]).map_err(|_| not_ours())?;
-    bytes.truncate(start);
     let sha = xtask::hashing::sha256_bytes(&bytes);
-    if meta["qnn_sha256"].as_str() != Some(sha.as_str()) {
-        bail!(
-            "{}: the context binary is corrupt: its QNN context bytes hash to {sha}, the generator recorded {}",
-            path.display(),
-            meta["qnn_sha256"]
-        );
+    let record = Path::new(CONTEXTS).join(format!("{sha}.json"));
+    let meta: serde_json::Value = match std::fs::read(&record) {
+        Ok(b) => serde_json::from_slice(&b)?,
+        Err(_) => bail!(
+            "{}: not a context binary written by the test double's qnn-context-binary-generator, \
+             or modified since it was written (no record for sha256 {sha})",
+            path.display()
+        ),
+    };
+    let graph = &meta["info"]["graphs"][0]["info"];
+    let mut names = vec![graph["graphName"].as_str().unwrap_or_default().to_string()];
+    for key in ["graphInputs", "graphOutputs"] {
+        for t in graph[key].as_array().into_iter().flatten() {
+            names.push(t["info"]["name"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    for name in names {
+        if name.is_empty() || !bytes.windows(name.len()).any(|w| w == name.as_bytes()) {
+            bail!(
+                "{}: the record names `{name}`, which the binary's bytes do not contain",
+                path.display()
+            );
+        }
     }
     Ok((bytes, meta))
 }
