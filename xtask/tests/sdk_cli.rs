@@ -354,7 +354,15 @@ fn sdk_cpu_parity(p: &Scratch, comp: &str, code: i32) -> Vec<(f64, f64)> {
     run_sdk(
         p,
         &double_root(),
-        &["parity", "--backend", "cpu", "--toolchain", "sdk", "--only", comp],
+        &[
+            "parity",
+            "--backend",
+            "cpu",
+            "--toolchain",
+            "sdk",
+            "--only",
+            comp,
+        ],
         &[],
     )
     .assert_code(code);
@@ -550,7 +558,12 @@ fn write_odd_io_fixture(p: &Scratch) {
     put_bytes(&mut graph, 2, b"odd_io");
     put_bytes(&mut graph, 11, &value_info("x", 1));
     put_bytes(&mut graph, 11, &value_info("idx", 7));
-    for (name, elem) in [("head/sum.0", 1), ("ns:sq", 1), ("0_neg", 1), ("1.twice", 7)] {
+    for (name, elem) in [
+        ("head/sum.0", 1),
+        ("ns:sq", 1),
+        ("0_neg", 1),
+        ("1.twice", 7),
+    ] {
         put_bytes(&mut graph, 12, &value_info(name, elem));
     }
     let mut model = Vec::new();

@@ -262,10 +262,7 @@ fn tensor_of(d: Option<DType>, shape: Vec<usize>, v: Vec<f64>) -> Result<Tensor>
 }
 
 /// The I/O of a graph as the DLC records it: name, QNN data type, dims.
-fn io_json(
-    list: Vec<(String, Option<DType>, Vec<i64>)>,
-    preserve: bool,
-) -> Vec<serde_json::Value> {
+fn io_json(list: Vec<(String, Option<DType>, Vec<i64>)>, preserve: bool) -> Vec<serde_json::Value> {
     list.into_iter()
         .map(|(name, d, dims)| {
             let qnn = match (preserve, d) {
@@ -282,8 +279,11 @@ fn io_json(
 // ---------------------------------------------------------------------------------------------
 // qairt-converter
 
-/// A minimal protobuf field walker: (number, wire type, payload, whole span).
-fn pb_fields(buf: &[u8]) -> Result<Vec<(u32, u8, &[u8], &[u8])>> {
+/// One protobuf field: (number, wire type, payload, whole span including the key).
+type PbField<'a> = (u32, u8, &'a [u8], &'a [u8]);
+
+/// A minimal protobuf field walker.
+fn pb_fields(buf: &[u8]) -> Result<Vec<PbField<'_>>> {
     fn varint(buf: &[u8], pos: &mut usize) -> Result<u64> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
@@ -470,7 +470,9 @@ fn read_dlc(path: &str) -> Result<(Vec<u8>, serde_json::Value)> {
         let mut bytes = Vec::new();
         zip.by_name(name)
             .with_context(|| {
-                format!("{path}: not a DLC written by the test double's qairt-converter (no {name})")
+                format!(
+                    "{path}: not a DLC written by the test double's qairt-converter (no {name})"
+                )
             })?
             .read_to_end(&mut bytes)?;
         Ok(bytes)
@@ -654,7 +656,8 @@ fn net_run(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
         .get("--native_input_tensor_names")
         .map(|s| s.split(',').collect())
         .unwrap_or_default();
-    let native_input = |name: &str| a.contains_key("--use_native_input_files") || native_names.contains(&name);
+    let native_input =
+        |name: &str| a.contains_key("--use_native_input_files") || native_names.contains(&name);
     let tmp = tempfile::tempdir()?;
     let opened = Instant::now();
     let (mut session, graph_io, preserve) = match a.get("--retrieve_context") {
@@ -739,7 +742,11 @@ fn net_run(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
                      pass --use_native_input_files (or --native_input_tensor_names {name}) and a file of that type"
                 );
             }
-            let file_type = if native { qnn.as_str() } else { "QNN_DATATYPE_FLOAT_32" };
+            let file_type = if native {
+                qnn.as_str()
+            } else {
+                "QNN_DATATYPE_FLOAT_32"
+            };
             let bytes = std::fs::read(path).with_context(|| format!("input file {path}"))?;
             let n: usize = dims.iter().product();
             let want = n * qnn_size(file_type)?;
@@ -761,7 +768,11 @@ fn net_run(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
             let qnn = dlc_outputs
                 .get(&name)
                 .map_or("QNN_DATATYPE_FLOAT_32", |(q, _)| q.as_str());
-            let file_type = if native_outputs { qnn } else { "QNN_DATATYPE_FLOAT_32" };
+            let file_type = if native_outputs {
+                qnn
+            } else {
+                "QNN_DATATYPE_FLOAT_32"
+            };
             // The raw tensor name: a `/` makes subfolders.
             let path = dir.join(format!("{}.raw", name.trim_start_matches('/')));
             std::fs::create_dir_all(path.parent().unwrap_or(&dir))?;
@@ -773,9 +784,8 @@ fn net_run(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
     drop(session);
     let deinit_us = deinit.elapsed().as_secs_f64() * 1e6;
     if profiling {
-        let mut log = format!(
-            "xtask-test-double-profile v1\nload {load_us:.1}\ninit {init_us:.1}\n"
-        );
+        let mut log =
+            format!("xtask-test-double-profile v1\nload {load_us:.1}\ninit {init_us:.1}\n");
         for (netrun, backend) in &executes {
             log.push_str(&format!("execute {netrun:.1} {backend:.1}\n"));
         }
@@ -808,20 +818,76 @@ fn profile_viewer(a: &BTreeMap<String, String>) -> Result<()> {
             Ok(parts.get(i).context("truncated profiling log")?.parse()?)
         };
         match parts.first().copied() {
-            Some("load") => row(&mut ts, "LOAD", format!("{:.0}", us(1)?), "US", "NETRUN", "Load Binary"),
+            Some("load") => row(
+                &mut ts,
+                "LOAD",
+                format!("{:.0}", us(1)?),
+                "US",
+                "NETRUN",
+                "Load Binary",
+            ),
             Some("init") => {
-                row(&mut ts, "INIT", format!("{:.0}", us(1)?), "US", "NETRUN", "Graph Init");
-                row(&mut ts, "INIT", format!("{:.0}", us(1)? * 0.8), "US", "BACKEND", "\"RPC (init) time, incl. finalize\"");
+                row(
+                    &mut ts,
+                    "INIT",
+                    format!("{:.0}", us(1)?),
+                    "US",
+                    "NETRUN",
+                    "Graph Init",
+                );
+                row(
+                    &mut ts,
+                    "INIT",
+                    format!("{:.0}", us(1)? * 0.8),
+                    "US",
+                    "BACKEND",
+                    "\"RPC (init) time, incl. finalize\"",
+                );
             }
             Some("execute") => {
                 let (netrun, backend) = (us(1)?, us(2)?);
-                row(&mut ts, "EXECUTE", format!("{netrun:.0}"), "US", "NETRUN", "Graph 0: execute");
-                row(&mut ts, "EXECUTE", format!("{backend:.0}"), "US", "BACKEND", "Accelerator (execute) time");
-                row(&mut ts, "EXECUTE", format!("{:.0}", backend * 1000.0), "CYCLES", "BACKEND", "Accelerator (execute) time (cycles)");
-                row(&mut ts, "EXECUTE", "4".into(), "COUNT", "BACKEND", "Number of HVX threads used");
+                row(
+                    &mut ts,
+                    "EXECUTE",
+                    format!("{netrun:.0}"),
+                    "US",
+                    "NETRUN",
+                    "Graph 0: execute",
+                );
+                row(
+                    &mut ts,
+                    "EXECUTE",
+                    format!("{backend:.0}"),
+                    "US",
+                    "BACKEND",
+                    "Accelerator (execute) time",
+                );
+                row(
+                    &mut ts,
+                    "EXECUTE",
+                    format!("{:.0}", backend * 1000.0),
+                    "CYCLES",
+                    "BACKEND",
+                    "Accelerator (execute) time (cycles)",
+                );
+                row(
+                    &mut ts,
+                    "EXECUTE",
+                    "4".into(),
+                    "COUNT",
+                    "BACKEND",
+                    "Number of HVX threads used",
+                );
                 ts += netrun as u64;
             }
-            Some("deinit") => row(&mut ts, "DEINIT", format!("{:.0}", us(1)?), "US", "NETRUN", "Graph Deinit"),
+            Some("deinit") => row(
+                &mut ts,
+                "DEINIT",
+                format!("{:.0}", us(1)?),
+                "US",
+                "NETRUN",
+                "Graph Deinit",
+            ),
             _ => bail!("unreadable profiling log line `{line}`"),
         }
     }

@@ -123,7 +123,10 @@ mod tests {
             .collect();
         assert_eq!(
             ins,
-            [("keys", 1, &[8, 1, 130, 32][..]), ("token_ids", 7, &[1, 130][..])]
+            [
+                ("keys", 1, &[8, 1, 130, 32][..]),
+                ("token_ids", 7, &[1, 130][..])
+            ]
         );
         assert_eq!(info.outputs[0].elem_type, 10);
     }

@@ -107,7 +107,12 @@ pub fn skip_simplification(comp: &Component, external_data_bytes: Option<u64>) -
         .unwrap_or_else(|| external_data_bytes.is_some_and(|b| b > SKIP_SIMPLIFICATION_ABOVE_BYTES))
 }
 
-pub fn converter_args(comp: &Component, onnx: &Path, dlc: &Path, skip_simplify: bool) -> Vec<String> {
+pub fn converter_args(
+    comp: &Component,
+    onnx: &Path,
+    dlc: &Path,
+    skip_simplify: bool,
+) -> Vec<String> {
     let c = &comp.file.convert;
     let mut args = vec![
         "--input_network".into(),
@@ -143,9 +148,7 @@ impl NativeIo {
     pub fn of(comp: &Component) -> NativeIo {
         let f = &comp.file;
         let non_f32 = |specs: &[crate::recipe::TensorSpec]| {
-            specs
-                .iter()
-                .any(|s| s.dtype != crate::tensor::DType::F32)
+            specs.iter().any(|s| s.dtype != crate::tensor::DType::F32)
         };
         let preserve = f.convert.preserve_io_datatype;
         NativeIo {
@@ -243,4 +246,3 @@ pub fn run_tool(tool: &Path, args: &[String], cwd: &Path, log: &Path) -> Result<
         .run()?;
     Ok(())
 }
-

@@ -14,8 +14,8 @@ use anyhow::{Context, Result, bail};
 
 use super::profile::ExecuteStats;
 use super::{
-    NativeIo, Sdk, backend_extensions_config, context_generator_args, converter_args,
-    net_run_args, run_tool, skip_simplification,
+    NativeIo, Sdk, backend_extensions_config, context_generator_args, converter_args, net_run_args,
+    run_tool, skip_simplification,
 };
 use crate::onnx::writer::epcontext_wrapper;
 use crate::recipe::Component;
@@ -382,32 +382,67 @@ mod tests {
     fn outputs_are_found_by_raw_name_in_subfolders() {
         let dir = tempfile::tempdir().unwrap();
         let r = dir.path();
-        for rel in ["head/logits.0.raw", "ns:scaled.raw", "_0_first.raw", "x.raw"] {
+        for rel in [
+            "head/logits.0.raw",
+            "ns:scaled.raw",
+            "_0_first.raw",
+            "x.raw",
+        ] {
             let p = r.join(rel);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(&p, [0u8; 4]).unwrap();
         }
-        assert_eq!(output_file(r, "head/logits.0").unwrap(), r.join("head/logits.0.raw"));
-        assert_eq!(output_file(r, "/head/logits.0").unwrap(), r.join("head/logits.0.raw"));
-        assert_eq!(output_file(r, "ns:scaled").unwrap(), r.join("ns:scaled.raw"));
+        assert_eq!(
+            output_file(r, "head/logits.0").unwrap(),
+            r.join("head/logits.0.raw")
+        );
+        assert_eq!(
+            output_file(r, "/head/logits.0").unwrap(),
+            r.join("head/logits.0.raw")
+        );
+        assert_eq!(
+            output_file(r, "ns:scaled").unwrap(),
+            r.join("ns:scaled.raw")
+        );
         assert_eq!(output_file(r, "0_first").unwrap(), r.join("_0_first.raw"));
         let err = output_file(r, "head_logits_0").err().unwrap().to_string();
-        for listed in ["head/logits.0.raw", "ns:scaled.raw", "_0_first.raw", "x.raw"] {
+        for listed in [
+            "head/logits.0.raw",
+            "ns:scaled.raw",
+            "_0_first.raw",
+            "x.raw",
+        ] {
             assert!(err.contains(listed), "{err}");
         }
     }
 
     #[test]
     fn native_and_float_raw_files_round_trip() {
-        let i = Tensor::I64(ndarray::ArrayD::from_shape_vec(vec![3], vec![-1, 0, 1 << 40]).unwrap());
+        let i =
+            Tensor::I64(ndarray::ArrayD::from_shape_vec(vec![3], vec![-1, 0, 1 << 40]).unwrap());
         let bytes = raw_bytes(&i, true);
         assert_eq!(bytes.len(), 24);
         assert_eq!(from_raw(&bytes, DType::I64, &[3], true).unwrap(), i);
         let as_f32 = raw_bytes(&i, false);
         assert_eq!(as_f32.len(), 12);
-        assert!(from_raw(&as_f32, DType::I64, &[3], true).is_err(), "wrong byte count");
-        let h = Tensor::F16(ndarray::ArrayD::from_shape_vec(vec![2], vec![half::f16::from_f32(1.5), half::f16::from_f32(-2.0)]).unwrap());
-        assert_eq!(from_raw(&raw_bytes(&h, true), DType::F16, &[2], true).unwrap(), h);
-        assert!(matches!(from_raw(&raw_bytes(&h, false), DType::F16, &[2], false).unwrap(), Tensor::F32(_)));
+        assert!(
+            from_raw(&as_f32, DType::I64, &[3], true).is_err(),
+            "wrong byte count"
+        );
+        let h = Tensor::F16(
+            ndarray::ArrayD::from_shape_vec(
+                vec![2],
+                vec![half::f16::from_f32(1.5), half::f16::from_f32(-2.0)],
+            )
+            .unwrap(),
+        );
+        assert_eq!(
+            from_raw(&raw_bytes(&h, true), DType::F16, &[2], true).unwrap(),
+            h
+        );
+        assert!(matches!(
+            from_raw(&raw_bytes(&h, false), DType::F16, &[2], false).unwrap(),
+            Tensor::F32(_)
+        ));
     }
 }

@@ -61,8 +61,12 @@ impl Toolchain for Sdk {
                 // An unset `onnx_skip_simplification` is decided when the step runs, from the
                 // external data's size (whose hashes are key parts): rendered as the rule.
                 let explicit = comp.file.convert.onnx_skip_simplification;
-                let mut args =
-                    converter_args(comp, &comp.file.component.onnx, &dlc, explicit == Some(true));
+                let mut args = converter_args(
+                    comp,
+                    &comp.file.component.onnx,
+                    &dlc,
+                    explicit == Some(true),
+                );
                 if explicit.is_none() {
                     args.push(format!(
                         "[--onnx_skip_simplification if external data > {} GiB]",
