@@ -23,6 +23,10 @@ pub struct Parity {
     /// on the HTP, profiled) instead of the embedded runtime.
     #[arg(long, value_enum, default_value = "embedded")]
     toolchain: super::ToolchainArg,
+    /// Inferences per component in the one profiled `qnn-net-run` call of `--toolchain sdk
+    /// --backend htp` (an input list of N lines); the report gives their distribution.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    iters: u32,
 }
 
 impl Parity {
@@ -38,8 +42,21 @@ impl Parity {
             super::ToolchainArg::Sdk if backend == Backend::OrtCpu => {
                 bail!("--toolchain sdk runs QNN backends: use --backend cpu or htp")
             }
-            super::ToolchainArg::Sdk => Some(crate::toolchain::sdk::Sdk::detect()?),
+            super::ToolchainArg::Sdk => {
+                let sdk = crate::toolchain::sdk::Sdk::detect()?;
+                let mut tools = vec!["qnn-net-run"];
+                if matches!(backend, Backend::QnnHtp(_)) {
+                    tools.push("qnn-profile-viewer");
+                }
+                for tool in tools {
+                    sdk.tool(tool)?;
+                }
+                Some(sdk)
+            }
         };
+        if self.iters != 1 && !(sdk.is_some() && matches!(backend, Backend::QnnHtp(_))) {
+            bail!("--iters applies to --toolchain sdk --backend htp (profiled qnn-net-run)");
+        }
         let mut results = Vec::new();
         let (this, rt_, model_, backend_) = (&self, &rt, &model, &backend);
         for comp in &comps {
@@ -111,7 +128,7 @@ impl Parity {
             comp,
             staging: staging.path(),
         };
-        let (actual, execute_us, ran) = match backend {
+        let (actual, latency, ran) = match backend {
             Backend::QnnHtp(_) => {
                 crate::build::fresh::fresh_context_wrapper(&ctx.root, rt, model, comp)?;
                 let inputs = if self.no_clamp {
@@ -119,9 +136,13 @@ impl Parity {
                 } else {
                     crate::fp16::clamp_masks(comp, &golden.inputs)
                 };
-                let (out, us) =
-                    crate::toolchain::sdk::steps::htp_run(&job, &ctx.root.join(&art.bin), &inputs)?;
-                (out, us, &art.bin)
+                let (out, stats) = crate::toolchain::sdk::steps::htp_run(
+                    &job,
+                    &ctx.root.join(&art.bin),
+                    &inputs,
+                    self.iters as usize,
+                )?;
+                (out, stats, &art.bin)
             }
             _ => (
                 crate::toolchain::sdk::steps::cpu_run(
@@ -136,7 +157,9 @@ impl Parity {
         let mut result =
             crate::parity::component::judge_outputs(model, comp, golden, &actual, backend.label())?;
         result.session_model = ran.display().to_string();
-        result.run_seconds = execute_us.map_or(0.0, |us| us / 1e6);
+        // The median of the profiled execute times (NETRUN, see `sdk::profile`).
+        result.run_seconds = latency.as_ref().map_or(0.0, |l| l.p50_us / 1e6);
+        result.latency = latency;
         Ok(result)
     }
 }

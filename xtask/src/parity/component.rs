@@ -37,6 +37,9 @@ pub struct ComponentResult {
     pub golden_sha256: String,
     pub placement: Option<Placement>,
     pub run_seconds: f64,
+    /// The execute-time distribution of a profiled QAIRT SDK HTP run (`--toolchain sdk`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<crate::toolchain::sdk::profile::ExecuteStats>,
     pub outputs: Vec<OutputResult>,
     pub pass: bool,
     /// Set when the component could not be run at all.
@@ -149,6 +152,7 @@ pub fn judge_outputs(
         golden_sha256: golden.sha256.clone(),
         placement: None,
         run_seconds: 0.0,
+        latency: None,
         outputs,
         pass,
         error: None,
@@ -171,6 +175,7 @@ pub fn failed_component(
         golden_sha256: String::new(),
         placement: None,
         run_seconds: 0.0,
+        latency: None,
         outputs: Vec::new(),
         pass: false,
         error: Some(crate::project::scrub(root, &format!("{err:#}"))),

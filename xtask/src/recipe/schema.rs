@@ -208,6 +208,11 @@ pub struct ConvertSection {
     #[serde(default)]
     pub float_bias_bitwidth: Option<u8>,
     pub preserve_io_datatype: bool,
+    /// `qairt-converter --onnx_skip_simplification`. Unset: on when the ONNX's external data
+    /// exceeds 2 GiB (protobuf's message limit; Qualcomm's LLM flows pass it for multi-GB
+    /// graphs), off otherwise. `true`/`false` force it.
+    #[serde(default)]
+    pub onnx_skip_simplification: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]

@@ -10,6 +10,8 @@ use anyhow::{Context, Result, bail};
 
 use crate::recipe::Component;
 
+pub mod context_info;
+pub mod profile;
 pub mod steps;
 pub mod toolchain;
 
@@ -88,7 +90,29 @@ impl Sdk {
     }
 }
 
-pub fn converter_args(comp: &Component, onnx: &Path, dlc: &Path) -> Vec<String> {
+/// Above this much external data the converter's ONNX simplification is skipped by default
+/// (`--onnx_skip_simplification`): 2 GiB is protobuf's hard limit on one serialized message,
+/// so an ONNX whose weights need external data beyond it cannot be simplified in memory as one
+/// model (the simplifier re-serializes the graph); Qualcomm's own LLM flows pass the flag for
+/// such multi-GB graphs (quic/efficient-transformers).
+pub const SKIP_SIMPLIFICATION_ABOVE_BYTES: u64 = 2 << 30;
+
+/// Whether the converter gets `--onnx_skip_simplification`: the recipe's
+/// `[convert] onnx_skip_simplification` when set, else on when the ONNX's external data
+/// exceeds [`SKIP_SIMPLIFICATION_ABOVE_BYTES`] (`None` = the size is not known yet: off).
+pub fn skip_simplification(comp: &Component, external_data_bytes: Option<u64>) -> bool {
+    comp.file
+        .convert
+        .onnx_skip_simplification
+        .unwrap_or_else(|| external_data_bytes.is_some_and(|b| b > SKIP_SIMPLIFICATION_ABOVE_BYTES))
+}
+
+pub fn converter_args(
+    comp: &Component,
+    onnx: &Path,
+    dlc: &Path,
+    skip_simplify: bool,
+) -> Vec<String> {
     let c = &comp.file.convert;
     let mut args = vec![
         "--input_network".into(),
@@ -104,7 +128,45 @@ pub fn converter_args(comp: &Component, onnx: &Path, dlc: &Path) -> Vec<String> 
     if c.preserve_io_datatype {
         args.push("--preserve_io_datatype".into());
     }
+    if skip_simplify {
+        args.push("--onnx_skip_simplification".into());
+    }
     args
+}
+
+/// Which side of `qnn-net-run` exchanges files in the tensors' native data types: with
+/// `--preserve_io_datatype` at conversion, non-float32 inputs (int64, fp16, bool) must be
+/// given as native files (`--use_native_input_files`) and non-float32 outputs are read as
+/// native files (`--use_native_output_files`); otherwise every `.raw` file is float32.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NativeIo {
+    pub inputs: bool,
+    pub outputs: bool,
+}
+
+impl NativeIo {
+    pub fn of(comp: &Component) -> NativeIo {
+        let f = &comp.file;
+        let non_f32 = |specs: &[crate::recipe::TensorSpec]| {
+            specs.iter().any(|s| s.dtype != crate::tensor::DType::F32)
+        };
+        let preserve = f.convert.preserve_io_datatype;
+        NativeIo {
+            inputs: preserve && non_f32(&f.inputs),
+            outputs: preserve && non_f32(&f.outputs),
+        }
+    }
+
+    pub fn flags(self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.inputs {
+            out.push("--use_native_input_files".into());
+        }
+        if self.outputs {
+            out.push("--use_native_output_files".into());
+        }
+        out
+    }
 }
 
 pub fn net_run_args(
@@ -113,8 +175,9 @@ pub fn net_run_args(
     dlc: &Path,
     input_list: &Path,
     out_dir: &Path,
+    native: NativeIo,
 ) -> Vec<String> {
-    vec![
+    let mut args: Vec<String> = vec![
         "--backend".into(),
         sdk.lib(backend_lib).display().to_string(),
         "--model".into(),
@@ -125,7 +188,9 @@ pub fn net_run_args(
         input_list.display().to_string(),
         "--output_dir".into(),
         out_dir.display().to_string(),
-    ]
+    ];
+    args.extend(native.flags());
+    args
 }
 
 pub fn context_generator_args(
@@ -180,20 +245,4 @@ pub fn run_tool(tool: &Path, args: &[String], cwd: &Path, log: &Path) -> Result<
         .hint("set XTASK_SDK_TIMEOUT_SECS for longer steps; the tool's whole output is in the log")
         .run()?;
     Ok(())
-}
-
-/// QNN tensor names as written to files: the legacy converters' `\W+ → _` sanitizing.
-pub fn sanitize(name: &str) -> String {
-    let mut out = String::new();
-    let mut last_us = false;
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() || c == '_' {
-            out.push(c);
-            last_us = false;
-        } else if !last_us {
-            out.push('_');
-            last_us = true;
-        }
-    }
-    out
 }

@@ -1,18 +1,23 @@
 //! The three build steps run by the QAIRT SDK's tools: `qairt-converter` (convert),
-//! `qnn-net-run` on `libQnnCpu.so` (cpu parity, float32 `.raw` files and an input list), and
+//! `qnn-net-run` on `libQnnCpu.so` (cpu parity: `.raw` files and an input list), and
 //! `qnn-context-binary-generator` + `qnn-context-binary-utility` (context binary and the
 //! EPContext wrapper that lets ONNX Runtime load it). Outputs are written in a staging folder.
+//!
+//! `qnn-net-run` files: the input list holds one line per inference of space-separated
+//! `name:=path` pairs; outputs are `Result_<i>/<raw tensor name>.raw` (a `/` in a name makes
+//! subfolders). Files are float32 unless native I/O is asked for ([`NativeIo`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use super::profile::ExecuteStats;
 use super::{
-    Sdk, backend_extensions_config, context_generator_args, converter_args, net_run_args, run_tool,
-    sanitize,
+    NativeIo, Sdk, backend_extensions_config, context_generator_args, converter_args, net_run_args,
+    run_tool, skip_simplification,
 };
-use crate::onnx::writer::{WrapperTensor, epcontext_wrapper};
+use crate::onnx::writer::epcontext_wrapper;
 use crate::recipe::Component;
 use crate::target::soc::Soc;
 use crate::tensor::{DType, Tensor};
@@ -49,10 +54,18 @@ pub fn log_path(root: &Path, model: &str, comp: &str, step: &str) -> PathBuf {
 /// ONNX → DLC with `qairt-converter`; returns the staged DLC.
 pub fn convert(job: &Job<'_>) -> Result<PathBuf> {
     let dlc = job.staging.join(format!("{}.dlc", job.comp.name()));
+    let onnx_rel = &job.comp.file.component.onnx;
+    let mut external_bytes = 0;
+    for ext in crate::build::plan::external_data(job.root, onnx_rel)? {
+        external_bytes += std::fs::metadata(job.root.join(&ext))
+            .with_context(|| format!("external data {} of {}", ext.display(), onnx_rel.display()))?
+            .len();
+    }
     let args = converter_args(
         job.comp,
-        &job.root.join(&job.comp.file.component.onnx),
+        &job.root.join(onnx_rel),
         &dlc,
+        skip_simplification(job.comp, Some(external_bytes)),
     );
     job.run("qairt-converter", &args, "convert")?;
     if !dlc.is_file() {
@@ -67,24 +80,28 @@ pub fn cpu_run(
     dlc: &Path,
     inputs: &BTreeMap<String, Tensor>,
 ) -> Result<BTreeMap<String, Tensor>> {
-    let list = write_inputs(job, inputs)?;
+    let native = NativeIo::of(job.comp);
+    let list = write_inputs(job, inputs, 1, native)?;
     let out_dir = job.staging.join("output");
-    let args = net_run_args(job.sdk, "libQnnCpu.so", dlc, &list, &out_dir);
+    let args = net_run_args(job.sdk, "libQnnCpu.so", dlc, &list, &out_dir, native);
     job.run("qnn-net-run", &args, "cpu-parity")?;
-    read_outputs(job, &out_dir)
+    read_outputs(job, &out_dir, native)
 }
 
-/// The golden inputs through `qnn-net-run --retrieve_context` on the HTP backend, profiled
-/// (`--profiling_level basic`); returns the outputs and the execute time `qnn-profile-viewer`
-/// reports, in microseconds.
+/// The golden inputs through `qnn-net-run --retrieve_context` on the HTP backend, `iters`
+/// inferences in one call (an input list of `iters` lines), profiled (`--profiling_level
+/// basic`); returns the first inference's outputs and the distribution of the execute times
+/// `qnn-profile-viewer` reports (`None` when no profile was written).
 pub fn htp_run(
     job: &Job<'_>,
     bin: &Path,
     inputs: &BTreeMap<String, Tensor>,
-) -> Result<(BTreeMap<String, Tensor>, Option<f64>)> {
-    let list = write_inputs(job, inputs)?;
+    iters: usize,
+) -> Result<(BTreeMap<String, Tensor>, Option<ExecuteStats>)> {
+    let native = NativeIo::of(job.comp);
+    let list = write_inputs(job, inputs, iters.max(1), native)?;
     let out_dir = job.staging.join("output");
-    let args: Vec<String> = vec![
+    let mut args: Vec<String> = vec![
         "--retrieve_context".into(),
         bin.display().to_string(),
         "--backend".into(),
@@ -96,8 +113,9 @@ pub fn htp_run(
         "--profiling_level".into(),
         "basic".into(),
     ];
+    args.extend(native.flags());
     job.run("qnn-net-run", &args, "htp-run")?;
-    let outputs = read_outputs(job, &out_dir)?;
+    let outputs = read_outputs(job, &out_dir, native)?;
     let log = out_dir.join("qnn-profiling-data_0.log");
     if !log.is_file() {
         return Ok((outputs, None));
@@ -110,75 +128,154 @@ pub fn htp_run(
         csv.display().to_string(),
     ];
     job.run("qnn-profile-viewer", &args, "profile")?;
-    Ok((
-        outputs,
-        execute_us(&std::fs::read_to_string(&csv).unwrap_or_default()),
-    ))
+    let text = std::fs::read_to_string(&csv)
+        .with_context(|| format!("qnn-profile-viewer wrote no {}", csv.display()))?;
+    let stats = super::profile::execute_stats(&text)
+        .with_context(|| format!("reading the profile {}", csv.display()))?;
+    if let Some(s) = &stats
+        && s.samples != iters.max(1)
+    {
+        bail!(
+            "{}: {} {} EXECUTE rows for {} inferences",
+            csv.display(),
+            s.samples,
+            s.timing_source,
+            iters.max(1)
+        );
+    }
+    Ok((outputs, stats))
 }
 
-/// The execute time in a profile-viewer CSV: the first row naming "execute" with a number in
-/// µs (or ms, converted).
-pub fn execute_us(csv: &str) -> Option<f64> {
-    csv.lines()
-        .filter(|l| l.to_ascii_lowercase().contains("execute"))
-        .find_map(|l| {
-            let cells: Vec<&str> = l.split(',').map(str::trim).collect();
-            let value = cells.iter().find_map(|c| c.parse::<f64>().ok())?;
-            let ms = cells.iter().any(|c| c.eq_ignore_ascii_case("ms"));
-            Some(if ms { value * 1e3 } else { value })
-        })
-}
-
-/// Golden inputs as float32 `.raw` files plus the input list (`name:=path`, one inference).
-fn write_inputs(job: &Job<'_>, inputs: &BTreeMap<String, Tensor>) -> Result<PathBuf> {
+/// Golden inputs as `.raw` files (native dtype or float32, see [`NativeIo`]) plus the input
+/// list: `iters` identical lines of `name:=path` pairs, one line per inference.
+fn write_inputs(
+    job: &Job<'_>,
+    inputs: &BTreeMap<String, Tensor>,
+    iters: usize,
+    native: NativeIo,
+) -> Result<PathBuf> {
     let mut entries = Vec::new();
-    for spec in &job.comp.file.inputs {
+    for (i, spec) in job.comp.file.inputs.iter().enumerate() {
         let name = spec.name.get_ref();
         let t = inputs
             .get(name)
             .with_context(|| format!("no golden input `{name}`"))?;
-        let path = job.staging.join(format!("{}.raw", sanitize(name)));
-        let floats: Vec<u8> = t
-            .to_f64_vec()
-            .iter()
-            .flat_map(|v| (*v as f32).to_le_bytes())
-            .collect();
-        std::fs::write(&path, floats)?;
+        let path = job.staging.join(format!("input_{i}.raw"));
+        std::fs::write(&path, raw_bytes(t, native.inputs))?;
         entries.push(format!("{name}:={}", path.display()));
     }
     let list = job.staging.join("input_list.txt");
-    std::fs::write(&list, entries.join(" ") + "\n")?;
+    std::fs::write(&list, format!("{}\n", entries.join(" ")).repeat(iters))?;
     Ok(list)
 }
 
-/// `Result_0/<name>.raw` of every declared output, reshaped by the recipe.
-fn read_outputs(job: &Job<'_>, out_dir: &Path) -> Result<BTreeMap<String, Tensor>> {
+/// A tensor as a `.raw` file: its native little-endian bytes, or float32.
+pub fn raw_bytes(t: &Tensor, native: bool) -> Vec<u8> {
+    if native {
+        return t.to_le_bytes();
+    }
+    t.to_f64_vec()
+        .iter()
+        .flat_map(|v| (*v as f32).to_le_bytes())
+        .collect()
+}
+
+/// A `.raw` file back into a tensor of `dtype` (native bytes) or float32.
+pub fn from_raw(bytes: &[u8], dtype: DType, shape: &[usize], native: bool) -> Result<Tensor> {
+    let dtype = if native { dtype } else { DType::F32 };
+    let n: usize = shape.iter().product();
+    let size = match dtype {
+        DType::F32 => 4,
+        DType::F16 => 2,
+        DType::I64 => 8,
+        DType::Bool => 1,
+    };
+    if bytes.len() != n * size {
+        bail!(
+            "{} bytes, expected {n} {dtype} values ({size} bytes each) for {shape:?}",
+            bytes.len()
+        );
+    }
+    let shape = shape.to_vec();
+    Ok(match dtype {
+        DType::F32 => Tensor::F32(ndarray::ArrayD::from_shape_vec(
+            shape,
+            bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        )?),
+        DType::F16 => Tensor::F16(ndarray::ArrayD::from_shape_vec(
+            shape,
+            bytes
+                .chunks_exact(2)
+                .map(|c| half::f16::from_le_bytes([c[0], c[1]]))
+                .collect(),
+        )?),
+        DType::I64 => Tensor::I64(ndarray::ArrayD::from_shape_vec(
+            shape,
+            bytes
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default()))
+                .collect(),
+        )?),
+        DType::Bool => Tensor::Bool(ndarray::ArrayD::from_shape_vec(
+            shape,
+            bytes.iter().map(|b| *b != 0).collect(),
+        )?),
+    })
+}
+
+/// The file `qnn-net-run` wrote for output `name` in `result` (`Result_<i>`): the raw tensor
+/// name plus `.raw` (a `/` makes subfolders; a leading `/` is not an absolute path). A name
+/// starting with a digit may come back with a leading `_` after conversion, so that spelling
+/// is accepted too. When neither exists, the error lists every file that was written.
+pub fn output_file(result: &Path, name: &str) -> Result<PathBuf> {
+    let rel = format!("{}.raw", name.trim_start_matches('/'));
+    let mut candidates = vec![result.join(&rel)];
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        candidates.push(result.join(format!("_{rel}")));
+    }
+    if let Some(found) = candidates.iter().find(|p| p.is_file()) {
+        return Ok(found.clone());
+    }
+    let written: Vec<String> = walkdir::WalkDir::new(result)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter_map(|e| {
+            e.path()
+                .strip_prefix(result)
+                .ok()
+                .map(|p| p.display().to_string())
+        })
+        .collect();
+    bail!(
+        "qnn-net-run wrote no output `{name}` ({}); it wrote {}",
+        candidates[0].display(),
+        if written.is_empty() {
+            format!("nothing in {}", result.display())
+        } else {
+            written.join(", ")
+        }
+    )
+}
+
+/// `Result_0/<raw name>.raw` of every declared output, shaped and typed by the recipe.
+fn read_outputs(
+    job: &Job<'_>,
+    out_dir: &Path,
+    native: NativeIo,
+) -> Result<BTreeMap<String, Tensor>> {
     let mut outputs = BTreeMap::new();
+    let result = out_dir.join("Result_0");
     for spec in &job.comp.file.outputs {
         let name = spec.name.get_ref();
-        let path = out_dir
-            .join("Result_0")
-            .join(format!("{}.raw", sanitize(name)));
-        let bytes = std::fs::read(&path)
-            .with_context(|| format!("qnn-net-run wrote no output {}", path.display()))?;
-        let n: usize = spec.shape.iter().product();
-        if bytes.len() != n * 4 {
-            bail!(
-                "{}: {} bytes, expected {} float32 values for {:?}",
-                path.display(),
-                bytes.len(),
-                n,
-                spec.shape
-            );
-        }
-        let values: Vec<f32> = bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        outputs.insert(
-            name.clone(),
-            Tensor::F32(ndarray::ArrayD::from_shape_vec(spec.shape.clone(), values)?),
-        );
+        let path = output_file(&result, name)?;
+        let bytes = std::fs::read(&path)?;
+        let t = from_raw(&bytes, spec.dtype, &spec.shape, native.outputs)
+            .with_context(|| format!("{}", path.display()))?;
+        outputs.insert(name.clone(), t);
     }
     Ok(outputs)
 }
@@ -241,70 +338,29 @@ pub fn context(
         json_path.display().to_string(),
     ];
     job.run("qnn-context-binary-utility", &args, "context-utility")?;
-    let info: serde_json::Value =
+    let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&json_path).with_context(|| {
             format!(
                 "qnn-context-binary-utility wrote no {}",
                 json_path.display()
             )
         })?)?;
-    let graph = &info["info"]["graphs"][0]["info"];
-    let graph_name = graph["graphName"]
-        .as_str()
-        .context("the context JSON names no graph")?
-        .to_string();
-    let build_id = info["info"]["buildId"]
-        .as_str()
-        .unwrap_or("unknown")
-        .to_string();
-    let tensors = |key: &str| -> Result<Vec<WrapperTensor>> {
-        graph[key]
-            .as_array()
-            .with_context(|| format!("the context JSON has no {key}"))?
-            .iter()
-            .map(wrapper_tensor)
-            .collect()
-    };
+    let info = super::context_info::parse(&json)
+        .with_context(|| format!("reading {}", json_path.display()))?;
     let wrapper_bytes = epcontext_wrapper(
-        &graph_name,
+        &info.graph_name,
         bin_name,
-        &build_id,
-        &tensors("graphInputs")?,
-        &tensors("graphOutputs")?,
+        &info.build_id,
+        &info.inputs,
+        &info.outputs,
     );
     let wrapper = staging.join(format!("{stem}.onnx"));
     std::fs::write(&wrapper, wrapper_bytes)?;
     Ok(SdkContext {
         bin,
         wrapper,
-        graph_name,
-        build_id,
-    })
-}
-
-fn wrapper_tensor(t: &serde_json::Value) -> Result<WrapperTensor> {
-    let info = &t["info"];
-    let elem_type = match info["dataType"].as_str() {
-        Some("QNN_DATATYPE_FLOAT_32") => 1,
-        Some("QNN_DATATYPE_FLOAT_16") => 10,
-        Some("QNN_DATATYPE_INT_64") => 7,
-        Some("QNN_DATATYPE_BOOL_8") => 9,
-        other => {
-            bail!("unsupported context I/O data type {other:?} (quantized I/O is not supported)")
-        }
-    };
-    Ok(WrapperTensor {
-        name: info["name"]
-            .as_str()
-            .context("tensor without a name")?
-            .to_string(),
-        dims: info["dimensions"]
-            .as_array()
-            .context("tensor without dimensions")?
-            .iter()
-            .filter_map(|d| d.as_u64().map(|d| d as usize))
-            .collect(),
-        elem_type,
+        graph_name: info.graph_name,
+        build_id: info.build_id,
     })
 }
 
@@ -320,13 +376,73 @@ pub fn qnn_data_type(d: Option<DType>) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
-    fn execute_time_from_a_profile_csv() {
+    fn outputs_are_found_by_raw_name_in_subfolders() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        for rel in [
+            "head/logits.0.raw",
+            "ns:scaled.raw",
+            "_0_first.raw",
+            "x.raw",
+        ] {
+            let p = r.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, [0u8; 4]).unwrap();
+        }
         assert_eq!(
-            super::execute_us("Message,Time,Unit\nLoad,10,us\nExecute,1234,us\n"),
-            Some(1234.0)
+            output_file(r, "head/logits.0").unwrap(),
+            r.join("head/logits.0.raw")
         );
-        assert_eq!(super::execute_us("Execute,2.5,ms"), Some(2500.0));
-        assert_eq!(super::execute_us("nothing here"), None);
+        assert_eq!(
+            output_file(r, "/head/logits.0").unwrap(),
+            r.join("head/logits.0.raw")
+        );
+        assert_eq!(
+            output_file(r, "ns:scaled").unwrap(),
+            r.join("ns:scaled.raw")
+        );
+        assert_eq!(output_file(r, "0_first").unwrap(), r.join("_0_first.raw"));
+        let err = output_file(r, "head_logits_0").err().unwrap().to_string();
+        for listed in [
+            "head/logits.0.raw",
+            "ns:scaled.raw",
+            "_0_first.raw",
+            "x.raw",
+        ] {
+            assert!(err.contains(listed), "{err}");
+        }
+    }
+
+    #[test]
+    fn native_and_float_raw_files_round_trip() {
+        let i =
+            Tensor::I64(ndarray::ArrayD::from_shape_vec(vec![3], vec![-1, 0, 1 << 40]).unwrap());
+        let bytes = raw_bytes(&i, true);
+        assert_eq!(bytes.len(), 24);
+        assert_eq!(from_raw(&bytes, DType::I64, &[3], true).unwrap(), i);
+        let as_f32 = raw_bytes(&i, false);
+        assert_eq!(as_f32.len(), 12);
+        assert!(
+            from_raw(&as_f32, DType::I64, &[3], true).is_err(),
+            "wrong byte count"
+        );
+        let h = Tensor::F16(
+            ndarray::ArrayD::from_shape_vec(
+                vec![2],
+                vec![half::f16::from_f32(1.5), half::f16::from_f32(-2.0)],
+            )
+            .unwrap(),
+        );
+        assert_eq!(
+            from_raw(&raw_bytes(&h, true), DType::F16, &[2], true).unwrap(),
+            h
+        );
+        assert!(matches!(
+            from_raw(&raw_bytes(&h, false), DType::F16, &[2], false).unwrap(),
+            Tensor::F32(_)
+        ));
     }
 }

@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 
 use super::steps::{Job, context_configs};
-use super::{HOST, Sdk, context_generator_args, converter_args, net_run_args};
+use super::{
+    HOST, NativeIo, SKIP_SIMPLIFICATION_ABOVE_BYTES, Sdk, context_generator_args, converter_args,
+    net_run_args,
+};
 use crate::build::plan::{Artifacts, StepKind};
 use crate::parity::component::{ComponentResult, GoldenIo, judge_outputs};
 use crate::recipe::Component;
@@ -55,7 +58,21 @@ impl Toolchain for Sdk {
         match kind {
             StepKind::Convert => {
                 let dlc = staging.join(format!("{}.dlc", comp.name()));
-                let args = converter_args(comp, &comp.file.component.onnx, &dlc);
+                // An unset `onnx_skip_simplification` is decided when the step runs, from the
+                // external data's size (whose hashes are key parts): rendered as the rule.
+                let explicit = comp.file.convert.onnx_skip_simplification;
+                let mut args = converter_args(
+                    comp,
+                    &comp.file.component.onnx,
+                    &dlc,
+                    explicit == Some(true),
+                );
+                if explicit.is_none() {
+                    args.push(format!(
+                        "[--onnx_skip_simplification if external data > {} GiB]",
+                        SKIP_SIMPLIFICATION_ABOVE_BYTES >> 30
+                    ));
+                }
                 r.command(
                     "rendered qairt-converter command",
                     line("qairt-converter", args),
@@ -68,6 +85,7 @@ impl Toolchain for Sdk {
                     &art.dlc,
                     &staging.join("input_list.txt"),
                     &staging.join("output"),
+                    NativeIo::of(comp),
                 );
                 r.command("rendered qnn-net-run command", line("qnn-net-run", args))
             }
