@@ -15,7 +15,7 @@ use serde::Serialize;
 pub const TIMING_SOURCE: &str = "NETRUN";
 
 /// The distribution of the per-inference execute times of one `qnn-net-run` call, in µs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct ExecuteStats {
     /// Which rows were read: `NETRUN` (see [`TIMING_SOURCE`]).
     pub timing_source: String,
