@@ -124,3 +124,50 @@ fn leftovers_of_a_killed_package_are_removed_and_a_bundle_verifies_anywhere() {
     run.assert_code(0);
     assert!(run.stdout.contains("verified"), "{}", run.all());
 }
+
+/// The card and bundle.json state per component what its build records say (toolchain, HTP
+/// precision, optimization level, DLC bitwidth and how far the DLC was checked), not fixed
+/// words: a component built with `fp16 = false` is shown as such.
+#[test]
+fn the_card_states_the_build_facts_from_the_records() {
+    let p = Scratch::tiny();
+    let recipe = p.path("recipes/tiny/action_context.toml");
+    let text = std::fs::read_to_string(&recipe).unwrap();
+    std::fs::write(&recipe, text.replace("fp16 = true", "fp16 = false")).unwrap();
+    p.run(&[
+        "build-ctx",
+        "--soc",
+        "77",
+        "--only",
+        "action_context,action_step",
+    ])
+    .assert_code(0);
+    let out = p.path("dist/facts");
+    p.run(&[
+        "package",
+        "--soc",
+        "77",
+        "--only",
+        "action_context,action_step",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .assert_code(0);
+    let card = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(
+        card.contains(
+            "| `action_context` | embedded | fp32 (fp16 off) | O3 | float32 | structure only"
+        ),
+        "{card}"
+    );
+    assert!(
+        card.contains("| `action_step` | embedded | fp16 | O3 | float32 |"),
+        "{card}"
+    );
+    assert!(card.contains("fp16 HTP precision in 1 of 2"), "{card}");
+    assert!(!card.contains("float DLC, fp16 HTP precision"), "{card}");
+    let info = common::read_json(&out.join("reports/bundle.json"));
+    assert_eq!(info["components"][0]["fp16"], false, "{info}");
+    assert_eq!(info["components"][0]["toolchain"], "embedded", "{info}");
+    p.run(&["verify", out.to_str().unwrap()]).assert_code(0);
+}

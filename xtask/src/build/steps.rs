@@ -62,9 +62,11 @@ impl Convert {
             .first()
             .context("the converter staged no DLC")?;
         check_dlc(dlc)?;
+        let mut detail = staged.detail;
+        detail["facts"] = convert_facts(tc, job.comp);
         Ok(StepRun {
             moves: vec![(dlc.clone(), job.artifacts.dlc.clone())],
-            detail: staged.detail,
+            detail,
         })
     }
 }
@@ -167,14 +169,43 @@ impl Context {
                 staged.files.len()
             );
         };
+        let mut detail = staged.detail;
+        let ctx = &job.comp.file.context;
+        // What the binary was built with, recorded so the card states it from the record.
+        detail["facts"] = serde_json::json!({
+            "toolchain": tc.label(),
+            "fp16": ctx.fp16,
+            "optimization_level": ctx.optimization_level,
+            "vtcm_mb": ctx.vtcm_mb,
+        });
         Ok(StepRun {
             moves: vec![
                 (bin.clone(), job.artifacts.bin.clone()),
                 (wrapper.clone(), job.artifacts.wrapper.clone()),
             ],
-            detail: staged.detail,
+            detail,
         })
     }
+}
+
+/// What the DLC is and how far it was checked. The embedded toolchain has no DLC runner, so
+/// its DLC is never run: its structure is checked (a zip with the QNN IR `model` member) and
+/// the graph it came from was checked against the recipe before the build; the CPU-parity
+/// step runs the ONNX. The SDK toolchain's CPU-parity step runs the DLC itself.
+fn convert_facts(tc: &dyn Toolchain, comp: &Component) -> serde_json::Value {
+    let label = tc.label();
+    let validation = if label.starts_with("qairt-sdk") {
+        "run numerically: the CPU-parity step runs this DLC with qnn-net-run on libQnnCpu.so"
+    } else {
+        "structure only: a QNN IR zip with its `model` member, from an ONNX whose graph I/O \
+         matched the recipe; not run (the embedded toolchain runs the ONNX for CPU parity)"
+    };
+    serde_json::json!({
+        "toolchain": label,
+        "float_bitwidth": comp.file.convert.float_bitwidth,
+        "preserve_io_datatype": comp.file.convert.preserve_io_datatype,
+        "dlc_validation": validation,
+    })
 }
 
 /// A QNN IR DLC is a zip holding at least the `model` member; anything else is not a DLC.

@@ -40,11 +40,38 @@ pub struct BundleComponent {
     pub bin_bytes: u64,
     pub optimization_level: u8,
     pub fp16: bool,
+    /// Whose tools built the binary (`embedded`, `qairt-sdk 2.47.0`), from its build record.
+    #[serde(default)]
+    pub toolchain: String,
+    /// The DLC's float bitwidth, from the convert record.
+    #[serde(default)]
+    pub float_bitwidth: Option<u8>,
+    /// How far the DLC was checked, from the convert record.
+    #[serde(default)]
+    pub dlc_validation: Option<String>,
     pub recipe_sha256: String,
     pub onnx_sha256: String,
     pub golden_sha256: String,
     /// Output name → (gate, reason) for every waived output.
     pub waivers: Vec<(String, f64, String)>,
+}
+
+/// "fp16 HTP precision" when every context was built so, else the per-context mix.
+fn precision_summary(b: &BundleInfo) -> String {
+    let fp16 = b.components.iter().filter(|c| c.fp16).count();
+    match (fp16, b.components.len()) {
+        (f, n) if f == n => "fp16 HTP precision".into(),
+        (0, _) => "fp32 HTP precision (fp16 off)".into(),
+        (f, n) => format!("fp16 HTP precision in {f} of {n} (see Build provenance)"),
+    }
+}
+
+fn short_precision(b: &BundleInfo) -> &'static str {
+    match b.components.iter().filter(|c| c.fp16).count() {
+        f if f == b.components.len() => "fp16",
+        0 => "fp32",
+        _ => "mixed fp16/fp32",
+    }
 }
 
 /// HTP parity figures the card shows (from the bundle's `parity-htp.json`).
@@ -161,10 +188,11 @@ pub fn render(
     }
     let _ = writeln!(
         md,
-        "## What's in here\n\n```\nctx/      {} HTP context binaries (soc_id {} / Hexagon v{}), fp16 weights",
+        "## What's in here\n\n```\nctx/      {} HTP context binaries (soc_id {} / Hexagon v{}), {}",
         b.components.len(),
         b.soc_id,
-        b.htp_arch
+        b.htp_arch,
+        precision_summary(b)
     );
     for c in &b.components {
         let _ = writeln!(md, "  {:<40} {:>8}", c.bin_file, mb(c.bin_bytes));
@@ -220,7 +248,8 @@ pub fn render(
             };
             let _ = writeln!(
                 md,
-                "\n## HTP parity ({how}, fp16)\n\n| context | output | cosine |\n|---|---|---|"
+                "\n## HTP parity ({how}, {})\n\n| context | output | cosine |\n|---|---|---|",
+                short_precision(b)
             );
             for (comp, outs) in &h.cosines {
                 let names: Vec<&str> = outs.iter().map(|(n, _)| n.as_str()).collect();
@@ -283,12 +312,35 @@ pub fn render(
     );
     let _ = writeln!(
         md,
-        "- Target: soc_id {} ({}), Hexagon v{}, float DLC, fp16 HTP precision, optimization level O{}",
+        "- Target: soc_id {} ({}), Hexagon v{}; per context, from its build records:",
         b.soc_id,
         b.soc_chips.join(" / "),
-        b.htp_arch,
-        b.components.first().map_or(3, |c| c.optimization_level)
+        b.htp_arch
     );
+    let _ = writeln!(
+        md,
+        "\n| context | toolchain | HTP precision | optimization | DLC | DLC checked |\n|---|---|---|---|---|---|"
+    );
+    for c in &b.components {
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | {} | O{} | {} | {} |",
+            c.name,
+            if c.toolchain.is_empty() {
+                "unknown (record predates)"
+            } else {
+                &c.toolchain
+            },
+            if c.fp16 { "fp16" } else { "fp32 (fp16 off)" },
+            c.optimization_level,
+            c.float_bitwidth
+                .map_or("unknown".into(), |b| format!("float{b}")),
+            c.dlc_validation
+                .as_deref()
+                .unwrap_or("unknown (record predates)")
+        );
+    }
+    let _ = writeln!(md);
     let _ = writeln!(md, "- Repository commit: `{}`", b.commit);
     let _ = writeln!(
         md,

@@ -168,7 +168,7 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
         qairt: model.file.target.qairt.clone(),
         qnn_build: versions.qnn.clone(),
         onnxruntime: versions.onnxruntime.clone(),
-        toolchain: format!("embedded ({}, ONNX Runtime QNN EP)", QNN_WHEEL.requirement),
+        toolchain: bundle_toolchain(&components),
         commit: git_commit(root),
         allow_stale,
         stale,
@@ -288,13 +288,47 @@ fn bundle_component(
         bin_bytes: std::fs::metadata(root.join(&art.bin))
             .map(|m| m.len())
             .unwrap_or(0),
-        optimization_level: comp.file.context.optimization_level,
-        fp16: comp.file.context.fp16,
+        // Facts of the build as its records hold them (the recipe may have changed since).
+        optimization_level: context.detail["facts"]["optimization_level"]
+            .as_u64()
+            .map_or(comp.file.context.optimization_level, |o| o as u8),
+        fp16: context.detail["facts"]["fp16"]
+            .as_bool()
+            .unwrap_or(comp.file.context.fp16),
+        toolchain: context.detail["facts"]["toolchain"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        float_bitwidth: record
+            .steps
+            .get("convert")
+            .and_then(|r| r.detail["facts"]["float_bitwidth"].as_u64())
+            .map(|b| b as u8),
+        dlc_validation: record
+            .steps
+            .get("convert")
+            .and_then(|r| r.detail["facts"]["dlc_validation"].as_str())
+            .map(str::to_string),
         recipe_sha256: sha256_bytes(comp.recipe_text.as_bytes()),
         onnx_sha256: sha256_file(&root.join(&comp.file.component.onnx))?,
         golden_sha256: sha256_file(&root.join(&comp.file.golden.file))?,
         waivers,
     })
+}
+
+/// The toolchains the packaged binaries were built with, from their records.
+fn bundle_toolchain(components: &[BundleComponent]) -> String {
+    let mut names: Vec<String> = components
+        .iter()
+        .map(|c| match c.toolchain.as_str() {
+            "" => "unknown (record predates)".to_string(),
+            "embedded" => format!("embedded ({}, ONNX Runtime QNN EP)", QNN_WHEEL.requirement),
+            other => other.to_string(),
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names.join(" + ")
 }
 
 /// What is wrong with a component's built binary and wrapper, whatever its freshness: the
