@@ -62,8 +62,13 @@ impl Doctor {
             let search = QnnSearch::from_env(Some(&rt.libs.ort_dylib));
             print_inventory(&search.inventory(platform));
         }
-        if let Some(why) = rt.qnn_unavailable() {
-            crate::outln!("QNN           MISSING: {why}");
+        match rt.qnn_unavailable() {
+            // on a board the list above already says what is missing and where it looked
+            Some(_) if platform.qnn_wheel().is_none() && rt.libs.qnn_plugin().is_none() => {
+                crate::outln!("QNN           MISSING (see the list above)")
+            }
+            Some(why) => crate::outln!("QNN           MISSING: {why}"),
+            None => {}
         }
         crate::outln!(
             "QNN device    {}",
@@ -97,7 +102,13 @@ impl Doctor {
             "QNN build     {}",
             qnn_build.as_deref().unwrap_or("(not reported)")
         );
-        crate::outln!("HTP latency   {}", HtpKind::of(&rt).latency_label());
+        let htp_label = HtpKind::of(&rt).latency_label();
+        match rt.qnn_unavailable() {
+            None => crate::outln!("HTP latency   {htp_label}"),
+            Some(_) => {
+                crate::outln!("HTP latency   none here (QNN missing); with QNN: {htp_label}")
+            }
+        }
         crate::outln!("QAIRT SDK     {}", sdk_status(platform));
         for line in qairt_vs_recipes(&ctx.root, qnn_build.as_deref(), sdk_version().as_deref()) {
             crate::outln!("{line}");

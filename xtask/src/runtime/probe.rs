@@ -114,7 +114,7 @@ impl HtpKind {
 
     /// The HTP of this run: the loaded runtime's QNN devices and the board's SoC files.
     pub fn of(rt: &Runtime) -> HtpKind {
-        HtpKind::classify(super::platform::Platform::host(), rt.qnn_npu(), board_soc())
+        HtpKind::classify(super::platform::Platform::host(), qnn_npu(rt), board_soc())
     }
 
     /// The label of the latency figures: `emulator figures …` or `device figures …`.
@@ -131,6 +131,17 @@ impl HtpKind {
             .map_or("SoC not reported".to_string(), |s| format!("SoC {s}"));
         format!("device figures (HTP on the NPU, {soc}; {})", self.basis)
     }
+}
+
+/// The vendor of a QNN EP device whose hardware type is NPU (a real HTP), if any: on x86_64
+/// the QNN devices report CPU.
+fn qnn_npu(rt: &Runtime) -> Option<String> {
+    rt.env
+        .devices()
+        .filter(|d| d.ep().is_ok_and(|ep| ep == super::session::QNN_EP))
+        .map(|d| d.hardware_device())
+        .find(|h| h.ty() == ort::memory::DeviceType::NPU)
+        .map(|h| h.vendor().unwrap_or("vendor not reported").to_string())
 }
 
 /// The SoC as the board's kernel names it (Qualcomm boards: `/sys/devices/soc0/machine`).

@@ -47,7 +47,7 @@ impl Backend {
 
 /// The loaded ONNX Runtime with the QNN plugin registered.
 pub struct Runtime {
-    env: Environment,
+    pub(super) env: Environment,
     pub libs: RuntimeLibs,
     pub ort_version: String,
     /// The QNN build version (`v2.47.0.…`) as the first QNN session logged it.
@@ -123,17 +123,6 @@ impl Runtime {
         {
             slot.get_or_insert(v);
         }
-    }
-
-    /// The vendor of a QNN EP device whose hardware type is NPU (a real HTP), if any: on
-    /// x86_64 the QNN devices report CPU.
-    pub fn qnn_npu(&self) -> Option<String> {
-        self.env
-            .devices()
-            .filter(|d| d.ep().is_ok_and(|ep| ep == QNN_EP))
-            .map(|d| d.hardware_device())
-            .find(|h| h.ty() == ort::memory::DeviceType::NPU)
-            .map(|h| h.vendor().unwrap_or("vendor not reported").to_string())
     }
 
     pub fn has_qnn_device(&self) -> bool {
