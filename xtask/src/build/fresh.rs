@@ -14,6 +14,9 @@ use crate::runtime::Runtime;
 
 /// The ORT and QNN versions the libraries report (they enter every fingerprint).
 pub fn runtime_versions(rt: &Runtime) -> Result<Versions> {
+    if let Some(why) = rt.qnn_unavailable() {
+        bail!("{why}");
+    }
     let qnn = rt
         .qnn_build_version()
         .context("the QNN backend reported no build version (run `cargo xtask doctor`)")?;

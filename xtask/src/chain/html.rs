@@ -77,11 +77,10 @@ pub fn html(r: &RunReport) -> String {
         actions = r
             .actions_max_abs_err
             .map_or("-".into(), |e| format!("{e:.3e}")),
-        emulated = if r.run.htp_emulated == Some(true) {
-            "The HTP was emulated on x86_64."
-        } else {
-            ""
-        },
+        emulated = r.run.htp.as_ref().map_or(String::new(), |h| esc(&format!(
+            "Latency: {}.",
+            h.latency_label()
+        ))),
         latency = svg_latency(r),
         chain = svg_series(
             "chain-cosine",

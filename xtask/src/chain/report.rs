@@ -76,6 +76,8 @@ pub struct RunInputs {
     pub model: String,
     pub backend: String,
     pub htp_emulated: Option<bool>,
+    /// For `htp`: emulator or device, how that was known, and the SoC when reported.
+    pub htp: Option<crate::runtime::probe::HtpKind>,
     pub mode: String,
     pub versions: ToolVersions,
     pub iters: usize,
@@ -168,16 +170,8 @@ pub fn markdown(r: &RunReport) -> String {
         r.run.iters,
         r.run.warmup
     );
-    if let Some(e) = r.run.htp_emulated {
-        let _ = writeln!(
-            md,
-            "\nHTP: {}",
-            if e {
-                "emulated on x86_64 (latency is not the device's)"
-            } else {
-                "real NPU"
-            }
-        );
+    if let Some(h) = &r.run.htp {
+        let _ = writeln!(md, "\nHTP: {}", h.latency_label());
     }
     let _ = writeln!(
         md,
@@ -228,7 +222,11 @@ pub fn markdown(r: &RunReport) -> String {
     }
     let _ = writeln!(
         md,
-        "\n## Latency (ms)\n\n| stage | samples | min | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|---|"
+        "\n## Latency (ms){}\n\n| stage | samples | min | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|---|",
+        r.run
+            .htp
+            .as_ref()
+            .map_or(String::new(), |h| format!(": {}", h.latency_label()))
     );
     for l in &r.run.latency {
         let _ = writeln!(
@@ -274,6 +272,7 @@ mod tests {
             model: "m".into(),
             backend: "ort".into(),
             htp_emulated: None,
+            htp: None,
             mode: "resident".into(),
             versions: ToolVersions {
                 xtask: "0".into(),

@@ -71,11 +71,13 @@ pub fn run_and_report(
     }
     let result = first.context("the chain did not run")?;
     let expected = expected_boundaries(root, model, &host, &inputs.trace)?;
+    let htp =
+        matches!(backend, Backend::QnnHtp(_)).then(|| crate::runtime::probe::HtpKind::of(&rt));
     let report = RunReport::new(RunInputs {
         model: model.file.model.name.clone(),
         backend: backend.label().into(),
-        htp_emulated: matches!(backend, Backend::QnnHtp(_))
-            .then(crate::runtime::probe::htp_is_emulated),
+        htp_emulated: htp.as_ref().map(|h| h.emulated),
+        htp,
         mode: if opts.streaming {
             "streaming"
         } else {

@@ -11,10 +11,10 @@ impl RunReport {
             "chain on {} ({}){}:",
             self.run.backend,
             self.run.mode,
-            if self.run.htp_emulated == Some(true) {
-                ", HTP emulated"
-            } else {
-                ""
+            match &self.run.htp {
+                Some(h) if h.emulated => ", HTP emulated: emulator figures".to_string(),
+                Some(h) => format!(", {}", h.latency_label()),
+                None => String::new(),
             }
         );
         crate::outln!("  {:<40} {:>12} {:>11}", "boundary", "cosine", "max_abs");

@@ -1,12 +1,19 @@
 //! `cargo xtask doctor`: what this machine can do, with versions reported by the libraries.
+//!
+//! On a board (Linux aarch64) QNN comes from the user's QAIRT SDK: doctor lists every piece of
+//! it as present or MISSING with where it looked, and still exits 0 when QNN is absent (the
+//! ORT CPU backend works; a missing QNN is a finding, not a crash).
+
+use std::path::Path;
 
 use anyhow::Result;
 
 use super::{Ctx, Outcome};
 use crate::runtime::bootstrap::{
-    PINNED_ORT_VERSION, PINNED_QNN_VERSION, QNN_WHEEL, ensure_runtime,
+    PINNED_ORT_VERSION, PINNED_QNN_VERSION, Platform, ensure_runtime, runtime_dir,
 };
-use crate::runtime::probe::probe_backend;
+use crate::runtime::device::{Finding, QnnSearch, WHAT_TO_SET, looked_text};
+use crate::runtime::probe::{HtpKind, probe_backend};
 use crate::runtime::{Backend, HtpTarget, Runtime};
 
 #[derive(clap::Args)]
@@ -18,6 +25,7 @@ pub struct Doctor {
 
 impl Doctor {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        let platform = Platform::host();
         if self.repair_runtime {
             crate::runtime::bootstrap::repair_runtime(&ctx.root)?;
             crate::outln!("runtime unpacked again from the verified wheels");
@@ -27,17 +35,41 @@ impl Doctor {
             crate::outln!("runtime files {n} unpacked files match their recorded sha256");
         }
         let rt = Runtime::load(libs)?;
+        let rel = |p: &Path| crate::project::rel(&ctx.root, p);
+        crate::outln!(
+            "platform      {} (runtime folder {})",
+            platform.name(),
+            rel(&runtime_dir(&ctx.root, platform))
+        );
         crate::outln!(
             "ONNX Runtime  {} ({})",
             rt.ort_version,
-            crate::project::rel(&ctx.root, &rt.libs.ort_dylib)
+            rel(&rt.libs.ort_dylib)
         );
-        crate::outln!(
-            "QNN plugin    {} ({}, source: {})",
-            QNN_WHEEL.requirement,
-            crate::project::rel(&ctx.root, &rt.libs.qnn_plugin()),
-            rt.libs.source
-        );
+        match (platform.qnn_wheel(), rt.libs.qnn_plugin()) {
+            (Some(wheel), Some(plugin)) => crate::outln!(
+                "QNN plugin    {} ({}, source: {})",
+                wheel.requirement,
+                rel(plugin),
+                rt.libs.source
+            ),
+            (_, Some(plugin)) => {
+                crate::outln!("QNN plugin    {} (source: {})", rel(plugin), rt.libs.source)
+            }
+            (_, None) => crate::outln!("QNN plugin    MISSING"),
+        }
+        if platform.qnn_wheel().is_none() {
+            let search = QnnSearch::from_env(Some(&rt.libs.ort_dylib));
+            print_inventory(&search.inventory(platform));
+        }
+        match rt.qnn_unavailable() {
+            // on a board the list above already says what is missing and where it looked
+            Some(_) if platform.qnn_wheel().is_none() && rt.libs.qnn_plugin().is_none() => {
+                crate::outln!("QNN           MISSING (see the list above)")
+            }
+            Some(why) => crate::outln!("QNN           MISSING: {why}"),
+            None => {}
+        }
         crate::outln!(
             "QNN device    {}",
             if rt.has_qnn_device() {
@@ -50,8 +82,6 @@ impl Doctor {
         let mut qnn_build = None;
         crate::outln!("backends:");
         for backend in [Backend::OrtCpu, Backend::QnnCpu, htp] {
-            let probe = probe_backend(&rt, &backend);
-            qnn_build = qnn_build.or(probe.qnn_build.clone());
             let name = match &backend {
                 Backend::OrtCpu => "ORT CPU EP".to_string(),
                 Backend::QnnCpu => "QNN CPU (libQnnCpu.so)".to_string(),
@@ -59,6 +89,12 @@ impl Doctor {
                     format!("QNN HTP (libQnnHtp.so, soc 77 / v73) {}", htp_kind())
                 }
             };
+            if backend != Backend::OrtCpu && rt.qnn_unavailable().is_some() {
+                crate::outln!("  {name:<52} MISSING: QNN is not available (see above)");
+                continue;
+            }
+            let probe = probe_backend(&rt, &backend);
+            qnn_build = qnn_build.or(probe.qnn_build.clone());
             let state = if probe.usable { "usable" } else { "NOT usable" };
             crate::outln!("  {name:<52} {state}: {}", probe.detail);
         }
@@ -66,8 +102,25 @@ impl Doctor {
             "QNN build     {}",
             qnn_build.as_deref().unwrap_or("(not reported)")
         );
-        crate::outln!("QAIRT SDK     {}", sdk_status());
-        check_pins(&rt.ort_version, qnn_build.as_deref());
+        let htp_label = HtpKind::of(&rt).latency_label();
+        match rt.qnn_unavailable() {
+            None => crate::outln!("HTP latency   {htp_label}"),
+            Some(_) => {
+                crate::outln!("HTP latency   none here (QNN missing); with QNN: {htp_label}")
+            }
+        }
+        crate::outln!("QAIRT SDK     {}", sdk_status(platform));
+        for line in qairt_vs_recipes(&ctx.root, qnn_build.as_deref(), sdk_version().as_deref()) {
+            crate::outln!("{line}");
+        }
+        if rt.qnn_unavailable().is_some() {
+            crate::outln!("to use QNN:   {WHAT_TO_SET}");
+        }
+        check_pins(
+            &rt.ort_version,
+            qnn_build.as_deref(),
+            rt.qnn_unavailable().is_none(),
+        );
         Ok(Outcome::Success)
     }
 }
@@ -80,11 +133,70 @@ pub fn htp_kind() -> &'static str {
     }
 }
 
-fn sdk_status() -> String {
+/// One line per piece of the on-device QNN stack: present (where) or MISSING (where looked).
+fn print_inventory(findings: &[Finding]) {
+    crate::outln!("QNN on this board (no wheel carries it for linux aarch64):");
+    for line in inventory_lines(findings) {
+        crate::outln!("  {line}");
+    }
+}
+
+pub fn inventory_lines(findings: &[Finding]) -> Vec<String> {
+    findings
+        .iter()
+        .map(|f| match &f.found {
+            Some(p) => format!("present  {:<32} {}", f.what, p.display()),
+            None => format!(
+                "MISSING  {:<32} looked in: {}",
+                f.what,
+                looked_text(&f.looked)
+            ),
+        })
+        .collect()
+}
+
+/// The QNN version here against each recipe's `[target] qairt`.
+pub fn qairt_vs_recipes(root: &Path, qnn_build: Option<&str>, sdk: Option<&str>) -> Vec<String> {
+    let here = qnn_build
+        .map(|b| (b.trim_start_matches('v').to_string(), "QNN build"))
+        .or_else(|| sdk.map(|s| (s.to_string(), "QAIRT SDK")));
+    crate::recipe::known_models(root)
+        .into_iter()
+        .filter_map(|m| {
+            let path = root.join("recipes").join(&m).join("model.toml");
+            let text = std::fs::read_to_string(path).ok()?;
+            let value: toml::Value = toml::from_str(&text).ok()?;
+            let want = value.get("target")?.get("qairt")?.as_str()?.to_string();
+            Some(match &here {
+                Some((v, what)) if v == &want || v.starts_with(&format!("{want}.")) => {
+                    format!("qairt         {m}: wants {want}, {what} {v} matches")
+                }
+                Some((v, what)) => {
+                    format!("qairt         {m}: wants {want}, {what} is {v}: MISMATCH")
+                }
+                None => format!("qairt         {m}: wants {want}, no QNN here to compare: MISSING"),
+            })
+        })
+        .collect()
+}
+
+fn sdk_version() -> Option<String> {
+    crate::toolchain::sdk::Sdk::detect().ok().map(|s| s.version)
+}
+
+fn sdk_status(platform: Platform) -> String {
     if std::env::var_os("QAIRT_SDK_ROOT").is_none() && std::env::var_os("QNN_SDK_ROOT").is_none() {
-        return "not installed (QAIRT_SDK_ROOT / QNN_SDK_ROOT unset); the embedded toolchain is used".into();
+        return if platform.qnn_wheel().is_some() {
+            "not installed (QAIRT_SDK_ROOT / QNN_SDK_ROOT unset); the embedded toolchain is used"
+                .into()
+        } else {
+            "not set (QNN_SDK_ROOT / QAIRT_SDK_ROOT unset)".into()
+        };
     }
     match crate::toolchain::sdk::Sdk::detect() {
+        Ok(sdk) if platform.qnn_wheel().is_none() => {
+            format!("{} at {}", sdk.version, sdk.root.display())
+        }
         Ok(sdk) => {
             let tools = [
                 "qairt-converter",
@@ -113,11 +225,73 @@ fn sdk_status() -> String {
     }
 }
 
-fn check_pins(ort: &str, qnn: Option<&str>) {
+fn check_pins(ort: &str, qnn: Option<&str>, qnn_loaded: bool) {
     if ort != PINNED_ORT_VERSION {
         crate::outln!("note: ONNX Runtime {ort} differs from the pinned {PINNED_ORT_VERSION}");
     }
-    if !qnn.is_some_and(|q| q.trim_start_matches('v').starts_with(PINNED_QNN_VERSION)) {
+    if qnn_loaded && !qnn.is_some_and(|q| q.trim_start_matches('v').starts_with(PINNED_QNN_VERSION))
+    {
         crate::outln!("note: QNN build {qnn:?} differs from the pinned {PINNED_QNN_VERSION}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn missing_libraries_are_named_with_where_they_were_looked_for() {
+        let t = tempfile::tempdir().unwrap();
+        let sdk = t.path().join("sdk");
+        let lib = sdk.join("lib/aarch64-ubuntu-gcc9.4");
+        std::fs::create_dir_all(&lib).unwrap();
+        std::fs::write(lib.join("libQnnHtp.so"), b"x").unwrap();
+        let search = QnnSearch {
+            sdk_root: Some(sdk),
+            ..Default::default()
+        };
+        let lines = inventory_lines(&search.inventory(Platform::LinuxAarch64));
+        let line = |w: &str| lines.iter().find(|l| l.contains(w)).unwrap().clone();
+        assert!(line("libQnnHtp.so ").starts_with("present"), "{lines:?}");
+        let stub = line("libQnnHtpV73Stub.so");
+        assert!(stub.starts_with("MISSING"), "{stub}");
+        assert!(
+            stub.contains("QNN_SDK_ROOT/lib/aarch64-ubuntu-gcc9.4"),
+            "{stub}"
+        );
+        let skel = line("libQnnHtpV73Skel.so");
+        assert!(
+            skel.starts_with("MISSING") && skel.contains("hexagon-v73/unsigned"),
+            "{skel}"
+        );
+        assert!(
+            line("ADSP_LIBRARY_PATH").starts_with("MISSING"),
+            "{lines:?}"
+        );
+        assert!(line("providers_qnn").starts_with("MISSING"), "{lines:?}");
+
+        let none = inventory_lines(&QnnSearch::default().inventory(Platform::LinuxAarch64));
+        assert!(
+            none.iter()
+                .filter(|l| !l.contains("ADSP"))
+                .all(|l| l.contains("QNN_SDK_ROOT, QNN_LIB_DIR and QNN_EP_PLUGIN are unset")),
+            "{none:?}"
+        );
+    }
+
+    #[test]
+    fn the_qnn_version_is_compared_with_each_recipe() {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        let ok = qairt_vs_recipes(&root, Some("v2.47.0.260601114230"), None);
+        assert!(
+            ok.iter()
+                .any(|l| l.contains("tiny: wants 2.47.0") && l.ends_with("matches")),
+            "{ok:?}"
+        );
+        let old = qairt_vs_recipes(&root, None, Some("2.45.0.1"));
+        assert!(old.iter().all(|l| l.contains("MISMATCH")), "{old:?}");
+        let none = qairt_vs_recipes(&root, None, None);
+        assert!(none.iter().all(|l| l.ends_with("MISSING")), "{none:?}");
     }
 }

@@ -19,6 +19,8 @@ pub struct ParityReport {
     pub versions: ToolVersions,
     /// For `htp`: whether the HTP was emulated (x86_64 host) or a real NPU.
     pub htp_emulated: Option<bool>,
+    /// For `htp`: emulator or device, how that was known, and the SoC when reported.
+    pub htp: Option<crate::runtime::probe::HtpKind>,
     pub components: Vec<ComponentResult>,
     pub pass: bool,
 }
@@ -31,13 +33,15 @@ impl ParityReport {
         rt: &crate::runtime::Runtime,
         components: Vec<ComponentResult>,
     ) -> Self {
+        let htp = matches!(backend, crate::runtime::Backend::QnnHtp(_))
+            .then(|| crate::runtime::probe::HtpKind::of(rt));
         ParityReport {
             model: model.into(),
             backend: backend.label().into(),
             created_unix: now_unix(),
             versions: ToolVersions::of(rt),
-            htp_emulated: matches!(backend, crate::runtime::Backend::QnnHtp(_))
-                .then(crate::runtime::probe::htp_is_emulated),
+            htp_emulated: htp.as_ref().map(|h| h.emulated),
+            htp,
             pass: components.iter().all(|r| r.pass),
             components,
         }
@@ -114,16 +118,8 @@ pub fn parity_markdown(r: &ParityReport) -> String {
         v.xtask,
         v.runtime_source
     );
-    if let Some(emulated) = r.htp_emulated {
-        let _ = writeln!(
-            md,
-            "\nHTP: {}",
-            if emulated {
-                "emulated on x86_64 (not a device)"
-            } else {
-                "real NPU"
-            }
-        );
+    if let Some(h) = &r.htp {
+        let _ = writeln!(md, "\nHTP: {}", h.latency_label());
     }
     let _ = writeln!(
         md,

@@ -1,37 +1,25 @@
-//! Obtains the embedded QNN 2.47 runtime: two pinned PyPI wheels, verified by sha256 and
-//! unpacked under `target/qnn-runtime/`, then reused without any network.
+//! Obtains the embedded runtime for this platform: pinned PyPI wheels, verified by sha256 and
+//! unpacked under `target/qnn-runtime/<platform folder>/`, then reused without any network.
 //!
-//! Why wheels: PyPI's `onnxruntime==1.24.4` carries the plain C library the `ort` crate loads,
-//! and `onnxruntime-qnn==2.3.0` carries the real QNN 2.47.0 CPU, HTP (emulated on x86_64) and
-//! IR backends plus the ORT plugin EP. A user can bring their own libraries instead
-//! (`ORT_DYLIB_PATH` + `QNN_LIB_DIR`, as on the device).
+//! Linux x86_64: `onnxruntime==1.24.4` (the C library the `ort` crate loads) and
+//! `onnxruntime-qnn==2.3.0` (QNN 2.47.0 CPU, HTP emulator and IR backends plus the ORT plugin EP).
+//! Linux aarch64 (the board): the aarch64 `onnxruntime==1.24.4` wheel only; QNN and its plugin
+//! come from the user's QAIRT SDK (see `device.rs`), and without them the ORT CPU backend still
+//! works. Users can bring their own libraries instead (`ORT_DYLIB_PATH` + `QNN_LIB_DIR`).
 
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+pub use super::device::QnnLibs;
+use super::device::QnnSearch;
+pub use super::platform::Platform;
+/// The x86_64 pins (the CI and developer machines); `Platform::ort_wheel` picks per platform.
+pub use super::platform::{ORT_WHEEL_X86_64 as ORT_WHEEL, QNN_WHEEL_X86_64 as QNN_WHEEL};
+pub use super::wheels::{RuntimeFile, WheelPin, verify_wheel_hash};
+use super::wheels::{fetch_verified_wheel, unpack_runtime};
 use crate::hashing::sha256_file;
-
-/// One pinned wheel: the file pip must return and its sha256, committed with the code.
-pub struct WheelPin {
-    pub requirement: &'static str,
-    pub file: &'static str,
-    pub sha256: &'static str,
-}
-
-pub const ORT_WHEEL: WheelPin = WheelPin {
-    requirement: "onnxruntime==1.24.4",
-    file: "onnxruntime-1.24.4-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
-    sha256: "e54ad52e61d2d4618dcff8fa1480ac66b24ee2eab73331322db1049f11ccf330",
-};
-
-pub const QNN_WHEEL: WheelPin = WheelPin {
-    requirement: "onnxruntime-qnn==2.3.0",
-    file: "onnxruntime_qnn-2.3.0-cp311-cp311-manylinux_2_35_x86_64.whl",
-    sha256: "087bb672ca0cabd3c7fed07084478fe78658cfa09fae1cb013099d7b2289dc72",
-};
 
 /// The ORT version the pinned wheel carries (also checked against the loaded library).
 pub const PINNED_ORT_VERSION: &str = "1.24.4";
@@ -40,71 +28,115 @@ pub const PINNED_QNN_VERSION: &str = "2.47.0";
 
 const ORT_LIB_IN_WHEEL: &str = "onnxruntime/capi/libonnxruntime.so.1.24.4";
 const QNN_DIR_IN_WHEEL: &str = "onnxruntime_qnn";
-/// A pip download that hangs (a dead proxy, a stalled index) is stopped after this long.
-const PIP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(900);
-const RUNTIME_DIR_NAME: &str = "ort-1.24.4-qnn-2.3.0";
 
 /// Where the libraries of this run come from.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RuntimeLibs {
     /// `libonnxruntime.so.*` loaded by `ort::init_from`.
     pub ort_dylib: PathBuf,
-    /// Folder holding `libonnxruntime_providers_qnn.so` and the `libQnn*.so` backends.
-    pub qnn_dir: PathBuf,
-    /// `embedded` (pinned wheels) or `user` (environment variables).
+    /// The QNN backends and plugin; None where none was found (a board without the SDK).
+    pub qnn: Option<QnnLibs>,
+    /// Why QNN is absent: where it was looked for and what to set.
+    pub qnn_missing: Option<String>,
+    /// `embedded` (pinned wheels), `user` (environment variables), or `embedded ORT + user QNN`.
     pub source: &'static str,
 }
 
 impl RuntimeLibs {
-    pub fn qnn_plugin(&self) -> PathBuf {
-        self.qnn_dir.join("libonnxruntime_providers_qnn.so")
+    /// `libonnxruntime_providers_qnn.so`, when QNN is available.
+    pub fn qnn_plugin(&self) -> Option<&Path> {
+        self.qnn.as_ref().map(|q| q.plugin.as_path())
     }
+
+    /// The folder of the `libQnn*.so` backends, or the reason QNN is not available.
+    pub fn qnn_dir(&self) -> Result<&Path> {
+        match &self.qnn {
+            Some(q) => Ok(&q.dir),
+            None => bail!(
+                "{}",
+                self.qnn_missing
+                    .as_deref()
+                    .unwrap_or("QNN is not available (run `cargo xtask doctor`)")
+            ),
+        }
+    }
+}
+
+/// The folder of the unpacked runtime of a platform (one per platform: they never collide).
+pub fn runtime_dir(root: &Path, platform: Platform) -> PathBuf {
+    root.join("target/qnn-runtime")
+        .join(platform.runtime_dir_name())
 }
 
 /// Returns the runtime libraries, fetching and unpacking the pinned wheels on first need.
 pub fn ensure_runtime(root: &Path) -> Result<RuntimeLibs> {
-    if let Some(libs) = user_libs()? {
+    let platform = Platform::host();
+    if let Some(libs) = user_libs(platform)? {
         return Ok(libs);
     }
-    let runtime_dir = root.join("target/qnn-runtime").join(RUNTIME_DIR_NAME);
-    let manifest = read_runtime_manifest(&runtime_dir);
-    if manifest.is_none() {
-        if runtime_dir.join("manifest.json").is_file() {
+    let dir = runtime_dir(root, platform);
+    if read_runtime_manifest(&dir).is_none() {
+        if dir.join("manifest.json").is_file() {
             eprintln!("note: the unpacked runtime predates per-file hashes; unpacking it again");
         }
-        unpack_from_verified_wheels(root, &runtime_dir)?;
+        unpack_from_verified_wheels(root, &dir, platform)?;
     }
     // Cheap, before anything is loaded: a truncated library would kill the process with
     // SIGBUS when mapped, with no message at all.
-    check_runtime_files(root, &runtime_dir, false)?;
-    Ok(RuntimeLibs {
-        ort_dylib: runtime_dir.join(ORT_LIB_IN_WHEEL),
-        qnn_dir: runtime_dir.join(QNN_DIR_IN_WHEEL),
-        source: "embedded",
-    })
+    check_runtime_files(root, &dir, false)?;
+    Ok(embedded_libs(&dir, platform))
 }
 
-fn unpack_from_verified_wheels(root: &Path, runtime_dir: &Path) -> Result<()> {
+/// The libraries of an unpacked runtime: QNN from its wheel, or (aarch64) from the user.
+fn embedded_libs(dir: &Path, platform: Platform) -> RuntimeLibs {
+    let ort_dylib = dir.join(ORT_LIB_IN_WHEEL);
+    if platform.qnn_wheel().is_some() {
+        let qnn_dir = dir.join(QNN_DIR_IN_WHEEL);
+        return RuntimeLibs {
+            ort_dylib,
+            qnn: Some(QnnLibs {
+                plugin: qnn_dir.join(super::platform::QNN_PLUGIN_FILE),
+                dir: qnn_dir,
+            }),
+            qnn_missing: None,
+            source: "embedded",
+        };
+    }
+    let found = QnnSearch::from_env(Some(&ort_dylib)).locate(platform);
+    RuntimeLibs {
+        ort_dylib,
+        source: if found.is_ok() {
+            "embedded ORT + user QNN"
+        } else {
+            "embedded"
+        },
+        qnn_missing: found.as_ref().err().cloned(),
+        qnn: found.ok(),
+    }
+}
+
+fn unpack_from_verified_wheels(root: &Path, runtime_dir: &Path, platform: Platform) -> Result<()> {
     let wheel_dir = root.join("target/qnn-runtime/wheels");
-    let wheels = [
-        fetch_verified_wheel(&wheel_dir, &ORT_WHEEL)?,
-        fetch_verified_wheel(&wheel_dir, &QNN_WHEEL)?,
-    ];
-    unpack_runtime(&wheels, runtime_dir)
-}
-
-/// One unpacked file of the runtime, as recorded when it was unpacked.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct RuntimeFile {
-    pub path: String,
-    pub bytes: u64,
-    pub sha256: String,
+    let ort = platform.ort_wheel();
+    let mut wheels = vec![fetch_verified_wheel(&wheel_dir, ort, platform)?];
+    if let Some(qnn) = platform.qnn_wheel() {
+        wheels.push(fetch_verified_wheel(&wheel_dir, qnn, platform)?);
+    }
+    unpack_runtime(&wheels, runtime_dir, |files| {
+        let manifest = RuntimeManifest {
+            ort_wheel_sha256: ort.sha256.into(),
+            qnn_wheel_sha256: platform.qnn_wheel().map(|q| q.sha256.into()),
+            files,
+        };
+        Ok(serde_json::to_vec_pretty(&manifest)?)
+    })
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct RuntimeManifest {
     ort_wheel_sha256: String,
-    qnn_wheel_sha256: String,
+    #[serde(default)]
+    qnn_wheel_sha256: Option<String>,
     files: Vec<RuntimeFile>,
 }
 
@@ -160,58 +192,84 @@ pub fn check_runtime_files(root: &Path, runtime_dir: &Path, rehash: bool) -> Res
     Ok(manifest.files.len())
 }
 
+/// The folder of the embedded runtime in use; None when the user brings ORT (nothing to hash).
+fn embedded_dir(root: &Path) -> Result<Option<PathBuf>> {
+    let platform = Platform::host();
+    Ok(user_libs(platform)?
+        .is_none()
+        .then(|| runtime_dir(root, platform)))
+}
+
 /// Re-hashes every file of the embedded runtime (doctor); None for user-provided libraries.
 pub fn rehash_runtime(root: &Path) -> Result<Option<usize>> {
-    if user_libs()?.is_some() {
-        return Ok(None);
+    match embedded_dir(root)? {
+        Some(dir) => check_runtime_files(root, &dir, true).map(Some),
+        None => Ok(None),
     }
-    let runtime_dir = root.join("target/qnn-runtime").join(RUNTIME_DIR_NAME);
-    check_runtime_files(root, &runtime_dir, true).map(Some)
 }
 
 /// Unpacks the runtime again from the wheels (re-checked against their pins).
 pub fn repair_runtime(root: &Path) -> Result<()> {
-    let runtime_dir = root.join("target/qnn-runtime").join(RUNTIME_DIR_NAME);
-    unpack_from_verified_wheels(root, &runtime_dir)?;
-    check_runtime_files(root, &runtime_dir, true)?;
+    let platform = Platform::host();
+    let dir = runtime_dir(root, platform);
+    unpack_from_verified_wheels(root, &dir, platform)?;
+    check_runtime_files(root, &dir, true)?;
     Ok(())
 }
 
 /// The runtime when it is already unpacked (or user-provided), without fetching anything.
 pub fn runtime_if_present(root: &Path) -> Option<RuntimeLibs> {
-    if let Ok(Some(libs)) = user_libs() {
+    let platform = Platform::host();
+    if let Ok(Some(libs)) = user_libs(platform) {
         return Some(libs);
     }
-    let runtime_dir = root.join("target/qnn-runtime").join(RUNTIME_DIR_NAME);
-    runtime_dir
-        .join("manifest.json")
+    let dir = runtime_dir(root, platform);
+    dir.join("manifest.json")
         .is_file()
-        .then(|| RuntimeLibs {
-            ort_dylib: runtime_dir.join(ORT_LIB_IN_WHEEL),
-            qnn_dir: runtime_dir.join(QNN_DIR_IN_WHEEL),
-            source: "embedded",
-        })
+        .then(|| embedded_libs(&dir, platform))
 }
 
-/// `ORT_DYLIB_PATH` + `QNN_LIB_DIR` select user libraries (both or neither).
-fn user_libs() -> Result<Option<RuntimeLibs>> {
+/// User libraries. On x86_64, `ORT_DYLIB_PATH` + `QNN_LIB_DIR` (both or neither). On aarch64,
+/// `ORT_DYLIB_PATH` alone selects the user's ORT, and QNN is looked up from `QNN_SDK_ROOT`,
+/// `QNN_LIB_DIR` and `QNN_EP_PLUGIN` (optional: the ORT CPU backend works without it).
+fn user_libs(platform: Platform) -> Result<Option<RuntimeLibs>> {
     let ort = std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty());
+    if platform.qnn_wheel().is_none() {
+        let Some(ort) = ort.map(PathBuf::from) else {
+            return Ok(None);
+        };
+        if !ort.is_file() {
+            bail!("ORT_DYLIB_PATH={} is not a file", ort.display());
+        }
+        let found = QnnSearch::from_env(Some(&ort)).locate(platform);
+        return Ok(Some(RuntimeLibs {
+            ort_dylib: ort,
+            qnn_missing: found.as_ref().err().cloned(),
+            qnn: found.ok(),
+            source: "user",
+        }));
+    }
     let qnn = std::env::var_os("QNN_LIB_DIR").filter(|v| !v.is_empty());
     match (ort, qnn) {
         (None, None) => Ok(None),
         (Some(ort), Some(qnn)) => {
+            let dir = PathBuf::from(qnn);
             let libs = RuntimeLibs {
                 ort_dylib: PathBuf::from(ort),
-                qnn_dir: PathBuf::from(qnn),
+                qnn: Some(QnnLibs {
+                    plugin: dir.join(super::platform::QNN_PLUGIN_FILE),
+                    dir,
+                }),
+                qnn_missing: None,
                 source: "user",
             };
             if !libs.ort_dylib.is_file() {
                 bail!("ORT_DYLIB_PATH={} is not a file", libs.ort_dylib.display());
             }
-            if !libs.qnn_plugin().is_file() {
+            if !libs.qnn_plugin().is_some_and(Path::is_file) {
                 bail!(
                     "QNN_LIB_DIR={} does not hold libonnxruntime_providers_qnn.so",
-                    libs.qnn_dir.display()
+                    libs.qnn_dir()?.display()
                 );
             }
             Ok(Some(libs))
@@ -223,176 +281,9 @@ fn user_libs() -> Result<Option<RuntimeLibs>> {
     }
 }
 
-/// Returns the path of a wheel whose sha256 matches its pin, downloading it with pip if needed.
-/// A wheel with a wrong hash is refused and removed, never unpacked.
-fn fetch_verified_wheel(wheel_dir: &Path, pin: &WheelPin) -> Result<PathBuf> {
-    let path = wheel_dir.join(pin.file);
-    if !path.is_file() {
-        download_wheel(wheel_dir, pin)?;
-    }
-    if !path.is_file() {
-        bail!(
-            "pip did not produce {} in {}: the index returned a different file for {}",
-            pin.file,
-            wheel_dir.display(),
-            pin.requirement
-        );
-    }
-    verify_wheel_hash(&path, pin)?;
-    Ok(path)
-}
-
-pub fn verify_wheel_hash(path: &Path, pin: &WheelPin) -> Result<()> {
-    let actual = sha256_file(path)?;
-    if actual != pin.sha256 {
-        let removed = fs::remove_file(path).is_ok();
-        bail!(
-            "refusing {}: sha256 {actual} does not match the pinned {} (xtask/src/runtime/bootstrap.rs); \
-             nothing was unpacked{}",
-            path.display(),
-            pin.sha256,
-            if removed {
-                "; the file was removed, run again to download it again"
-            } else {
-                "; delete the file and run again to download it again"
-            }
-        );
-    }
-    Ok(())
-}
-
-fn download_wheel(wheel_dir: &Path, pin: &WheelPin) -> Result<()> {
-    fs::create_dir_all(wheel_dir)?;
-    eprintln!("fetching {} (pinned wheel, once) ...", pin.requirement);
-    let args = pip_download_args(wheel_dir, pin.requirement);
-    crate::proc::Proc::new("python3")
-        .args(&args)
-        .timeout(PIP_TIMEOUT)
-        .hint(
-            "a package registry must be reachable once (python3 -m pip download); or set \
-             ORT_DYLIB_PATH and QNN_LIB_DIR to libraries you already have; nothing was unpacked",
-        )
-        .run()?;
-    Ok(())
-}
-
-/// The pip argv: pinning the Python version and both manylinux tags makes the same files,
-/// and hashes, come back whatever Python the host runs.
-pub fn pip_download_args(wheel_dir: &Path, requirement: &str) -> Vec<String> {
-    [
-        "-m",
-        "pip",
-        "download",
-        "--no-deps",
-        "--only-binary=:all:",
-        "--python-version",
-        "3.11",
-        "--platform",
-        "manylinux_2_35_x86_64",
-        "--platform",
-        "manylinux_2_28_x86_64",
-        "--disable-pip-version-check",
-        "-d",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .chain([wheel_dir.display().to_string(), requirement.to_string()])
-    .collect()
-}
-
-/// Unpacks the shared libraries of both wheels into a temporary folder, then renames it into
-/// place, so an interrupted unpack never looks complete.
-fn unpack_runtime(wheels: &[PathBuf], runtime_dir: &Path) -> Result<()> {
-    let parent = runtime_dir.parent().context("runtime dir has no parent")?;
-    fs::create_dir_all(parent)?;
-    let staging = tempfile::Builder::new()
-        .prefix(".unpack-")
-        .tempdir_in(parent)?;
-    let mut files = Vec::new();
-    for wheel in wheels {
-        files.extend(unpack_shared_libraries(wheel, staging.path())?);
-    }
-    let manifest = RuntimeManifest {
-        ort_wheel_sha256: ORT_WHEEL.sha256.into(),
-        qnn_wheel_sha256: QNN_WHEEL.sha256.into(),
-        files,
-    };
-    fs::write(
-        staging.path().join("manifest.json"),
-        serde_json::to_vec_pretty(&manifest)?,
-    )?;
-    if runtime_dir.exists() {
-        fs::remove_dir_all(runtime_dir)?;
-    }
-    fs::rename(staging.keep(), runtime_dir).with_context(|| {
-        format!(
-            "cannot move the unpacked runtime to {}",
-            runtime_dir.display()
-        )
-    })?;
-    Ok(())
-}
-
-/// Extracts every `*.so*` member, keeping the wheel's relative layout: the QNN plugin expects
-/// its bundled libc++ in `../onnxruntime_qnn.libs` and silently falls back to CPU without it.
-fn unpack_shared_libraries(wheel: &Path, dest: &Path) -> Result<Vec<RuntimeFile>> {
-    let file = fs::File::open(wheel).with_context(|| format!("open {}", wheel.display()))?;
-    let mut archive =
-        zip::ZipArchive::new(file).with_context(|| format!("{} is not a zip", wheel.display()))?;
-    let mut written = Vec::new();
-    for i in 0..archive.len() {
-        let mut member = archive.by_index(i)?;
-        let Some(rel) = member.enclosed_name() else {
-            continue;
-        };
-        let name = rel.to_string_lossy().to_string();
-        let is_lib = name.contains(".so") && !name.contains("pybind11") && !name.ends_with(".py");
-        if !is_lib || member.is_dir() {
-            continue;
-        }
-        let out = dest.join(&rel);
-        fs::create_dir_all(out.parent().unwrap_or(dest))?;
-        let mut bytes = Vec::with_capacity(member.size() as usize);
-        member.read_to_end(&mut bytes)?;
-        fs::write(&out, &bytes)?;
-        written.push(RuntimeFile {
-            path: name,
-            bytes: bytes.len() as u64,
-            sha256: crate::hashing::sha256_bytes(&bytes),
-        });
-    }
-    Ok(written)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_wheel_with_a_wrong_hash_is_refused_and_nothing_is_unpacked() {
-        let root = tempfile::tempdir().unwrap();
-        let wheel_dir = root.path().join("target/qnn-runtime/wheels");
-        fs::create_dir_all(&wheel_dir).unwrap();
-        fs::write(wheel_dir.join(ORT_WHEEL.file), b"not the pinned wheel").unwrap();
-        let err = fetch_verified_wheel(&wheel_dir, &ORT_WHEEL)
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("refusing") && err.contains(ORT_WHEEL.sha256),
-            "{err}"
-        );
-        assert!(
-            !root
-                .path()
-                .join("target/qnn-runtime")
-                .join(RUNTIME_DIR_NAME)
-                .exists()
-        );
-        assert!(
-            !wheel_dir.join(ORT_WHEEL.file).exists(),
-            "the refused wheel is removed"
-        );
-    }
 
     #[test]
     fn a_truncated_or_altered_library_is_named_with_the_repair_command() {
@@ -408,7 +299,7 @@ mod tests {
         };
         let manifest = RuntimeManifest {
             ort_wheel_sha256: String::new(),
-            qnn_wheel_sha256: String::new(),
+            qnn_wheel_sha256: None,
             files: vec![
                 file("lib/libQnnHtp.so", b"0123456789"),
                 file("lib/libQnnCpu.so", b"abcdef"),
@@ -438,16 +329,50 @@ mod tests {
     }
 
     #[test]
-    fn pip_is_asked_for_the_pinned_platforms_and_python() {
-        let args = pip_download_args(Path::new("w"), QNN_WHEEL.requirement).join(" ");
-        assert!(
-            args.contains("--only-binary=:all: --python-version 3.11"),
-            "{args}"
+    fn each_platform_unpacks_into_its_own_folder() {
+        let root = Path::new("/r");
+        let x86 = runtime_dir(root, Platform::LinuxX86_64);
+        let arm = runtime_dir(root, Platform::LinuxAarch64);
+        assert_eq!(x86, Path::new("/r/target/qnn-runtime/ort-1.24.4-qnn-2.3.0"));
+        assert_eq!(
+            arm,
+            Path::new("/r/target/qnn-runtime/ort-1.24.4-linux-aarch64")
         );
-        assert!(
-            args.contains("--platform manylinux_2_35_x86_64 --platform manylinux_2_28_x86_64"),
-            "{args}"
+    }
+
+    #[test]
+    fn the_x86_64_runtime_takes_qnn_from_its_wheel() {
+        let libs = embedded_libs(Path::new("/rt"), Platform::LinuxX86_64);
+        assert_eq!(
+            libs.qnn_plugin(),
+            Some(Path::new(
+                "/rt/onnxruntime_qnn/libonnxruntime_providers_qnn.so"
+            ))
         );
-        assert!(args.ends_with("onnxruntime-qnn==2.3.0"), "{args}");
+        assert_eq!(libs.source, "embedded");
+        assert_eq!(
+            libs.ort_dylib,
+            Path::new("/rt/onnxruntime/capi/libonnxruntime.so.1.24.4")
+        );
+    }
+
+    #[test]
+    fn without_qnn_the_request_for_its_folder_says_what_to_set() {
+        let libs = RuntimeLibs {
+            ort_dylib: PathBuf::from("/rt/libonnxruntime.so"),
+            qnn: None,
+            qnn_missing: Some(
+                QnnSearch::default()
+                    .locate(Platform::LinuxAarch64)
+                    .unwrap_err(),
+            ),
+            source: "embedded",
+        };
+        let err = libs.qnn_dir().unwrap_err().to_string();
+        assert!(
+            err.contains("QNN_SDK_ROOT") && err.contains("QNN_EP_PLUGIN"),
+            "{err}"
+        );
+        assert!(libs.qnn_plugin().is_none());
     }
 }

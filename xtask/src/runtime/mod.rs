@@ -2,12 +2,15 @@
 //! sessions on it (`session`), and asking it for versions (`version`).
 
 pub mod bootstrap;
+pub mod device;
 pub mod placement;
+pub mod platform;
 pub mod probe;
 pub mod session;
 pub mod stdio;
 pub mod values;
 pub mod version;
+pub mod wheels;
 
 pub use crate::target::HtpTarget;
 pub use session::{Backend, Runtime};

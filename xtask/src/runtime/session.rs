@@ -47,7 +47,7 @@ impl Backend {
 
 /// The loaded ONNX Runtime with the QNN plugin registered.
 pub struct Runtime {
-    env: Environment,
+    pub(super) env: Environment,
     pub libs: RuntimeLibs,
     pub ort_version: String,
     /// The QNN build version (`v2.47.0.…`) as the first QNN session logged it.
@@ -77,14 +77,34 @@ impl Runtime {
             .with_name("xtask")
             .build()
             .context("cannot create the ORT environment")?;
-        let plugin = std::path::absolute(libs.qnn_plugin())?;
-        env.register_ep_library(QNN_EP, &plugin)
-            .with_context(|| format!("cannot register the QNN plugin {}", plugin.display()))?;
+        // QNN is optional (a board without the SDK): ORT's CPU backend works without it, and
+        // only a QNN backend request fails, with the reason recorded here.
+        let mut libs = libs;
+        if let Some(plugin) = libs.qnn_plugin() {
+            let plugin = std::path::absolute(plugin)?;
+            if let Err(e) = env.register_ep_library(QNN_EP, &plugin) {
+                libs.qnn_missing = Some(format!(
+                    "cannot register the QNN plugin {}: {e}",
+                    plugin.display()
+                ));
+                libs.qnn = None;
+            }
+        }
         Ok(Runtime {
             env,
             libs,
             ort_version,
             qnn_build: Mutex::new(None),
+        })
+    }
+
+    /// Why QNN backends are not usable here (None when the plugin is registered).
+    pub fn qnn_unavailable(&self) -> Option<&str> {
+        self.libs.qnn.is_none().then(|| {
+            self.libs
+                .qnn_missing
+                .as_deref()
+                .unwrap_or("QNN is not available")
         })
     }
 
@@ -112,7 +132,7 @@ impl Runtime {
     }
 
     fn qnn_backend_lib(&self, name: &str) -> Result<String> {
-        let path = std::path::absolute(self.libs.qnn_dir.join(name))?;
+        let path = std::path::absolute(self.libs.qnn_dir()?.join(name))?;
         if !path.is_file() {
             bail!("QNN backend library {} is missing", path.display());
         }

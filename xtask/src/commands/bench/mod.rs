@@ -86,8 +86,11 @@ pub fn python_env(root: &Path) -> Result<PathBuf> {
     crate::runtime::bootstrap::ensure_runtime(root)?;
     let wheel = root
         .join("target/qnn-runtime/wheels")
-        .join(crate::runtime::bootstrap::ORT_WHEEL.file);
-    crate::runtime::bootstrap::verify_wheel_hash(&wheel, &crate::runtime::bootstrap::ORT_WHEEL)?;
+        .join(crate::runtime::platform::Platform::host().ort_wheel().file);
+    crate::runtime::bootstrap::verify_wheel_hash(
+        &wheel,
+        crate::runtime::platform::Platform::host().ort_wheel(),
+    )?;
     eprintln!(
         "creating the baseline Python environment {} (once) ...",
         crate::project::rel(root, &env)
