@@ -70,7 +70,7 @@ run parity --backend ort --model tiny
 stamp "qemu: parity --backend ort --model tiny" "$tb"
 
 tb=$(date +%s.%N)
-run run --backend ort --model tiny
+run run --backend ort --model tiny --iters 2 --warmup 1
 stamp "qemu: run --backend ort --model tiny" "$tb"
 
 # A QNN backend without QNN: a clear error naming what to set, not a crash.

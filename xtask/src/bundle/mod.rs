@@ -3,6 +3,7 @@
 
 pub mod assemble;
 pub mod card;
+pub mod checks;
 pub mod fetch;
 pub mod hf;
 pub mod manifest;

@@ -73,7 +73,7 @@ pub fn htp_is_emulated() -> bool {
 
 /// What the HTP of a run was, for the labels of its latency figures: an emulator's figures are
 /// never called device figures, nor the reverse, and a guess says it is one.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct HtpKind {
     pub emulated: bool,
     /// `detected (…)` or `inferred from the host architecture`.

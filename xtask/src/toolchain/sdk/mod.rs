@@ -12,6 +12,7 @@ use crate::recipe::Component;
 
 pub mod context_info;
 pub mod profile;
+pub mod raw;
 pub mod steps;
 pub mod toolchain;
 
