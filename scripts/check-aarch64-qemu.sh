@@ -2,7 +2,8 @@
 # Proves the aarch64 build here, under emulation: cross-builds the tool (scripts/build-aarch64.sh),
 # then runs that aarch64 binary with qemu-user on a scratch copy of the tiny model, with the
 # aarch64 onnxruntime wheel (fetched and sha256-checked by the tool itself) and no QNN at all:
-#   doctor                        (ORT present, QNN named as missing, exit 0)
+#   doctor --need ort             (ORT present, QNN named as missing, exit 0)
+#   doctor                        (all backends needed: exit 1, naming QNN as missing)
 #   parity --backend ort --model tiny
 #   run    --backend ort --model tiny
 # Prints how long each step took. The scratch project lives in target/aarch64-qemu/ (its
@@ -52,7 +53,7 @@ run() {
 
 out="$scratch/doctor.txt"
 tb=$(date +%s.%N)
-run doctor | tee "$out"
+run doctor --need ort | tee "$out"
 stamp "qemu: doctor (first: fetches the aarch64 wheel)" "$tb"
 grep -q "^platform      linux-aarch64" "$out"
 grep -q "^ONNX Runtime  1.24.4" "$out"
@@ -62,8 +63,11 @@ grep -q "MISSING  libQnnHtp.so" "$out"
 [ -f "$proj/target/qnn-runtime/ort-1.24.4-linux-aarch64/manifest.json" ]
 
 tb=$(date +%s.%N)
-run doctor > /dev/null
-stamp "qemu: doctor (runtime already unpacked)" "$tb"
+if run doctor > "$scratch/doctor-all.txt" 2>&1; then
+  echo "doctor must exit 1 when the recipes' QNN backends are not usable" >&2; exit 1
+fi
+grep -q "needed but not usable" "$scratch/doctor-all.txt"
+stamp "qemu: doctor (runtime already unpacked; QNN backends needed: exit 1)" "$tb"
 
 tb=$(date +%s.%N)
 run parity --backend ort --model tiny

@@ -94,3 +94,60 @@ fn doctor_rehashes_and_names_a_library_altered_in_place() {
     );
     assert!(Path::new(&p.path("target/qnn-runtime")).is_dir());
 }
+
+/// `doctor` exits 1 when a backend the recipes need is not usable (here the HTP library is
+/// absent from user-provided libraries), and 0 when only the usable ones are asked for.
+#[test]
+fn doctor_fails_when_a_needed_backend_is_not_usable() {
+    let p = Scratch::tiny();
+    let shared = std::fs::canonicalize(p.path("target/qnn-runtime")).unwrap();
+    let find_in = |name: &str| {
+        walkdir::WalkDir::new(&shared)
+            .into_iter()
+            .filter_map(|e| e.ok())
+            .find(|e| e.file_name() == name)
+            .map(|e| e.path().to_path_buf())
+            .unwrap()
+    };
+    let ort = find_in("libonnxruntime.so.1.24.4");
+    let plugin = find_in("libonnxruntime_providers_qnn.so");
+    let qnn_dir = plugin.parent().unwrap();
+    let partial = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(qnn_dir).unwrap().flatten() {
+        if entry.file_name() != "libQnnHtp.so" {
+            std::os::unix::fs::symlink(entry.path(), partial.path().join(entry.file_name()))
+                .unwrap();
+        }
+    }
+    // the plugin finds its bundled libc++ in ../onnxruntime_qnn.libs
+    let libs = qnn_dir.parent().unwrap().join("onnxruntime_qnn.libs");
+    if libs.is_dir() {
+        std::os::unix::fs::symlink(
+            &libs,
+            partial
+                .path()
+                .parent()
+                .unwrap()
+                .join("onnxruntime_qnn.libs"),
+        )
+        .ok();
+    }
+    let run = |need: Option<&str>| {
+        let mut args = vec!["doctor"];
+        if let Some(n) = need {
+            args.extend(["--need", n]);
+        }
+        let mut cmd = p.command(&args);
+        cmd.env("ORT_DYLIB_PATH", &ort)
+            .env("QNN_LIB_DIR", partial.path());
+        common::Run::from(cmd.output().unwrap())
+    };
+    let all = run(None);
+    all.assert_code(1);
+    assert!(
+        all.stdout.contains("htp needed but not usable"),
+        "{}",
+        all.all()
+    );
+    run(Some("ort,cpu")).assert_code(0);
+}

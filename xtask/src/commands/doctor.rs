@@ -1,8 +1,9 @@
 //! `cargo xtask doctor`: what this machine can do, with versions reported by the libraries.
 //!
 //! On a board (Linux aarch64) QNN comes from the user's QAIRT SDK: doctor lists every piece of
-//! it as present or MISSING with where it looked, and still exits 0 when QNN is absent (the
-//! ORT CPU backend works; a missing QNN is a finding, not a crash).
+//! it as present or MISSING with where it looked. It exits 1 when a backend that is needed is
+//! not usable: by default every backend the recipes use (ort, cpu, htp); `--need ort` asks
+//! only for the ORT CPU backend (a board without the SDK yet).
 
 use std::path::Path;
 
@@ -21,6 +22,9 @@ pub struct Doctor {
     /// Unpack the embedded runtime again from its sha256-checked wheels (after damage).
     #[arg(long)]
     repair_runtime: bool,
+    /// The backends that must be usable for exit 0 (default: all that recipes use).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ort,cpu,htp")]
+    need: Vec<super::BackendArg>,
 }
 
 impl Doctor {
@@ -80,6 +84,7 @@ impl Doctor {
         );
         let htp = Backend::QnnHtp(HtpTarget::probe());
         let mut qnn_build = None;
+        let mut unusable: Vec<&'static str> = Vec::new();
         crate::outln!("backends:");
         for backend in [Backend::OrtCpu, Backend::QnnCpu, htp] {
             let name = match &backend {
@@ -91,9 +96,13 @@ impl Doctor {
             };
             if backend != Backend::OrtCpu && rt.qnn_unavailable().is_some() {
                 crate::outln!("  {name:<52} MISSING: QNN is not available (see above)");
+                unusable.push(backend.label());
                 continue;
             }
             let probe = probe_backend(&rt, &backend);
+            if !probe.usable {
+                unusable.push(backend.label());
+            }
             qnn_build = qnn_build.or(probe.qnn_build.clone());
             let state = if probe.usable { "usable" } else { "NOT usable" };
             crate::outln!("  {name:<52} {state}: {}", probe.detail);
@@ -121,7 +130,24 @@ impl Doctor {
             qnn_build.as_deref(),
             rt.qnn_unavailable().is_none(),
         );
-        Ok(Outcome::Success)
+        let needed: Vec<&str> = self
+            .need
+            .iter()
+            .map(|b| match b {
+                super::BackendArg::Ort => "ort",
+                super::BackendArg::Cpu => "cpu",
+                super::BackendArg::Htp => "htp",
+            })
+            .filter(|b| unusable.contains(b))
+            .collect();
+        if needed.is_empty() {
+            return Ok(Outcome::Success);
+        }
+        crate::outln!(
+            "doctor: backend(s) {} needed but not usable (see above); `--need ort` checks the ORT CPU backend alone",
+            needed.join(", ")
+        );
+        Ok(Outcome::GateFailed)
     }
 }
 

@@ -1,0 +1,165 @@
+//! Refusal paths and options that had no test: each asserts the exit code and the message.
+
+mod common;
+
+use common::{Scratch, read_json};
+
+/// `package` refuses a parity report that failed (about the same binaries), naming it.
+#[test]
+fn package_refuses_a_failed_htp_parity_report() {
+    let p = Scratch::tiny();
+    p.run(&[
+        "build-ctx",
+        "--soc",
+        "77",
+        "--only",
+        "action_step",
+        "--jobs",
+        "2",
+    ])
+    .assert_code(0);
+    p.run(&["parity", "--backend", "htp", "--only", "action_step"])
+        .assert_code(0);
+    // The same report, as a failing run would have written it.
+    let path = p.path("reports/tiny/parity-htp.json");
+    let mut report = read_json(&path);
+    report["pass"] = serde_json::Value::Bool(false);
+    report["components"][0]["pass"] = serde_json::Value::Bool(false);
+    std::fs::write(&path, serde_json::to_vec(&report).unwrap()).unwrap();
+    let out = p.path("dist/refused");
+    let run = p.run(&[
+        "package",
+        "--soc",
+        "77",
+        "--only",
+        "action_step",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    run.assert_code(2);
+    assert!(
+        run.stderr.contains("HTP parity failed") && run.stderr.contains("parity-htp.json"),
+        "{}",
+        run.all()
+    );
+    assert!(!out.exists());
+}
+
+/// `verify` catches a card that no longer matches the bundled reports even when the manifest
+/// and SHA256SUMS were re-hashed to match the edited card.
+#[test]
+fn verify_catches_a_card_edited_with_a_matching_manifest() {
+    let p = Scratch::tiny();
+    p.run(&["build-ctx", "--soc", "77", "--only", "action_step"])
+        .assert_code(0);
+    let out = p.path("dist/card");
+    p.run(&[
+        "package",
+        "--soc",
+        "77",
+        "--only",
+        "action_step",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .assert_code(0);
+    let card = std::fs::read_to_string(out.join("README.md")).unwrap();
+    let edited = card.replace(
+        "| `action_step` | embedded | fp16 |",
+        "| `action_step` | embedded | fp32 (fp16 off) |",
+    );
+    assert_ne!(card, edited, "the card shows the build facts row");
+    std::fs::write(out.join("README.md"), &edited).unwrap();
+    let manifest_path = out.join("manifest.json");
+    let mut manifest = read_json(&manifest_path);
+    for f in manifest["files"].as_array_mut().unwrap() {
+        if f["path"] == "README.md" {
+            f["bytes"] = edited.len().into();
+            f["sha256"] = common::sha256_hex(&out.join("README.md")).into();
+        }
+    }
+    std::fs::write(
+        &manifest_path,
+        serde_json::to_vec_pretty(&manifest).unwrap(),
+    )
+    .unwrap();
+    let sums: String = manifest["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            format!(
+                "{}  {}\n",
+                f["sha256"].as_str().unwrap(),
+                f["path"].as_str().unwrap()
+            )
+        })
+        .collect();
+    std::fs::write(out.join("SHA256SUMS"), sums).unwrap();
+    let run = p.run(&["verify", out.to_str().unwrap()]);
+    run.assert_code(2);
+    assert!(
+        run.stderr
+            .contains("README.md does not match the reports in the bundle"),
+        "{}",
+        run.all()
+    );
+    assert!(!run.stderr.contains("changed: README.md"), "{}", run.all());
+}
+
+/// `build-ctx --jobs 2` builds components side by side with the same results as `--jobs 1`.
+#[test]
+fn jobs_two_builds_every_selected_component() {
+    let p = Scratch::tiny();
+    let run = p.run(&[
+        "build-ctx",
+        "--soc",
+        "77",
+        "--only",
+        "action_context,action_step,llm_split0",
+        "--jobs",
+        "2",
+    ]);
+    run.assert_code(0);
+    assert!(run.stdout.contains("9 step(s) ran"), "{}", run.all());
+    let again = p.run(&[
+        "build-ctx",
+        "--soc",
+        "77",
+        "--only",
+        "action_context,action_step,llm_split0",
+        "--require-fresh",
+    ]);
+    again.assert_code(0);
+    let zero = p.run(&["build-ctx", "--soc", "77", "--jobs", "0"]);
+    zero.assert_code(2);
+    assert!(
+        zero.stderr.contains("--jobs must be at least 1"),
+        "{}",
+        zero.all()
+    );
+}
+
+/// Bisect on the emulated HTP runs and reports (fp16 rounding, so with a strict threshold a
+/// first divergent operator is named).
+#[test]
+fn bisect_on_the_htp_backend_names_an_operator() {
+    let p = Scratch::tiny();
+    let run = p.run(&[
+        "bisect",
+        "action_context",
+        "--backend",
+        "htp",
+        "--threshold",
+        "0.9999999",
+    ]);
+    run.assert_code(0);
+    assert!(
+        run.stdout.contains("bisect action_context on htp"),
+        "{}",
+        run.all()
+    );
+    let report = read_json(&p.path("reports/tiny/bisect-action_context-htp.json"));
+    assert_eq!(report["backend"], "htp");
+    assert!(report["tensors_compared"].as_u64().unwrap() > 0, "{report}");
+}
