@@ -73,6 +73,13 @@ pub fn verify_wheel_hash(path: &Path, pin: &WheelPin) -> Result<()> {
 }
 
 fn download_wheel(wheel_dir: &Path, pin: &WheelPin, platform: Platform) -> Result<()> {
+    // The offline test tier proves it needs no network: any download is refused there.
+    if std::env::var_os("XTASK_OFFLINE").is_some_and(|v| v == "1") {
+        anyhow::bail!(
+            "XTASK_OFFLINE=1: {} would be downloaded; this command needs the runtime",
+            pin.requirement
+        );
+    }
     fs::create_dir_all(wheel_dir)?;
     eprintln!(
         "fetching {} for {} (pinned wheel, once) ...",

@@ -54,6 +54,18 @@ impl Scratch {
         Scratch { dir }
     }
 
+    /// A copy of the tiny project with no runtime at all, for the offline tier: its commands
+    /// run with `XTASK_OFFLINE=1`, so any attempt to download the runtime fails.
+    pub fn offline() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = repo_root();
+        for rel in ["recipes", "onnx/tiny", "golden/tiny", ".github"] {
+            copy_tree(&repo.join(rel), &dir.path().join(rel));
+        }
+        std::fs::write(dir.path().join("Cargo.toml"), "[workspace]\n").unwrap();
+        Scratch { dir }
+    }
+
     /// A copy of a fixture project under xtask/tests/fixtures/<name>.
     pub fn fixture(name: &str) -> Self {
         let s = Scratch::tiny();
@@ -74,6 +86,9 @@ impl Scratch {
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
         cmd.arg("--root").arg(self.dir.path()).args(args);
+        if !self.dir.path().join("target/qnn-runtime").exists() {
+            cmd.env("XTASK_OFFLINE", "1");
+        }
         cmd
     }
 
