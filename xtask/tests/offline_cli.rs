@@ -10,7 +10,15 @@ use common::Scratch;
 fn the_real_models_plan_needs_no_runtime_and_parses_as_json() {
     let p = Scratch::offline();
     for model in ["tiny", "molmoact2-libero-lp-vtp-sd"] {
-        let run = p.run(&["build-ctx", "--soc", "77", "--model", model, "--dry-run", "--json"]);
+        let run = p.run(&[
+            "build-ctx",
+            "--soc",
+            "77",
+            "--model",
+            model,
+            "--dry-run",
+            "--json",
+        ]);
         run.assert_code(0);
         let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
         assert_eq!(doc["components"].as_array().unwrap().len(), 7, "{model}");
@@ -19,7 +27,10 @@ fn the_real_models_plan_needs_no_runtime_and_parses_as_json() {
         let matrix: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
         assert_eq!(matrix["include"].as_array().unwrap().len(), 7, "{model}");
     }
-    assert!(!p.path("target/qnn-runtime").exists(), "nothing was downloaded");
+    assert!(
+        !p.path("target/qnn-runtime").exists(),
+        "nothing was downloaded"
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 mod build;
 mod chain;
+mod hash;
 mod parity_engine;
 
 use std::path::{Path, PathBuf};
@@ -23,6 +24,8 @@ enum Which {
     Build(build::BenchBuild),
     /// The Rust chain on ORT CPU vs plain Python onnxruntime; host share; chain vs its parts.
     Chain(chain::BenchChain),
+    /// Full re-hashing (release-grade checks) vs the (size, mtime) memo, extrapolated.
+    Hash(hash::BenchHash),
     /// The parity engine (read golden + compare every output) vs numpy: time and peak memory.
     Parity(parity_engine::BenchParity),
     /// (internal) one timed parity-engine pass, printed as JSON for `bench parity`.
@@ -36,6 +39,7 @@ impl Bench {
             Which::Build(b) => b.run(ctx),
             Which::Chain(b) => b.run(ctx),
             Which::Parity(b) => b.run(ctx),
+            Which::Hash(b) => b.run(ctx),
             Which::ParityEngineOnce(b) => b.run(ctx),
         }
     }
