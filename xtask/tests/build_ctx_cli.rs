@@ -393,3 +393,34 @@ fn the_dry_run_plan_as_json_parses_and_names_every_step() {
     }
     assert_eq!(plan["dirty_steps"], 21);
 }
+
+/// Without a terminal (CI logs) a compile prints heartbeat lines with the compiler's stage; the
+/// compiler's output is kept per step, and the report carries its stages and every step's peak RSS.
+#[test]
+fn a_compile_is_never_silent_and_its_stages_and_memory_are_reported() {
+    let p = Scratch::tiny();
+    let mut cmd = p.command(&["build-ctx", "--soc", "77", "--only", "vision"]);
+    cmd.env("XTASK_HEARTBEAT_SECS", "0.2");
+    let run = common::Run::from(cmd.output().unwrap());
+    run.assert_code(0);
+    assert!(
+        run.stdout.contains("context binary  still compiling after"),
+        "{}",
+        run.all()
+    );
+    let log = std::fs::read_to_string(p.path("reports/tiny/logs/vision-context.log")).unwrap();
+    assert!(
+        log.contains("Starting stage: Graph Sequencing for Target"),
+        "{log}"
+    );
+    let report = read_json(&p.path("reports/tiny/build-soc77.json"));
+    let steps = report["components"][0]["steps"].as_array().unwrap();
+    for s in steps {
+        assert!(s["detail"]["peak_rss_mb"].as_f64().unwrap() > 1.0, "{s}");
+    }
+    let stages = steps[2]["detail"]["compile_stages"].as_array().unwrap();
+    assert!(
+        stages.iter().any(|s| s[0] == "VTCM Allocation"),
+        "{stages:?}"
+    );
+}

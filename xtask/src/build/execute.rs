@@ -152,7 +152,7 @@ fn build_component(
         }
         env.progress.step_started(&bar, &plan.component, label);
         let started = Instant::now();
-        let outcome = run_step(env, comp, plan, step, &mut record, &record_path);
+        let outcome = run_step(env, comp, plan, step, &mut record, &record_path, &bar);
         let seconds = started.elapsed().as_secs_f64();
         match outcome {
             Ok((outputs, detail)) => {
@@ -188,6 +188,7 @@ fn run_step(
     step: &PlannedStep,
     record: &mut ComponentRecord,
     record_path: &Path,
+    bar: &crate::build::progress::Bar,
 ) -> Result<(Vec<OutputFile>, serde_json::Value)> {
     let key = step.key.clone().context("an input file is missing")?;
     if record.steps.remove(&step.record_name).is_some() {
@@ -203,11 +204,34 @@ fn run_step(
         artifacts: &plan.artifacts,
         staging: staging.path(),
     };
-    let StepRun { moves, detail } = match step.kind {
-        StepKind::Convert => steps::Convert::run(env.toolchain, &job)?,
-        StepKind::CpuParity => steps::CpuParity::run(env.toolchain, &job)?,
-        StepKind::Context => steps::Context::run(env.toolchain, &job)?,
+    // The compiler's stages as progress and heartbeats (context steps compile for minutes).
+    let watch = (step.kind == StepKind::Context).then(|| {
+        let label = step.kind.label();
+        crate::build::compile_watch::CompileWatch::start(
+            &env.root.join("target/xtask-native-stdout.log"),
+            crate::project::reports_dir(env.root, &env.model.file.model.name)
+                .join("logs")
+                .join(format!("{}-context.log", comp.name())),
+            env.progress.ticker(bar, label),
+            env.progress.heartbeat(bar, comp.name(), label),
+        )
+    });
+    crate::build::rss::reset_peak();
+    let ran = match step.kind {
+        StepKind::Convert => steps::Convert::run(env.toolchain, &job),
+        StepKind::CpuParity => steps::CpuParity::run(env.toolchain, &job),
+        StepKind::Context => steps::Context::run(env.toolchain, &job),
     };
+    let peak_rss_mb = crate::build::rss::peak_mb();
+    let compiled = watch.map(|w| w.finish());
+    let StepRun { moves, mut detail } = ran?;
+    if !detail.is_object() {
+        detail = serde_json::json!({ "value": detail });
+    }
+    detail["peak_rss_mb"] = serde_json::json!(peak_rss_mb);
+    if let Some(c) = compiled {
+        detail["compile_stages"] = serde_json::json!(c.stages);
+    }
     let outputs = moves
         .iter()
         .map(|(from, to)| move_output(env, from, to))

@@ -3,6 +3,7 @@
 //! `cargo xtask build-ctx` runs: plan every component, then print the plan (dry run), judge it
 //! (`--require-fresh`) or execute its dirty steps.
 
+pub mod compile_watch;
 pub mod execute;
 pub mod fingerprint;
 pub mod fresh;
@@ -10,6 +11,7 @@ pub mod plan;
 pub mod print;
 pub mod progress;
 pub mod report;
+pub mod rss;
 pub mod steps;
 
 use std::path::Path;

@@ -64,6 +64,30 @@ impl Progress {
         }
     }
 
+    /// Where a long step's live status goes: the spinner's message on a terminal (nothing
+    /// otherwise, the heartbeat speaks there).
+    pub fn ticker(&self, bar: &Bar, step: &str) -> crate::build::compile_watch::Report {
+        let step = step.to_string();
+        match bar.0.clone() {
+            Some(b) => Box::new(move |status: &str| b.set_message(format!("{step}: {status}"))),
+            None => Box::new(|_: &str| {}),
+        }
+    }
+
+    /// Heartbeat lines of a long step, for logs without a terminal (CI).
+    pub fn heartbeat(
+        &self,
+        bar: &Bar,
+        component: &str,
+        step: &str,
+    ) -> crate::build::compile_watch::Report {
+        if bar.0.is_some() {
+            return Box::new(|_: &str| {});
+        }
+        let prefix = format!("{component:<16} {step:<15}");
+        Box::new(move |status: &str| crate::outln!("{prefix} {status}"))
+    }
+
     pub fn note(&self, bar: &Bar, text: &str) {
         match (&self.multi, &bar.0) {
             (Some(m), Some(_)) => {

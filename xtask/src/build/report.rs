@@ -237,11 +237,28 @@ fn step_detail(s: &StepOutcome) -> String {
     if let Some(e) = &s.error {
         return format!("FAILED: {e}");
     }
+    let mut parts = Vec::new();
     if let Some(g) = s.detail.get("graph_name").and_then(|v| v.as_str()) {
-        return format!("graph `{g}`");
+        parts.push(format!("graph `{g}`"));
+    } else if let Some(sum) = s.detail.get("summary").and_then(|v| v.as_str()) {
+        parts.push(sum.to_string());
+    } else if !s.reasons.is_empty() {
+        parts.push(s.reasons.join("; "));
     }
-    if let Some(sum) = s.detail.get("summary").and_then(|v| v.as_str()) {
-        return sum.to_string();
+    if let Some(mb) = s.detail.get("peak_rss_mb").and_then(|v| v.as_f64()) {
+        parts.push(format!("peak RSS {mb:.0} MB"));
     }
-    s.reasons.join("; ")
+    if let Some(stages) = s.detail.get("compile_stages").and_then(|v| v.as_array()) {
+        let slowest = stages
+            .iter()
+            .filter_map(|st| Some((st[0].as_str()?, st[1].as_f64()?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((name, secs)) = slowest {
+            parts.push(format!(
+                "{} compiler stages, slowest {name} {secs:.2} s",
+                stages.len()
+            ));
+        }
+    }
+    parts.join(" · ")
 }

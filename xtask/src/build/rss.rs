@@ -1,0 +1,36 @@
+//! Peak memory of a step, from the kernel: `/proc/self/clear_refs` ← `5` resets the process's
+//! peak resident set (`VmHWM`, Linux 4.0+), read back from `/proc/self/status` when the step
+//! ends. Steps of one process share it: with `--jobs` above 1 the figure of a step includes
+//! whatever ran beside it (an upper bound, stated as such in the report's field name).
+
+/// Starts a new peak measurement (best effort: without `/proc`, the peak is the process's).
+pub fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", b"5");
+}
+
+/// The peak resident set since the last reset, MB (None where `/proc` is absent).
+pub fn peak_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb / 1024.0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_peak_is_read_and_follows_an_allocation() {
+        super::reset_peak();
+        let before = super::peak_mb().unwrap();
+        let block = vec![1u8; 64 << 20];
+        std::hint::black_box(&block);
+        let after = super::peak_mb().unwrap();
+        assert!(after >= before + 60.0, "{before} -> {after}");
+    }
+}
