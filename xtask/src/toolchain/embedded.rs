@@ -51,7 +51,10 @@ impl Toolchain for Embedded<'_> {
                     "rendered HTP EP options",
                     &backend_ep_options(&Backend::QnnHtp(target)),
                 )
-                .options("rendered session config", &context_session_config(&wrapper))
+                .options(
+                    "rendered session config",
+                    &context_session_config(&wrapper, &onnx_dir(comp)),
+                )
             }
         }
     }
@@ -98,4 +101,14 @@ impl Toolchain for Embedded<'_> {
             detail: serde_json::to_value(info)?,
         })
     }
+}
+
+/// The ONNX's folder, project-relative, as the rendering names it.
+fn onnx_dir(comp: &Component) -> String {
+    comp.file
+        .component
+        .onnx
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default()
 }
