@@ -19,6 +19,11 @@ pub struct ParityReport {
     pub versions: ToolVersions,
     /// For `htp`: whether the HTP was emulated (x86_64 host) or a real NPU.
     pub htp_emulated: Option<bool>,
+    /// `--device`: where the components ran and where the times come from (then
+    /// `htp_emulated` is None: this host's HTP was not used). Reports go to
+    /// `parity-<backend>-device.*`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     pub components: Vec<ComponentResult>,
     pub pass: bool,
 }
@@ -38,6 +43,7 @@ impl ParityReport {
             versions: ToolVersions::of(rt),
             htp_emulated: matches!(backend, crate::runtime::Backend::QnnHtp(_))
                 .then(crate::runtime::probe::htp_is_emulated),
+            device: None,
             pass: components.iter().all(|r| r.pass),
             components,
         }
@@ -47,8 +53,9 @@ impl ParityReport {
     /// did not measure (`--only`), each with its own hashes and time, in `order`; the report
     /// passes only when every component in it passed.
     pub fn merge_earlier(&mut self, earlier: Option<ParityReport>, order: &[&str]) {
-        let Some(earlier) = earlier.filter(|e| e.model == self.model && e.backend == self.backend)
-        else {
+        let Some(earlier) = earlier.filter(|e| {
+            e.model == self.model && e.backend == self.backend && e.device == self.device
+        }) else {
             return;
         };
         for old in earlier.components {
@@ -68,6 +75,14 @@ impl ParityReport {
         serde_json::from_slice(&bytes).ok()
     }
 
+    /// The file stem: `parity-<backend>`, or `parity-<backend>-device` for `--device` runs.
+    pub fn stem(&self) -> String {
+        match self.device {
+            Some(_) => format!("parity-{}-device", self.backend),
+            None => format!("parity-{}", self.backend),
+        }
+    }
+
     /// The closing line on the terminal: which components failed, where the report is.
     pub fn summarize(&self, rel_dir: &str) {
         let failed: Vec<&str> = self
@@ -78,27 +93,26 @@ impl ParityReport {
             .collect();
         if failed.is_empty() {
             crate::outln!(
-                "parity {}: all {} component(s) pass; report {rel_dir}/parity-{}.md",
+                "parity {}: all {} component(s) pass; report {rel_dir}/{}.md",
                 self.backend,
                 self.components.len(),
-                self.backend
+                self.stem()
             );
         } else {
             crate::outln!(
-                "parity {}: {} of {} component(s) FAIL: {}; report {rel_dir}/parity-{}.md",
+                "parity {}: {} of {} component(s) FAIL: {}; report {rel_dir}/{}.md",
                 self.backend,
                 failed.len(),
                 self.components.len(),
                 failed.join(", "),
-                self.backend
+                self.stem()
             );
         }
     }
 }
 
 pub fn write_parity_report(dir: &Path, report: &ParityReport) -> Result<()> {
-    let stem = format!("parity-{}", report.backend);
-    write_json_and_markdown(dir, &stem, report, &parity_markdown(report))
+    write_json_and_markdown(dir, &report.stem(), report, &parity_markdown(report))
 }
 
 pub fn parity_markdown(r: &ParityReport) -> String {
@@ -114,6 +128,9 @@ pub fn parity_markdown(r: &ParityReport) -> String {
         v.xtask,
         v.runtime_source
     );
+    if let Some(device) = &r.device {
+        let _ = writeln!(md, "\nHTP: on a device over ssh. {device}");
+    }
     if let Some(emulated) = r.htp_emulated {
         let _ = writeln!(
             md,
@@ -200,6 +217,22 @@ pub fn parity_markdown(r: &ParityReport) -> String {
         .collect();
     if !waivers.is_empty() {
         let _ = writeln!(md, "\n## Waivers\n\n{}", waivers.join("\n"));
+    }
+    let timed: Vec<&ComponentResult> = r.components.iter().filter(|c| c.latency.is_some()).collect();
+    if !timed.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n## Execute time (profiled qnn-net-run)\n\n| context | source | samples | min µs | p50 µs | p90 µs | max µs |\n|---|---|---|---|---|---|---|"
+        );
+        for c in timed {
+            if let Some(l) = &c.latency {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                    c.component, l.timing_source, l.samples, l.min_us, l.p50_us, l.p90_us, l.max_us
+                );
+            }
+        }
     }
     let _ = writeln!(md, "\n## Inputs\n");
     for c in &r.components {
