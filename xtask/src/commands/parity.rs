@@ -132,6 +132,8 @@ impl Parity {
         crate::outln!("device: {}", device.info.label());
         let soc = super::target_soc(model, None)?;
         let mut results = Vec::new();
+        // A lost device ends the command (exit 2); a component that fails on it is a FAIL row.
+        let lost: std::cell::RefCell<Option<String>> = Default::default();
         for comp in comps {
             let art = crate::build::plan::artifacts(&self.sel.model, comp.name(), &soc);
             let on_device = |golden: &GoldenIo| -> Result<ComponentResult> {
@@ -147,14 +149,20 @@ impl Parity {
                     comp.name(),
                     "device-htp-run",
                 );
-                let run = device.run_component(
-                    comp,
-                    &ctx.root.join(&art.bin),
-                    &inputs,
-                    0,
-                    self.iters as usize,
-                    &log,
-                )?;
+                let run = device
+                    .run_component(
+                        comp,
+                        &ctx.root.join(&art.bin),
+                        &inputs,
+                        0,
+                        self.iters as usize,
+                        &log,
+                    )
+                    .inspect_err(|e| {
+                        if crate::device::ssh::is_link_failure(e) {
+                            *lost.borrow_mut() = Some(format!("{e:#}"));
+                        }
+                    })?;
                 let mut result = crate::parity::component::judge_outputs(
                     model,
                     comp,
@@ -176,6 +184,9 @@ impl Parity {
                 !self.no_clamp,
                 Some(&on_device),
             );
+            if let Some(e) = lost.borrow_mut().take() {
+                bail!(e);
+            }
             print_component(&result);
             if let Some(l) = &result.latency {
                 crate::outln!(

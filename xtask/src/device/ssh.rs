@@ -39,6 +39,7 @@ pub struct Ssh {
     config: Option<PathBuf>,
     connect_timeout: u64,
     connected: Cell<bool>,
+    scp_run: Cell<bool>,
 }
 
 /// `s` as one word for a POSIX shell.
@@ -70,6 +71,7 @@ impl Ssh {
             config,
             connect_timeout,
             connected: Cell::new(false),
+            scp_run: Cell::new(false),
         })
     }
 
@@ -128,7 +130,7 @@ impl Ssh {
             .arg(local)
             .arg(format!("{}:{remote}", self.url.scp_destination()))
             .timeout(timeout);
-        self.finish(p, what).map(|_| ())
+        self.finish_scp(p, what)
     }
 
     /// Copies `remote` (a file or folder) to `local`.
@@ -145,7 +147,16 @@ impl Ssh {
             .arg(format!("{}:{remote}", self.url.scp_destination()))
             .arg(local)
             .timeout(timeout);
-        self.finish(p, what).map(|_| ())
+        self.finish_scp(p, what)
+    }
+
+    /// scp exits 1 for every error, its own and the remote side's: a lost link is told by its
+    /// message.
+    fn finish_scp(&self, p: Proc, what: &str) -> Result<()> {
+        self.scp_run.set(true);
+        let r = self.finish(p, what).map(|_| ());
+        self.scp_run.set(false);
+        r
     }
 
     fn finish(&self, p: Proc, what: &str) -> Result<String> {
@@ -195,11 +206,27 @@ impl Ssh {
     }
 
     fn classify(&self, code: Option<i32>, output: &str) -> Failure {
-        // ssh exits 255 for its own errors; anything else is the remote command's status.
-        if code.is_some() && code != Some(255) {
+        let has = |s: &str| output.contains(s);
+        let link_lost = [
+            "lost connection",
+            "Connection closed",
+            "closed by remote host",
+            "Broken pipe",
+            "Connection reset",
+            "Connection refused",
+            "Connection timed out",
+            "No route to host",
+            "Could not resolve hostname",
+            "Permission denied (publickey",
+            "Host key verification failed",
+        ]
+        .iter()
+        .any(|s| has(s));
+        // ssh exits 255 for its own errors; anything else is the remote command's status
+        // (scp exits 1 for everything: its link errors are told by their message).
+        if code.is_some() && code != Some(255) && !(self.scp_run.get() && link_lost) {
             return Failure::Remote;
         }
-        let has = |s: &str| output.contains(s);
         if has("Host key verification failed") || has("REMOTE HOST IDENTIFICATION HAS CHANGED")
         {
             Failure::HostKey
@@ -242,6 +269,13 @@ impl std::fmt::Display for DeviceError {
 
 impl std::error::Error for DeviceError {}
 
+/// Whether `e` is the link to the device failing (auth, host key, unreachable, dropped), not
+/// a command failing on it.
+pub fn is_link_failure(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<DeviceError>()
+        .is_some_and(|d| d.failure != Failure::Remote)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,11 +300,22 @@ mod tests {
             Failure::Unreachable
         );
         assert_eq!(c(3, "no such file"), Failure::Remote);
+        assert_eq!(c(1, "lost connection"), Failure::Remote, "ssh: the remote status");
+        s.scp_run.set(true);
+        assert_eq!(
+            c(1, "ssh: connect to host 127.0.0.1 port 1: Connection refused\nlost connection"),
+            Failure::Unreachable
+        );
+        assert_eq!(c(1, "scp: open: No such file"), Failure::Remote);
+        s.scp_run.set(false);
         s.connected.set(true);
         assert_eq!(
             c(255, "Connection to 127.0.0.1 closed by remote host."),
             Failure::Dropped
         );
+        s.scp_run.set(true);
+        assert_eq!(c(1, "lost connection"), Failure::Dropped);
+        s.scp_run.set(false);
         assert_eq!(
             c(255, "ssh: connect to host 127.0.0.1 port 1: Connection refused"),
             Failure::Dropped,

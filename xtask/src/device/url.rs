@@ -122,7 +122,7 @@ mod tests {
         assert_eq!(u.workdir, "/tmp/dev");
         assert_eq!(u.to_string(), "ssh://root@127.0.0.1:2222/tmp/dev");
         let u = DeviceUrl::parse("ssh://board").unwrap();
-        assert_eq!((u.user, u.port), (None, None));
+        assert_eq!((u.user.as_deref(), u.port), (None, None));
         assert_eq!(u.workdir, DEFAULT_WORKDIR);
         assert_eq!(u.destination(), "board");
         let u = DeviceUrl::parse("ssh://me@[::1]:22/w").unwrap();
