@@ -71,14 +71,18 @@ fn project() -> &'static Path {
         )
         .unwrap();
         let run = Run::from(
-            tool(&dir, &["build-ctx", "--soc", "77", "--toolchain", "sdk"], None)
-                .env(
-                    "PATH",
-                    common::path_with(&double_root().join("bin/x86_64-linux-clang")),
-                )
-                .env("QAIRT_SDK_ROOT", double_root())
-                .output()
-                .unwrap(),
+            tool(
+                &dir,
+                &["build-ctx", "--soc", "77", "--toolchain", "sdk"],
+                None,
+            )
+            .env(
+                "PATH",
+                common::path_with(&double_root().join("bin/x86_64-linux-clang")),
+            )
+            .env("QAIRT_SDK_ROOT", double_root())
+            .output()
+            .unwrap(),
         );
         run.assert_code(0);
         dir
@@ -196,7 +200,10 @@ impl Server {
             format!("[127.0.0.1]:{port} {host_pub}"),
         )
         .unwrap();
-        for (name, key) in [("ssh_config", "user_key"), ("ssh_config_wrong_key", "other_key")] {
+        for (name, key) in [
+            ("ssh_config", "user_key"),
+            ("ssh_config_wrong_key", "other_key"),
+        ] {
             std::fs::write(
                 d.join(name),
                 format!(
@@ -332,7 +339,10 @@ fn assert_bins_consistent(work: &Path) {
             assert!(!name.starts_with('.'), "{name}");
             assert_eq!(common::sha256_hex(&entry.path()), sha, "{name}");
         } else {
-            assert!(name.starts_with('.'), "a temporary upload has a hidden name: {name}");
+            assert!(
+                name.starts_with('.'),
+                "a temporary upload has a hidden name: {name}"
+            );
         }
     }
 }
@@ -378,7 +388,10 @@ fn parity_and_run_on_a_loopback_device() {
             && device.contains(&server.url()),
         "{device}"
     );
-    assert!(!device.contains("emulated") && !device.contains("NPU"), "{device}");
+    assert!(
+        !device.contains("emulated") && !device.contains("NPU"),
+        "{device}"
+    );
     let md = std::fs::read_to_string(project().join("reports/tiny/parity-htp-device.md")).unwrap();
     assert!(md.contains("## Execute time"), "{md}");
     for c in report["components"].as_array().unwrap() {
@@ -396,7 +409,9 @@ fn parity_and_run_on_a_loopback_device() {
     assert_bins_consistent(&server.work());
     // The run folders are removed after each run.
     assert_eq!(
-        std::fs::read_dir(server.work().join("runs")).unwrap().count(),
+        std::fs::read_dir(server.work().join("runs"))
+            .unwrap()
+            .count(),
         0
     );
 
@@ -414,7 +429,12 @@ fn parity_and_run_on_a_loopback_device() {
     // The chain: every component on the device, host steps here.
     let chain = server.run(&["run", "--backend", "htp", "--iters", "2", "--warmup", "1"]);
     chain.assert_code(0);
-    assert_eq!(uploads(&chain), 5, "only the 5 binaries not there yet: {}", chain.all());
+    assert_eq!(
+        uploads(&chain),
+        5,
+        "only the 5 binaries not there yet: {}",
+        chain.all()
+    );
     let r = read_json(&project().join("reports/tiny/run-htp-device.json"));
     assert_eq!(r["pass"], true, "{r}");
     assert_eq!(r["binaries_uploaded"], 5);
@@ -423,7 +443,10 @@ fn parity_and_run_on_a_loopback_device() {
     assert!(boundaries.iter().any(|b| b["name"] == "actions"));
     let comps = r["components"].as_array().unwrap();
     assert_eq!(comps.len(), 7);
-    let step = comps.iter().find(|c| c["component"] == "action_step").unwrap();
+    let step = comps
+        .iter()
+        .find(|c| c["component"] == "action_step")
+        .unwrap();
     assert_eq!(step["calls_per_chain"], 2, "one call per Euler step");
     assert_eq!(step["execute"]["samples"], 4, "2 timed inferences per call");
     let sum: f64 = comps
@@ -473,7 +496,10 @@ fn failures_end_in_clear_errors() {
     let runs = server.work().join("runs");
     let started = Instant::now();
     while std::fs::read_dir(&runs).map_or(0, |d| d.count()) == 0 {
-        assert!(started.elapsed() < Duration::from_secs(60), "no run started");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no run started"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     server.stop();
@@ -497,7 +523,8 @@ fn failures_end_in_clear_errors() {
     let run = missing.run(&parity);
     run.assert_code(2);
     assert!(
-        run.stderr.contains("the QAIRT SDK is missing on the device"),
+        run.stderr
+            .contains("the QAIRT SDK is missing on the device"),
         "{}",
         run.all()
     );

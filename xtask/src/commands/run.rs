@@ -29,7 +29,11 @@ pub struct Run {
     /// Run each component on a board over ssh (`ssh://user@host[:port][/workdir]`) with the
     /// device's own QAIRT SDK, the host steps here (`--backend htp` only; `--iters` and
     /// `--warmup` are inferences per `qnn-net-run` call); see README "Validate on a board".
-    #[arg(long, value_name = "ssh://user@host[:port][/workdir]", conflicts_with = "streaming")]
+    #[arg(
+        long,
+        value_name = "ssh://user@host[:port][/workdir]",
+        conflicts_with = "streaming"
+    )]
     device: Option<String>,
 }
 

@@ -134,7 +134,12 @@ pub fn run_and_report(
             })
         })
         .collect();
-    let gate = host.gate.actions_max_abs.get("htp").copied().unwrap_or(1e-2);
+    let gate = host
+        .gate
+        .actions_max_abs
+        .get("htp")
+        .copied()
+        .unwrap_or(1e-2);
     let actions = boundaries
         .iter()
         .find(|b| b.name == "actions")

@@ -14,7 +14,9 @@ pub fn report(url: &str, qairt: &str) -> Result<Outcome> {
     crate::outln!(
         "arch          {} (uname -m) -> SDK folder {}",
         i.arch,
-        i.arch_dir.as_deref().unwrap_or("NONE (not an arch QAIRT ships for)")
+        i.arch_dir
+            .as_deref()
+            .unwrap_or("NONE (not an arch QAIRT ships for)")
     );
     crate::outln!(
         "QAIRT SDK     {}",

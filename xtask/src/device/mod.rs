@@ -313,7 +313,9 @@ true"#
             );
         }
         if present {
-            crate::outln!("      device: {comp} context binary already on the device ({fin}), not copied");
+            crate::outln!(
+                "      device: {comp} context binary already on the device ({fin}), not copied"
+            );
             return Ok(fin);
         }
         let part = format!("bin/.{sha}.bin.part-{}", nonce());
@@ -428,8 +430,7 @@ true"#
                     &format!("copying back the outputs of {name}"),
                 )?;
             }
-            let outputs =
-                crate::toolchain::sdk::steps::read_result_outputs(comp, &back, native)?;
+            let outputs = crate::toolchain::sdk::steps::read_result_outputs(comp, &back, native)?;
             let csv = std::fs::read_to_string(back.join("profile.csv"))?;
             let all = execute_samples_us(&csv, TIMING_SOURCE)
                 .context("reading the device's qnn-profile-viewer CSV")?;

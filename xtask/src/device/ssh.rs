@@ -227,8 +227,7 @@ impl Ssh {
         if code.is_some() && code != Some(255) && !(self.scp_run.get() && link_lost) {
             return Failure::Remote;
         }
-        if has("Host key verification failed") || has("REMOTE HOST IDENTIFICATION HAS CHANGED")
-        {
+        if has("Host key verification failed") || has("REMOTE HOST IDENTIFICATION HAS CHANGED") {
             Failure::HostKey
         } else if has("Permission denied") || has("Too many authentication failures") {
             Failure::Auth
@@ -296,14 +295,24 @@ mod tests {
         );
         assert_eq!(c(255, "Host key verification failed."), Failure::HostKey);
         assert_eq!(
-            c(255, "ssh: connect to host 127.0.0.1 port 1: Connection refused"),
+            c(
+                255,
+                "ssh: connect to host 127.0.0.1 port 1: Connection refused"
+            ),
             Failure::Unreachable
         );
         assert_eq!(c(3, "no such file"), Failure::Remote);
-        assert_eq!(c(1, "lost connection"), Failure::Remote, "ssh: the remote status");
+        assert_eq!(
+            c(1, "lost connection"),
+            Failure::Remote,
+            "ssh: the remote status"
+        );
         s.scp_run.set(true);
         assert_eq!(
-            c(1, "ssh: connect to host 127.0.0.1 port 1: Connection refused\nlost connection"),
+            c(
+                1,
+                "ssh: connect to host 127.0.0.1 port 1: Connection refused\nlost connection"
+            ),
             Failure::Unreachable
         );
         assert_eq!(c(1, "scp: open: No such file"), Failure::Remote);
@@ -317,7 +326,10 @@ mod tests {
         assert_eq!(c(1, "lost connection"), Failure::Dropped);
         s.scp_run.set(false);
         assert_eq!(
-            c(255, "ssh: connect to host 127.0.0.1 port 1: Connection refused"),
+            c(
+                255,
+                "ssh: connect to host 127.0.0.1 port 1: Connection refused"
+            ),
             Failure::Dropped,
             "after a successful command, losing the device is a dropped connection"
         );

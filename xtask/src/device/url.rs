@@ -63,7 +63,9 @@ impl DeviceUrl {
             .any(|c| !(c.is_ascii_alphanumeric() || "/._-".contains(c)))
             || workdir.split('/').any(|s| s == "..")
         {
-            bail!("--device {text}: the work folder `{workdir}` may hold only letters, digits, `/._-` and no `..`");
+            bail!(
+                "--device {text}: the work folder `{workdir}` may hold only letters, digits, `/._-` and no `..`"
+            );
         }
         Ok(DeviceUrl {
             user: user.map(String::from),

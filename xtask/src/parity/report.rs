@@ -218,7 +218,11 @@ pub fn parity_markdown(r: &ParityReport) -> String {
     if !waivers.is_empty() {
         let _ = writeln!(md, "\n## Waivers\n\n{}", waivers.join("\n"));
     }
-    let timed: Vec<&ComponentResult> = r.components.iter().filter(|c| c.latency.is_some()).collect();
+    let timed: Vec<&ComponentResult> = r
+        .components
+        .iter()
+        .filter(|c| c.latency.is_some())
+        .collect();
     if !timed.is_empty() {
         let _ = writeln!(
             md,
