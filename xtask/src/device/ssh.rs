@@ -231,9 +231,7 @@ impl Ssh {
             Failure::HostKey
         } else if has("Permission denied") || has("Too many authentication failures") {
             Failure::Auth
-        } else if self.connected.get() {
-            Failure::Dropped
-        } else if code.is_none() {
+        } else if self.connected.get() || code.is_none() {
             Failure::Dropped
         } else {
             Failure::Unreachable

@@ -68,7 +68,7 @@ impl DeviceUrl {
             );
         }
         Ok(DeviceUrl {
-            user: user.map(String::from),
+            user,
             host: host.into(),
             port,
             workdir,
