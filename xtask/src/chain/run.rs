@@ -147,9 +147,9 @@ fn session_models(
 }
 
 /// A boundary's golden value, or why there is none (the boundary is then listed as ungated).
-type Reference = Result<ArrayD<f32>, String>;
+pub(crate) type Reference = Result<ArrayD<f32>, String>;
 
-fn judge_boundaries(
+pub(crate) fn judge_boundaries(
     host: &HostSection,
     result: &ChainResult,
     expected: &BTreeMap<String, Reference>,
@@ -174,7 +174,7 @@ fn judge_boundaries(
 
 /// The golden value of every boundary the chain produces, from the component goldens and the
 /// trace; a boundary whose reference is absent or unusable gets the reason instead.
-fn expected_boundaries(
+pub(crate) fn expected_boundaries(
     root: &Path,
     model: &Model,
     host: &HostSection,

@@ -25,10 +25,24 @@ pub struct Doctor {
     /// The backends that must be usable for exit 0 (default: all that recipes use).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "ort,cpu,htp")]
     need: Vec<super::BackendArg>,
+    /// Check a board over ssh instead (`ssh://user@host[:port][/workdir]`): its arch, QAIRT
+    /// SDK version, HTP libraries and free disk (see README "Validate on a board").
+    #[arg(long, value_name = "ssh://user@host[:port][/workdir]")]
+    device: Option<String>,
+    /// With --device: the QAIRT version to expect (default: the tiny model's `[target] qairt`).
+    #[arg(long, requires = "device", default_value = "tiny")]
+    model: String,
 }
 
 impl Doctor {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        if let Some(url) = &self.device {
+            let qairt = crate::recipe::load_model(&ctx.root, &self.model)?
+                .file
+                .target
+                .qairt;
+            return crate::device::doctor::report(url, &qairt);
+        }
         let platform = Platform::host();
         if self.repair_runtime {
             crate::runtime::bootstrap::repair_runtime(&ctx.root)?;

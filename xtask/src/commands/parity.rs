@@ -27,6 +27,10 @@ pub struct Parity {
     /// --backend htp` (an input list of N lines); the report gives their distribution.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     iters: u32,
+    /// Run the context binaries on a board over ssh (`ssh://user@host[:port][/workdir]`) with
+    /// the device's own QAIRT SDK (`--backend htp` only); see README "Validate on a board".
+    #[arg(long, value_name = "ssh://user@host[:port][/workdir]")]
+    device: Option<String>,
 }
 
 impl Parity {
@@ -37,6 +41,9 @@ impl Parity {
         require_files(ctx, model, &comps)?;
         let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
         let backend = backend_for(model, self.backend);
+        if let Some(url) = &self.device {
+            return self.run_on_device(ctx, &rt, model, &comps, &backend, url);
+        }
         let sdk = match self.toolchain {
             super::ToolchainArg::Embedded => None,
             super::ToolchainArg::Sdk if backend == Backend::OrtCpu => {
@@ -103,6 +110,122 @@ impl Parity {
 }
 
 impl Parity {
+    /// `--device`: every selected component's context binary on the board's HTP, through the
+    /// device's SDK (`crate::device`), judged against its golden on this host.
+    fn run_on_device(
+        &self,
+        ctx: &Ctx,
+        rt: &Runtime,
+        model: &crate::recipe::Model,
+        comps: &[&crate::recipe::Component],
+        backend: &Backend,
+        url: &str,
+    ) -> Result<Outcome> {
+        if !matches!(backend, Backend::QnnHtp(_)) {
+            bail!("--device runs the built context binaries: use --backend htp");
+        }
+        if self.toolchain == super::ToolchainArg::Sdk {
+            bail!("--device uses the device's own QAIRT SDK: leave out --toolchain sdk");
+        }
+        let device = crate::device::Device::connect(url)?;
+        device.require_runnable(&model.file.target.qairt)?;
+        crate::outln!("device: {}", device.info.label());
+        let soc = super::target_soc(model, None)?;
+        let mut results = Vec::new();
+        // A lost device ends the command (exit 2); a component that fails on it is a FAIL row.
+        let lost: std::cell::RefCell<Option<String>> = Default::default();
+        for comp in comps {
+            let art = crate::build::plan::artifacts(&self.sel.model, comp.name(), &soc);
+            let on_device = |golden: &GoldenIo| -> Result<ComponentResult> {
+                crate::build::fresh::fresh_context_wrapper(&ctx.root, rt, model, comp)?;
+                let inputs = if self.no_clamp {
+                    golden.inputs.clone()
+                } else {
+                    crate::fp16::clamp_masks(comp, &golden.inputs)
+                };
+                let log = crate::toolchain::sdk::steps::log_path(
+                    &ctx.root,
+                    &self.sel.model,
+                    comp.name(),
+                    "device-htp-run",
+                );
+                let run = device
+                    .run_component(
+                        comp,
+                        &ctx.root.join(&art.bin),
+                        &inputs,
+                        0,
+                        self.iters as usize,
+                        &log,
+                    )
+                    .inspect_err(|e| {
+                        if crate::device::ssh::is_link_failure(e) {
+                            *lost.borrow_mut() = Some(format!("{e:#}"));
+                        }
+                    })?;
+                let mut result = crate::parity::component::judge_outputs(
+                    model,
+                    comp,
+                    golden,
+                    &run.outputs,
+                    backend.label(),
+                )?;
+                result.session_model = art.bin.display().to_string();
+                result.run_seconds = run.stats.p50_us / 1e6;
+                result.latency = Some(run.stats);
+                Ok(result)
+            };
+            let result = run_one(
+                &ctx.root,
+                rt,
+                model,
+                comp,
+                backend,
+                !self.no_clamp,
+                Some(&on_device),
+            );
+            if let Some(e) = lost.borrow_mut().take() {
+                bail!(e);
+            }
+            print_component(&result);
+            if let Some(l) = &result.latency {
+                crate::outln!(
+                    "      device execute ({}, {} samples): min {:.1} µs, p50 {:.1} µs, p90 {:.1} µs, max {:.1} µs",
+                    l.timing_source,
+                    l.samples,
+                    l.min_us,
+                    l.p50_us,
+                    l.p90_us,
+                    l.max_us
+                );
+            }
+            results.push(result);
+        }
+        let mut report = ParityReport::new(&self.sel.model, backend, rt, results);
+        report.htp_emulated = None;
+        report.device = Some(crate::device::timing_note(&device.info));
+        let dir = crate::project::reports_dir(&ctx.root, &self.sel.model);
+        if !self.sel.only.is_empty() {
+            let order: Vec<&str> = model.components.iter().map(|c| c.name()).collect();
+            let earlier = std::fs::read(dir.join(format!("{}.json", report.stem())))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok());
+            report.merge_earlier(earlier, &order);
+        }
+        write_parity_report(&dir, &report)?;
+        crate::outln!(
+            "{} context binar(y/ies) copied to the device; timing: {}",
+            device.uploads(),
+            crate::device::timing_note(&device.info)
+        );
+        report.summarize(&crate::project::rel(&ctx.root, &dir));
+        Ok(if report.pass {
+            Outcome::Success
+        } else {
+            Outcome::GateFailed
+        })
+    }
+
     /// One component through the SDK's `qnn-net-run`: the DLC on the CPU backend, or the
     /// (checked) context binary on the HTP with its profiled execute time.
     #[allow(clippy::too_many_arguments)]

@@ -26,6 +26,15 @@ pub struct Run {
     /// Load one component at a time: memory bounded by the largest component.
     #[arg(long)]
     streaming: bool,
+    /// Run each component on a board over ssh (`ssh://user@host[:port][/workdir]`) with the
+    /// device's own QAIRT SDK, the host steps here (`--backend htp` only; `--iters` and
+    /// `--warmup` are inferences per `qnn-net-run` call); see README "Validate on a board".
+    #[arg(
+        long,
+        value_name = "ssh://user@host[:port][/workdir]",
+        conflicts_with = "streaming"
+    )]
+    device: Option<String>,
 }
 
 impl Run {
@@ -33,6 +42,32 @@ impl Run {
         let model = load_model(&ctx.root, &self.model)?;
         host_section(&model)?;
         require_files(ctx, &model, &select_components(&model, &[])?)?;
+        if let Some(url) = &self.device {
+            if self.backend != super::BackendArg::Htp {
+                anyhow::bail!("--device runs the built context binaries: use --backend htp");
+            }
+            if self.iters == 0 {
+                anyhow::bail!("--iters must be at least 1");
+            }
+            let rt = crate::runtime::Runtime::load(crate::runtime::bootstrap::ensure_runtime(
+                &ctx.root,
+            )?)?;
+            let device = crate::device::Device::connect(url)?;
+            device.require_runnable(&model.file.target.qairt)?;
+            let report = crate::device::chain::run_and_report(
+                &ctx.root,
+                &rt,
+                &model,
+                &device,
+                self.iters,
+                self.warmup,
+            )?;
+            return Ok(if report.pass {
+                Outcome::Success
+            } else {
+                Outcome::GateFailed
+            });
+        }
         let opts = RunOptions {
             iters: self.iters,
             warmup: self.warmup,

@@ -21,6 +21,11 @@ pub struct ParityReport {
     pub htp_emulated: Option<bool>,
     /// For `htp`: emulator or device, how that was known, and the SoC when reported.
     pub htp: Option<crate::runtime::probe::HtpKind>,
+    /// `--device`: where the components ran and where the times come from (then
+    /// `htp_emulated` is None: this host's HTP was not used). Reports go to
+    /// `parity-<backend>-device.*`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     pub components: Vec<ComponentResult>,
     pub pass: bool,
 }
@@ -42,6 +47,7 @@ impl ParityReport {
             versions: ToolVersions::of(rt),
             htp_emulated: htp.as_ref().map(|h| h.emulated),
             htp,
+            device: None,
             pass: components.iter().all(|r| r.pass),
             components,
         }
@@ -51,8 +57,9 @@ impl ParityReport {
     /// did not measure (`--only`), each with its own hashes and time, in `order`; the report
     /// passes only when every component in it passed.
     pub fn merge_earlier(&mut self, earlier: Option<ParityReport>, order: &[&str]) {
-        let Some(earlier) = earlier.filter(|e| e.model == self.model && e.backend == self.backend)
-        else {
+        let Some(earlier) = earlier.filter(|e| {
+            e.model == self.model && e.backend == self.backend && e.device == self.device
+        }) else {
             return;
         };
         for old in earlier.components {
@@ -72,6 +79,14 @@ impl ParityReport {
         serde_json::from_slice(&bytes).ok()
     }
 
+    /// The file stem: `parity-<backend>`, or `parity-<backend>-device` for `--device` runs.
+    pub fn stem(&self) -> String {
+        match self.device {
+            Some(_) => format!("parity-{}-device", self.backend),
+            None => format!("parity-{}", self.backend),
+        }
+    }
+
     /// The closing line on the terminal: which components failed, where the report is.
     pub fn summarize(&self, rel_dir: &str) {
         let failed: Vec<&str> = self
@@ -82,27 +97,26 @@ impl ParityReport {
             .collect();
         if failed.is_empty() {
             crate::outln!(
-                "parity {}: all {} component(s) pass; report {rel_dir}/parity-{}.md",
+                "parity {}: all {} component(s) pass; report {rel_dir}/{}.md",
                 self.backend,
                 self.components.len(),
-                self.backend
+                self.stem()
             );
         } else {
             crate::outln!(
-                "parity {}: {} of {} component(s) FAIL: {}; report {rel_dir}/parity-{}.md",
+                "parity {}: {} of {} component(s) FAIL: {}; report {rel_dir}/{}.md",
                 self.backend,
                 failed.len(),
                 self.components.len(),
                 failed.join(", "),
-                self.backend
+                self.stem()
             );
         }
     }
 }
 
 pub fn write_parity_report(dir: &Path, report: &ParityReport) -> Result<()> {
-    let stem = format!("parity-{}", report.backend);
-    write_json_and_markdown(dir, &stem, report, &parity_markdown(report))
+    write_json_and_markdown(dir, &report.stem(), report, &parity_markdown(report))
 }
 
 pub fn parity_markdown(r: &ParityReport) -> String {
@@ -118,6 +132,9 @@ pub fn parity_markdown(r: &ParityReport) -> String {
         v.xtask,
         v.runtime_source
     );
+    if let Some(device) = &r.device {
+        let _ = writeln!(md, "\nHTP: on a device over ssh. {device}");
+    }
     if let Some(h) = &r.htp {
         let _ = writeln!(md, "\nHTP: {}", h.latency_label());
     }
@@ -196,6 +213,26 @@ pub fn parity_markdown(r: &ParityReport) -> String {
         .collect();
     if !waivers.is_empty() {
         let _ = writeln!(md, "\n## Waivers\n\n{}", waivers.join("\n"));
+    }
+    let timed: Vec<&ComponentResult> = r
+        .components
+        .iter()
+        .filter(|c| c.latency.is_some())
+        .collect();
+    if !timed.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n## Execute time (profiled qnn-net-run)\n\n| context | source | samples | min µs | p50 µs | p90 µs | max µs |\n|---|---|---|---|---|---|---|"
+        );
+        for c in timed {
+            if let Some(l) = &c.latency {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                    c.component, l.timing_source, l.samples, l.min_us, l.p50_us, l.p90_us, l.max_us
+                );
+            }
+        }
     }
     let _ = writeln!(md, "\n## Inputs\n");
     for c in &r.components {

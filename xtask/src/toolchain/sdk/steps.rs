@@ -177,9 +177,19 @@ fn read_outputs(
     out_dir: &Path,
     native: NativeIo,
 ) -> Result<BTreeMap<String, Tensor>> {
+    read_result_outputs(job.comp, out_dir, native)
+}
+
+/// `Result_0/<raw name>.raw` under `out_dir` for every declared output of `comp` (also used for
+/// outputs copied back from a device, see `crate::device`).
+pub fn read_result_outputs(
+    comp: &Component,
+    out_dir: &Path,
+    native: NativeIo,
+) -> Result<BTreeMap<String, Tensor>> {
     let mut outputs = BTreeMap::new();
     let result = out_dir.join("Result_0");
-    for spec in &job.comp.file.outputs {
+    for spec in &comp.file.outputs {
         let name = spec.name.get_ref();
         let path = output_file(&result, name)?;
         let bytes = std::fs::read(&path)?;

@@ -1,0 +1,150 @@
+//! `--device ssh://user@host[:port][/workdir]`: where the board is and which folder on it the
+//! tool works in (relative to the user's home when absent: `xtask-device`).
+
+use anyhow::{Result, bail};
+
+/// The remote folder used when the URL names none (relative to the remote user's home).
+pub const DEFAULT_WORKDIR: &str = "xtask-device";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceUrl {
+    pub user: Option<String>,
+    pub host: String,
+    pub port: Option<u16>,
+    /// Absolute (`/data/xtask`) or relative to the remote home (`xtask-device`).
+    pub workdir: String,
+}
+
+impl DeviceUrl {
+    pub fn parse(text: &str) -> Result<DeviceUrl> {
+        let Some(rest) = text.strip_prefix("ssh://") else {
+            bail!("--device {text}: expected ssh://user@host[:port][/workdir]");
+        };
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, ""),
+        };
+        let (user, hostport) = match authority.rsplit_once('@') {
+            Some((u, h)) => (Some(u.to_string()), h),
+            None => (None, authority),
+        };
+        let (host, port) = match hostport.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') || h.starts_with('[') => {
+                let port: u16 = p
+                    .parse()
+                    .ok()
+                    .filter(|p| *p > 0)
+                    .ok_or_else(|| anyhow::anyhow!("--device {text}: `{p}` is not a port"))?;
+                (h, Some(port))
+            }
+            _ => (hostport, None),
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let valid = |s: &str| {
+            !s.is_empty()
+                && !s.starts_with('-')
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-:".contains(c))
+        };
+        if !valid(host) {
+            bail!("--device {text}: `{host}` is not a host name or address");
+        }
+        if let Some(u) = &user
+            && !valid(u)
+        {
+            bail!("--device {text}: `{u}` is not a user name");
+        }
+        let workdir = match path.trim_end_matches('/') {
+            "" => DEFAULT_WORKDIR.to_string(),
+            p => p.to_string(),
+        };
+        if workdir
+            .chars()
+            .any(|c| !(c.is_ascii_alphanumeric() || "/._-".contains(c)))
+            || workdir.split('/').any(|s| s == "..")
+        {
+            bail!(
+                "--device {text}: the work folder `{workdir}` may hold only letters, digits, `/._-` and no `..`"
+            );
+        }
+        Ok(DeviceUrl {
+            user,
+            host: host.into(),
+            port,
+            workdir,
+        })
+    }
+
+    /// `user@host` as ssh takes it.
+    pub fn destination(&self) -> String {
+        match &self.user {
+            Some(u) => format!("{u}@{}", self.host),
+            None => self.host.clone(),
+        }
+    }
+
+    /// `host` in scp's `host:path` form (IPv6 addresses in brackets).
+    pub fn scp_destination(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        match &self.user {
+            Some(u) => format!("{u}@{host}"),
+            None => host,
+        }
+    }
+}
+
+impl std::fmt::Display for DeviceUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ssh://{}", self.scp_destination())?;
+        if let Some(p) = self.port {
+            write!(f, ":{p}")?;
+        }
+        if self.workdir.starts_with('/') {
+            write!(f, "{}", self.workdir)
+        } else {
+            write!(f, "/~/{}", self.workdir)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_with_and_without_parts() {
+        let u = DeviceUrl::parse("ssh://root@127.0.0.1:2222/tmp/dev").unwrap();
+        assert_eq!(u.user.as_deref(), Some("root"));
+        assert_eq!(u.host, "127.0.0.1");
+        assert_eq!(u.port, Some(2222));
+        assert_eq!(u.workdir, "/tmp/dev");
+        assert_eq!(u.to_string(), "ssh://root@127.0.0.1:2222/tmp/dev");
+        let u = DeviceUrl::parse("ssh://board").unwrap();
+        assert_eq!((u.user.as_deref(), u.port), (None, None));
+        assert_eq!(u.workdir, DEFAULT_WORKDIR);
+        assert_eq!(u.destination(), "board");
+        let u = DeviceUrl::parse("ssh://me@[::1]:22/w").unwrap();
+        assert_eq!(u.host, "::1");
+        assert_eq!(u.scp_destination(), "me@[::1]");
+    }
+
+    #[test]
+    fn bad_urls_are_refused() {
+        for bad in [
+            "root@host",
+            "ssh://",
+            "ssh://host:0",
+            "ssh://host:x",
+            "ssh://-oProxyCommand=x",
+            "ssh://host/a b",
+            "ssh://host/../etc",
+            "ssh://host/$(x)",
+        ] {
+            assert!(DeviceUrl::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
