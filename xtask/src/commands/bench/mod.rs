@@ -4,6 +4,7 @@
 mod build;
 mod chain;
 mod hash;
+mod repro;
 mod parity_engine;
 
 use std::path::{Path, PathBuf};
@@ -24,6 +25,8 @@ enum Which {
     Build(build::BenchBuild),
     /// The Rust chain on ORT CPU vs plain Python onnxruntime; host share; chain vs its parts.
     Chain(chain::BenchChain),
+    /// Context binaries built in two checkouts and twice in one: how many are byte-identical.
+    Repro(repro::BenchRepro),
     /// Full re-hashing (release-grade checks) vs the (size, mtime) memo, extrapolated.
     Hash(hash::BenchHash),
     /// The parity engine (read golden + compare every output) vs numpy: time and peak memory.
@@ -40,6 +43,7 @@ impl Bench {
             Which::Chain(b) => b.run(ctx),
             Which::Parity(b) => b.run(ctx),
             Which::Hash(b) => b.run(ctx),
+            Which::Repro(b) => b.run(ctx),
             Which::ParityEngineOnce(b) => b.run(ctx),
         }
     }
