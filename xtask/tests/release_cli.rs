@@ -210,6 +210,226 @@ fn two_runners_then_gather_package_verify_release_and_fetch() {
     assert!(f.path("ctx/tiny/vision_socid77_archv73.bin").is_file());
     f.run(&["parity", "--backend", "htp", only[0], only[1]])
         .assert_code(0);
+
+    // The regeneration's fetch path: two entries in fresh clones without the inputs, each
+    // fetching only its component through the Hub's include patterns, then a gather job.
+    entries_fetch_build_and_check_then_gather(&g.path("hf-store"));
+}
+
+/// The inputs of `vision` and `action_step` (ONNX + external data, golden, trace), as the
+/// recipes place them.
+const INPUTS: [(&str, &[&str]); 2] = [
+    (
+        "vision",
+        &[
+            "onnx/tiny/vision.onnx",
+            "golden/tiny/vision_io.npz",
+            "golden/tiny/trace.json",
+        ],
+    ),
+    (
+        "action_step",
+        &[
+            "onnx/tiny/action_step.onnx",
+            "golden/tiny/action_step_io.npz",
+        ],
+    ),
+];
+
+fn entries_fetch_build_and_check_then_gather(store: &Path) {
+    let fetch_args = |comp: &'static str| {
+        vec![
+            "fetch",
+            "--repo",
+            "someone/tiny",
+            "--revision",
+            "v1",
+            "--only",
+            comp,
+            "--inputs-only",
+        ]
+    };
+    let mut entries = Vec::new();
+    let mut keys = Vec::new();
+    for (comp, _) in INPUTS {
+        let e = Scratch::tiny();
+        copy_tree(store, &e.path("hf-store"));
+        for (_, files) in INPUTS {
+            for f in files {
+                std::fs::remove_file(e.path(f)).unwrap();
+            }
+        }
+        // Without the inputs nothing runs, and the error says how to get them.
+        let refused = e.run(&["build-ctx", "--soc", "77", "--only", comp]);
+        refused.assert_code(2);
+        assert!(
+            refused.stderr.contains("how to obtain them"),
+            "{}",
+            refused.all()
+        );
+
+        let mut key_args = fetch_args(comp);
+        key_args.push("--cache-key");
+        let key = run_with_hf(&e, &key_args, true, None);
+        key.assert_code(0);
+        let key = key.stdout.trim().to_string();
+        assert!(key.starts_with(&format!("tiny-{comp}-")), "{key}");
+        assert!(
+            !e.path("onnx/tiny/vision.onnx").exists(),
+            "--cache-key lays nothing out"
+        );
+        keys.push(key);
+
+        let fetched = run_with_hf(&e, &fetch_args(comp), true, None);
+        fetched.assert_code(0);
+        let log = std::fs::read_to_string(e.path("hf.log")).unwrap();
+        let last = log.lines().last().unwrap();
+        for pat in [
+            format!("--include onnx/{comp}/\\*"),
+            format!("--include golden/{comp}_io.npz"),
+            "--include manifest.json".to_string(),
+        ] {
+            assert!(last.contains(&pat), "{pat} in {last}");
+        }
+        assert!(
+            !last.contains("ctx/"),
+            "--inputs-only downloads no context binaries: {last}"
+        );
+        // Only this component's inputs came, and they are complete; the other's did not.
+        for (other, files) in INPUTS {
+            for f in files {
+                assert_eq!(
+                    e.path(f).is_file(),
+                    other == comp,
+                    "{f} after fetching {comp}"
+                );
+            }
+        }
+        assert!(
+            !e.path("ctx/tiny").exists()
+                || std::fs::read_dir(e.path("ctx/tiny"))
+                    .unwrap()
+                    .next()
+                    .is_none()
+        );
+
+        e.run(&["build-ctx", "--soc", "77", "--only", comp])
+            .assert_code(0);
+        e.run(&["parity", "--backend", "cpu", "--only", comp])
+            .assert_code(0);
+        e.run(&["parity", "--backend", "htp", "--only", comp])
+            .assert_code(0);
+        entries.push((comp, e));
+    }
+    assert_ne!(keys[0], keys[1], "each component has its own content key");
+
+    // A component the bundle does not hold fails at once, naming what is missing and how to get it.
+    let (_, e0) = &entries[0];
+    let absent = run_with_hf(e0, &fetch_args("action_context"), true, None);
+    absent.assert_code(2);
+    assert!(
+        absent
+            .stderr
+            .contains("golden/tiny/action_context_io.npz (action_context)")
+            && absent.stderr.contains("how to provide them"),
+        "{}",
+        absent.all()
+    );
+    // No repository named anywhere: says where to name one.
+    let no_repo = e0.run(&["fetch", "--only", "vision"]);
+    no_repo.assert_code(2);
+    assert!(
+        no_repo.stderr.contains("--repo OWNER/NAME") && no_repo.stderr.contains("source_repo"),
+        "{}",
+        no_repo.all()
+    );
+
+    // The gather job: every input fetched (no ctx from the Hub), the entries' artifacts and
+    // reports gathered, reports merged, nothing re-run; fresh, packaged, verified.
+    let g = Scratch::tiny();
+    copy_tree(store, &g.path("hf-store"));
+    for (_, files) in INPUTS {
+        for f in files {
+            std::fs::remove_file(g.path(f)).unwrap();
+        }
+    }
+    run_with_hf(
+        &g,
+        &[
+            "fetch",
+            "--repo",
+            "someone/tiny",
+            "--revision",
+            "v1",
+            "--inputs-only",
+        ],
+        true,
+        None,
+    )
+    .assert_code(0);
+    assert!(!g.path("ctx/tiny/vision_socid77_archv73.bin").exists());
+    std::fs::create_dir_all(g.path("ctx/tiny")).unwrap();
+    let mut dirs = Vec::new();
+    for (comp, e) in &entries {
+        for entry in std::fs::read_dir(e.path("ctx/tiny")).unwrap().flatten() {
+            if entry.file_name().to_string_lossy().starts_with(comp) {
+                std::fs::copy(entry.path(), g.path("ctx/tiny").join(entry.file_name())).unwrap();
+            }
+        }
+        let dir = g.path(&format!("entry-reports/reports-tiny-{comp}-soc77"));
+        copy_tree(&e.path("reports/tiny"), &dir);
+        dirs.push(dir.display().to_string());
+    }
+    let only = ["--only", "vision,action_step"];
+    g.run(&[
+        "build-ctx",
+        "--soc",
+        "77",
+        "--require-fresh",
+        only[0],
+        only[1],
+    ])
+    .assert_code(0);
+    let mut merge = vec!["merge-reports", "--model", "tiny"];
+    merge.extend(dirs.iter().map(String::as_str));
+    let merged = g.run(&merge);
+    merged.assert_code(0);
+    for backend in ["cpu", "htp"] {
+        let r = read_json(&g.path(&format!("reports/tiny/parity-{backend}.json")));
+        let comps: Vec<&str> = r["components"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["component"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            comps,
+            ["vision", "action_step"],
+            "{backend}: {}",
+            merged.all()
+        );
+        assert_eq!(r["pass"], true);
+    }
+    // The same component from two entries is refused.
+    let twice = g.run(&["merge-reports", "--model", "tiny", &dirs[0], &dirs[0]]);
+    twice.assert_code(2);
+    assert!(twice.stderr.contains("again"), "{}", twice.all());
+    g.run(&merge).assert_code(0);
+
+    let bundle = g.path("dist/tiny");
+    g.run(&[
+        "package",
+        "--model",
+        "tiny",
+        "--soc",
+        "77",
+        "--out",
+        bundle.to_str().unwrap(),
+        only[0],
+        only[1],
+    ])
+    .assert_code(0);
+    g.run(&["verify", bundle.to_str().unwrap()]).assert_code(0);
 }
 
 #[test]
@@ -316,7 +536,7 @@ fn the_regenerate_workflow_references_real_commands_and_matrix_keys() {
             .unwrap();
     let yaml: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
     let jobs = yaml["jobs"].as_mapping().unwrap();
-    for job in ["plan", "build", "gather"] {
+    for job in ["plan", "build", "gather", "release"] {
         assert!(jobs.contains_key(job), "job {job} missing");
     }
     let help = Command::new(env!("CARGO_BIN_EXE_xtask"))
@@ -359,6 +579,180 @@ fn the_regenerate_workflow_references_real_commands_and_matrix_keys() {
         );
     }
     assert!(text.contains("fromJson(needs.plan.outputs.matrix)"));
+}
+
+/// Every field of `plan --json` the workflow reads exists: `matrix.<key>` (also nested), the
+/// plan job's outputs used through `needs.plan.outputs.X` / `fromJson(...)`, and the fields its
+/// `jq` programs read from the plan (`.include[].X`, `\\(.X.Y)`).
+#[test]
+fn every_plan_field_the_workflow_reads_exists() {
+    let text =
+        std::fs::read_to_string(common::repo_root().join(".github/workflows/regenerate.yml"))
+            .unwrap();
+    let yaml: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let p = Scratch::tiny();
+    let plan: serde_json::Value = serde_json::from_str(
+        p.run(&["plan", "--json", "--large-runner", "big"])
+            .stdout
+            .trim(),
+    )
+    .unwrap();
+    let entries = plan["include"].as_array().unwrap();
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '.')
+            .collect::<String>()
+            .trim_end_matches('.')
+            .to_string()
+    };
+    let resolve = |path: &str| {
+        entries
+            .iter()
+            .all(|e| path.split('.').try_fold(e, |v, k| v.get(k)).is_some())
+    };
+    let mut checked = 0;
+    for part in text.split("matrix.").skip(1) {
+        let key = ident(part);
+        assert!(
+            resolve(&key),
+            "the workflow reads matrix.{key}, which plan --json lacks"
+        );
+        checked += 1;
+    }
+    let outputs = yaml["jobs"]["plan"]["outputs"].as_mapping().unwrap();
+    for part in text.split("needs.plan.outputs.").skip(1) {
+        let key = ident(part);
+        assert!(
+            outputs.contains_key(key.as_str()),
+            "the workflow reads needs.plan.outputs.{key}, which the plan job does not set"
+        );
+    }
+    for part in text.split("fromJson(").skip(1) {
+        let arg = part.split(')').next().unwrap();
+        assert!(
+            arg.starts_with("needs.plan.outputs."),
+            "fromJson({arg}) reads something other than the plan"
+        );
+    }
+    let mut plan_script = String::new();
+    for step in yaml["jobs"]["plan"]["steps"].as_sequence().unwrap() {
+        plan_script.push_str(step["run"].as_str().unwrap_or_default());
+    }
+    for part in plan_script.split(".include[].").skip(1) {
+        let key = ident(part);
+        assert!(
+            resolve(&key),
+            "the plan job's jq reads .include[].{key}, which plan --json lacks"
+        );
+        checked += 1;
+    }
+    for part in plan_script.split("\\(.").skip(1) {
+        let key = ident(part);
+        assert!(
+            resolve(&key),
+            "the plan job's jq reads .{key}, which plan --json lacks"
+        );
+        checked += 1;
+    }
+    assert!(
+        checked >= 15,
+        "expected the workflow to read the plan ({checked} reads)"
+    );
+    // The runner and timeout are what GitHub needs: a label and a number.
+    for e in entries {
+        assert!(e["runner"].as_str().is_some_and(|r| !r.is_empty()));
+        assert!(
+            e["timeout_minutes"]
+                .as_u64()
+                .is_some_and(|t| (1..=360).contains(&t))
+        );
+        assert_eq!(e["estimate"]["kind"], "estimate");
+    }
+}
+
+/// The real model's plan: its per-layer measurements give the LLM splits' timeouts, unknown
+/// input sizes keep the larger runner, and an estimate beyond the runner blocks the entry.
+#[test]
+fn plan_sizes_entries_from_bytes_and_measurements() {
+    let p = Scratch::tiny();
+    let model = "molmoact2-libero-lp-vtp-sd";
+    let plan = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["plan", "--json", "--model", model];
+        args.extend_from_slice(extra);
+        let run = p.run(&args);
+        run.assert_code(0);
+        serde_json::from_str(run.stdout.trim()).unwrap()
+    };
+    let v = plan(&[]);
+    let by = |v: &serde_json::Value, c: &str| {
+        v["include"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["component"] == c)
+            .unwrap()
+            .clone()
+    };
+    let llm = by(&v, "llm_split0");
+    assert_eq!(llm["input_bytes"], "unknown");
+    assert_eq!(llm["needs_fetch"], true);
+    // 20 min + 9 × (10 + 144) s = 43.1 min; timeout 1.5 × + 10.
+    assert_eq!(llm["estimate"]["minutes"], 43.1);
+    assert_eq!(llm["timeout_minutes"], 75);
+    let vision = by(&v, "vision");
+    assert_eq!(vision["estimate"]["minutes_is_lower_bound"], true);
+    assert_eq!(vision["timeout_minutes"], 360);
+    assert_eq!(
+        by(&plan(&["--large-runner", "big"]), "vision")["runner"],
+        "big"
+    );
+
+    // Sizes from a published manifest: 6 GB of weights do not fit the standard runner.
+    let manifest = serde_json::json!({
+        "format": "x", "model": model,
+        "files": [
+            {"path": "onnx/llm_split0/llm_split0.onnx", "bytes": 1000000, "sha256": "a", "role": "onnx"},
+            {"path": "onnx/llm_split0/llm_split0.onnx.data", "bytes": 6000000000u64, "sha256": "b", "role": "onnx"},
+            {"path": "golden/llm_split0_io.npz", "bytes": 50000000, "sha256": "c", "role": "golden"},
+            {"path": "ctx/llm_split0_socid77_archv73.bin", "bytes": 3000000000u64, "sha256": "d", "role": "ctx"}
+        ]
+    });
+    std::fs::create_dir_all(p.path("published")).unwrap();
+    std::fs::write(p.path("published/manifest.json"), manifest.to_string()).unwrap();
+    let m = p.path("published/manifest.json");
+    let m = m.to_str().unwrap();
+    let standard = by(&plan(&["--manifest", m]), "llm_split0");
+    assert_eq!(standard["input_bytes"], 6_051_000_000u64);
+    assert_eq!(standard["input_bytes_source"], "published manifest.json");
+    assert_eq!(standard["runner"], "ubuntu-24.04");
+    let blocker = standard["blocker"].as_str().unwrap();
+    assert!(
+        blocker.contains("LARGE_RUNNER") && blocker.contains("(estimates)"),
+        "{blocker}"
+    );
+    let large = by(
+        &plan(&["--manifest", m, "--large-runner", "big"]),
+        "llm_split0",
+    );
+    assert_eq!(large["runner"], "big");
+    assert_eq!(large["blocker"], "");
+    let small = by(
+        &plan(&[
+            "--manifest",
+            m,
+            "--large-runner",
+            "big",
+            "--large-runner-memory-gb",
+            "8",
+        ]),
+        "llm_split0",
+    );
+    assert!(
+        small["blocker"]
+            .as_str()
+            .unwrap()
+            .contains("more than the larger runner `big`")
+    );
 }
 
 /// The Hub as it really is: every repository has a `.gitattributes` that downloads bring along,

@@ -22,7 +22,8 @@ pub struct Fetch {
     /// Only the build inputs (ONNX + external data, golden tensors, trace), no `ctx/` files.
     #[arg(long)]
     inputs_only: bool,
-    /// Print the content key of the selected files (needs `--only`) and lay nothing out.
+    /// Print the content key of the selected files (needs `--only` or `--inputs-only`) and lay
+    /// nothing out.
     #[arg(long)]
     cache_key: bool,
 }

@@ -48,7 +48,12 @@ impl MergeReports {
                 }
                 for c in &report.components {
                     if !order.contains(&c.component.as_str()) {
-                        bail!("{}: model `{}` has no component `{}`", file.display(), sel.name(), c.component);
+                        bail!(
+                            "{}: model `{}` has no component `{}`",
+                            file.display(),
+                            sel.name(),
+                            c.component
+                        );
                     }
                 }
                 merged = Some(match merged {
@@ -57,7 +62,12 @@ impl MergeReports {
                         let twice: Vec<&str> = report
                             .components
                             .iter()
-                            .filter(|c| earlier.components.iter().any(|e| e.component == c.component))
+                            .filter(|c| {
+                                earlier
+                                    .components
+                                    .iter()
+                                    .any(|e| e.component == c.component)
+                            })
                             .map(|c| c.component.as_str())
                             .collect();
                         if !twice.is_empty() {
@@ -94,7 +104,11 @@ impl MergeReports {
                         .map(|c| c.component.as_str())
                         .collect::<Vec<_>>()
                         .join(", "),
-                    if report.pass { "all passed" } else { "NOT all passed" }
+                    if report.pass {
+                        "all passed"
+                    } else {
+                        "NOT all passed"
+                    }
                 );
                 pass &= report.pass;
                 merged_any = true;

@@ -58,7 +58,10 @@ impl Plan {
         let model = &sel.model;
         for name in model.file.estimate.keys() {
             if !model.components.iter().any(|c| c.name() == name) {
-                bail!("[estimate.{name}] in model.toml: model `{}` has no component `{name}`", sel.name());
+                bail!(
+                    "[estimate.{name}] in model.toml: model `{}` has no component `{name}`",
+                    sel.name()
+                );
             }
         }
         let manifest = match &self.manifest {

@@ -82,7 +82,9 @@ pub fn estimate(bytes: Option<(u64, u64)>, per_layer: Option<&ComponentEstimate>
                     Some(s) => per += s,
                     None => {
                         partial = true;
-                        basis.push(format!("{what} per layer not measured: the duration is a lower bound"));
+                        basis.push(format!(
+                            "{what} per layer not measured: the duration is a lower bound"
+                        ));
                     }
                 }
             }
@@ -110,7 +112,9 @@ impl Estimate {
     /// 1.5 × the estimate + 10 min, capped at GitHub's 6 h; 6 h when unknown or a lower bound.
     pub fn timeout_minutes(&self) -> u32 {
         match self.minutes {
-            Some(m) if !self.minutes_partial => ((m * 1.5 + 10.0).ceil() as u32).min(MAX_JOB_MINUTES),
+            Some(m) if !self.minutes_partial => {
+                ((m * 1.5 + 10.0).ceil() as u32).min(MAX_JOB_MINUTES)
+            }
             _ => MAX_JOB_MINUTES,
         }
     }
@@ -133,7 +137,11 @@ impl Estimate {
 
     fn needs(&self) -> String {
         let f = |v: Option<f64>| v.map_or("unknown".to_string(), |v| format!("{v:.1} GB"));
-        format!("~{} memory, ~{} disk (estimates)", f(self.memory_gb), f(self.disk_gb))
+        format!(
+            "~{} memory, ~{} disk (estimates)",
+            f(self.memory_gb),
+            f(self.disk_gb)
+        )
     }
 }
 
@@ -143,16 +151,27 @@ impl Runners {
     /// when there is one. A duration over 6 h blocks on any GitHub-hosted runner.
     pub fn choose(&self, est: &Estimate) -> Choice {
         let unknown = est.memory_gb.is_none();
-        let mut choice = if est.fits(STANDARD_MEMORY_GB, STANDARD_DISK_GB) && !(unknown && self.large.is_some()) {
-            Choice { label: STANDARD.into(), blocker: None }
+        let mut choice = if est.fits(STANDARD_MEMORY_GB, STANDARD_DISK_GB)
+            && !(unknown && self.large.is_some())
+        {
+            Choice {
+                label: STANDARD.into(),
+                blocker: None,
+            }
         } else {
             match &self.large {
-                Some(r) if est.fits(r.memory_gb, r.disk_gb) => Choice { label: r.label.clone(), blocker: None },
+                Some(r) if est.fits(r.memory_gb, r.disk_gb) => Choice {
+                    label: r.label.clone(),
+                    blocker: None,
+                },
                 Some(r) => Choice {
                     label: r.label.clone(),
                     blocker: Some(format!(
                         "needs {}, more than the larger runner `{}` has ({} GB memory, {} GB disk)",
-                        est.needs(), r.label, r.memory_gb, r.disk_gb
+                        est.needs(),
+                        r.label,
+                        r.memory_gb,
+                        r.disk_gb
                     )),
                 },
                 None => Choice {
@@ -165,7 +184,9 @@ impl Runners {
             }
         };
         if let Some(m) = est.minutes.filter(|m| *m > MAX_JOB_MINUTES as f64) {
-            let msg = format!("an estimated {m:.0} min exceeds GitHub's {MAX_JOB_MINUTES}-minute job limit");
+            let msg = format!(
+                "an estimated {m:.0} min exceeds GitHub's {MAX_JOB_MINUTES}-minute job limit"
+            );
             choice.blocker = Some(match choice.blocker {
                 Some(b) => format!("{b}; {msg}"),
                 None => msg,
