@@ -56,11 +56,7 @@ fn the_schema_refuses_structural_errors() {
             "    runs-on: ${{ matrix.runner }}",
             "    run-on: ${{ matrix.runner }}",
         ),
-        (
-            "needs as a number",
-            "    needs: plan\n",
-            "    needs: 3\n",
-        ),
+        ("needs as a number", "    needs: plan\n", "    needs: 3\n"),
         (
             "an unknown top-level key",
             "\njobs:\n",
