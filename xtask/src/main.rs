@@ -45,6 +45,8 @@ enum Command {
     Release(commands::release::Release),
     /// Download a published bundle with `hf download` and lay it out for a model.
     Fetch(commands::fetch::Fetch),
+    /// Merge the per-component parity reports of CI matrix entries into the model's reports.
+    MergeReports(commands::merge_reports::MergeReports),
     /// Find the first operator where a QNN backend diverges from ONNX Runtime's CPU EP.
     Bisect(commands::bisect::Bisect),
     /// Scan golden and intermediate tensors for values fp16 on the HTP cannot hold.
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
             Command::Bench(cmd) => cmd.run(&ctx),
             Command::Run(cmd) => cmd.run(&ctx),
             Command::Package(cmd) => cmd.run(&ctx),
+            Command::MergeReports(cmd) => cmd.run(&ctx),
             Command::Verify(cmd) => cmd.run(&ctx),
             Command::Release(cmd) => cmd.run(&ctx),
             Command::Fetch(cmd) => cmd.run(&ctx),

@@ -59,11 +59,20 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest> {
 
 /// Changed, missing and extra files, each named (every file is re-hashed in full).
 pub fn check_files(dir: &Path) -> Result<Vec<String>> {
+    check_files_matching(dir, &|_| true)
+}
+
+/// `check_files` for a partial download: only the listed files `selected` accepts must be
+/// present and intact; any file present must still be listed (or be the Hub's own).
+pub fn check_files_matching(dir: &Path, selected: &dyn Fn(&str) -> bool) -> Result<Vec<String>> {
     let manifest = read_manifest(dir)?;
     let mut problems = Vec::new();
     let mut listed = BTreeSet::new();
     for f in &manifest.files {
         listed.insert(f.path.clone());
+        if !selected(&f.path) {
+            continue;
+        }
         let path = dir.join(&f.path);
         match std::fs::metadata(&path) {
             Err(_) => problems.push(format!("missing: {}", f.path)),

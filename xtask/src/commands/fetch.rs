@@ -1,31 +1,83 @@
-//! `cargo xtask fetch --repo OWNER/NAME [--model M]`: downloads a published bundle and lays
-//! it out for the model's recipes (see `bundle::fetch`).
+//! `cargo xtask fetch [--repo OWNER/NAME] [--model M] [--only C,..] [--inputs-only]`: downloads a
+//! published bundle (or only some components' files) and lays it out for the model's recipes
+//! (see `bundle::fetch`). The repository comes from `--repo` or the recipe's
+//! `[model] source_repo`. `--cache-key` prints the content key of the selection (for a CI
+//! cache) after downloading only the manifest.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 
 use super::{Ctx, Outcome};
-use crate::bundle::fetch::{FetchRequest, fetch};
-use crate::recipe::load_model;
+use crate::bundle::fetch::{FetchRequest, cache_key, fetch};
 
 #[derive(clap::Args)]
 pub struct Fetch {
+    /// The Hugging Face repository; default: the recipe's `[model] source_repo`.
     #[arg(long)]
-    repo: String,
-    #[arg(long, default_value = "tiny")]
-    model: String,
+    repo: Option<String>,
+    #[command(flatten)]
+    sel: super::ModelArgs,
+    /// Branch, tag or commit; default: the recipe's `[model] source_revision`, else `main`.
     #[arg(long)]
     revision: Option<String>,
+    /// Only the build inputs (ONNX + external data, golden tensors, trace), no `ctx/` files.
+    #[arg(long)]
+    inputs_only: bool,
+    /// Print the content key of the selected files (needs `--only` or `--inputs-only`) and lay
+    /// nothing out.
+    #[arg(long)]
+    cache_key: bool,
 }
 
 impl Fetch {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
-        let model = load_model(&ctx.root, &self.model)?;
-        fetch(&FetchRequest {
+        let sel = self.sel.select(ctx)?;
+        let model = &sel.model;
+        let section = &model.file.model;
+        let Some(repo) = self.repo.as_deref().or(section.source_repo.as_deref()) else {
+            bail!(
+                "no repository to fetch model `{}` from: pass `--repo OWNER/NAME` (in CI: the HF_REPO variable) or set `source_repo = \"OWNER/NAME\"` under [model] in recipes/{}/model.toml",
+                sel.name(),
+                sel.name()
+            );
+        };
+        let req = FetchRequest {
             root: &ctx.root,
-            repo: &self.repo,
-            revision: self.revision.as_deref(),
-            model: &model,
-        })?;
+            repo,
+            revision: self
+                .revision
+                .as_deref()
+                .or(section.source_revision.as_deref()),
+            model,
+            only: (!self.sel.only.is_empty()).then(|| sel.components()),
+            inputs_only: self.inputs_only,
+        };
+        if self.cache_key {
+            crate::outln!("{}", cache_key(&req)?);
+            return Ok(Outcome::Success);
+        }
+        fetch(&req)?;
+        // What the recipes need and the bundle did not hold: named, with how to provide it.
+        let missing: Vec<String> = sel
+            .components()
+            .iter()
+            .flat_map(|c| {
+                crate::recipe::missing_files(&ctx.root, c)
+                    .into_iter()
+                    .map(move |p| format!("  {} ({})", p.display(), c.name()))
+            })
+            .collect();
+        if !missing.is_empty() {
+            bail!(
+                "{repo} does not provide {} input file(s) of model `{}`:\n{}\nhow to provide them: {}",
+                missing.len(),
+                sel.name(),
+                missing.join("\n"),
+                section
+                    .obtain
+                    .as_deref()
+                    .unwrap_or("publish a bundle that holds them, or see the model's recipes")
+            );
+        }
         Ok(Outcome::Success)
     }
 }

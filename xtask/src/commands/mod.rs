@@ -6,6 +6,7 @@ pub mod build_ctx;
 pub mod doctor;
 pub mod fetch;
 pub mod lint_fp16;
+pub mod merge_reports;
 pub mod package;
 pub mod parity;
 pub mod plan;

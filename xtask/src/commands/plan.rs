@@ -1,12 +1,22 @@
 //! `cargo xtask plan [--json]`: the build plan without running anything. `--json` prints it as
 //! a CI matrix (`{"include": [...]}`, one entry per component and SoC) for runners that each
-//! build one entry (`cargo xtask build-ctx --soc … --only …`) and upload its artifacts.
+//! fetch one entry's inputs, build it (`cargo xtask build-ctx --soc … --only …`), run its
+//! parity and upload its artifacts. Each entry carries its input bytes, ESTIMATES of its peak
+//! memory, disk and duration (with their basis, see `sizing`), the runner label they need and
+//! the job's timeout; an entry that fits no runner carries a `blocker` message instead.
 
-use anyhow::Result;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
 
 use super::{Ctx, Outcome};
 use crate::build::plan::artifacts;
+use crate::bundle::fetch::{component_patterns, glob_match};
+use crate::recipe::{Component, Model};
 use crate::target::soc::parse_soc;
+
+#[path = "plan_sizing.rs"]
+mod sizing;
 
 #[derive(clap::Args)]
 pub struct Plan {
@@ -18,12 +28,55 @@ pub struct Plan {
     /// Print the CI matrix as JSON.
     #[arg(long)]
     json: bool,
+    /// A published bundle's `manifest.json`: the byte sizes of inputs not on disk here.
+    #[arg(long)]
+    manifest: Option<std::path::PathBuf>,
+    /// The label of a larger runner for entries the standard runner cannot hold (CI:
+    /// `vars.LARGE_RUNNER`; empty means none).
+    #[arg(long, default_value = "")]
+    large_runner: String,
+    /// Memory of the larger runner, GB (default: GitHub's 16-core larger Linux runner).
+    #[arg(long, default_value_t = 64.0)]
+    large_runner_memory_gb: f64,
+    /// Free disk of the larger runner, GB.
+    #[arg(long, default_value_t = 600.0)]
+    large_runner_disk_gb: f64,
+}
+
+/// Bytes of a component's inputs and where the figure comes from.
+struct InputBytes {
+    /// ONNX graph + external data.
+    weights: u64,
+    /// Weights + golden tensors (+ the trace for the vision-owning component).
+    total: u64,
+    source: &'static str,
 }
 
 impl Plan {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         let sel = self.sel.select(ctx)?;
         let model = &sel.model;
+        for name in model.file.estimate.keys() {
+            if !model.components.iter().any(|c| c.name() == name) {
+                bail!(
+                    "[estimate.{name}] in model.toml: model `{}` has no component `{name}`",
+                    sel.name()
+                );
+            }
+        }
+        let manifest = match &self.manifest {
+            Some(p) => Some(crate::bundle::manifest::read_manifest(
+                p.parent().context("--manifest needs a file path")?,
+            )?),
+            None => None,
+        };
+        let runners = sizing::Runners {
+            large: (!self.large_runner.trim().is_empty()).then(|| sizing::Runner {
+                label: self.large_runner.trim().to_string(),
+                memory_gb: self.large_runner_memory_gb,
+                disk_gb: self.large_runner_disk_gb,
+            }),
+        };
         let comps = sel.components();
         let socs = if self.soc.is_empty() {
             vec![model.file.target.soc.to_string()]
@@ -34,13 +87,29 @@ impl Plan {
         for soc in &socs {
             let soc = parse_soc(soc)?;
             for comp in &comps {
-                let art = artifacts(&self.sel.model, comp.name(), &soc);
+                let name = comp.name();
+                let art = artifacts(sel.name(), name, &soc);
+                let on_disk = crate::recipe::missing_files(&ctx.root, comp).is_empty();
+                let bytes = input_bytes(&ctx.root, model, comp, manifest.as_ref())?;
+                let est = sizing::estimate(
+                    bytes.as_ref().map(|b| (b.weights, b.total)),
+                    model.file.estimate.get(name),
+                );
+                let choice = runners.choose(&est);
                 include.push(serde_json::json!({
-                    "model": self.sel.model,
-                    "component": comp.name(),
+                    "model": sel.name(),
+                    "component": name,
                     "soc": soc.id,
-                    "build": format!("cargo xtask build-ctx --soc {} --model {} --only {}", soc.id, self.sel.model, comp.name()),
+                    "build": format!("cargo xtask build-ctx --soc {} --model {} --only {name}", soc.id, sel.name()),
                     "artifacts": [art.dlc, art.bin, art.wrapper, art.record],
+                    "needs_fetch": !on_disk,
+                    "input_paths": input_paths(model, comp).join("\n"),
+                    "input_bytes": bytes.as_ref().map_or(serde_json::json!("unknown"), |b| b.total.into()),
+                    "input_bytes_source": bytes.as_ref().map_or("unknown (not on disk, no --manifest)", |b| b.source),
+                    "estimate": est.json(),
+                    "runner": choice.label,
+                    "timeout_minutes": est.timeout_minutes(),
+                    "blocker": choice.blocker.unwrap_or_default(),
                 }));
             }
         }
@@ -48,9 +117,81 @@ impl Plan {
             crate::outln!("{}", serde_json::json!({ "include": include }));
         } else {
             for e in &include {
-                crate::outln!("{}", e["build"].as_str().unwrap_or_default());
+                crate::outln!(
+                    "{}   # runner {}, timeout {} min{}",
+                    e["build"].as_str().unwrap_or_default(),
+                    e["runner"].as_str().unwrap_or_default(),
+                    e["timeout_minutes"],
+                    match e["blocker"].as_str() {
+                        Some(b) if !b.is_empty() => format!(" — BLOCKED: {b}"),
+                        _ => String::new(),
+                    }
+                );
             }
         }
         Ok(Outcome::Success)
     }
+}
+
+/// The input bytes: from the files on disk when all are there, else from the published
+/// manifest's entries for the component, else unknown.
+fn input_bytes(
+    root: &Path,
+    model: &Model,
+    comp: &Component,
+    manifest: Option<&crate::bundle::manifest::Manifest>,
+) -> Result<Option<InputBytes>> {
+    let onnx = &comp.file.component.onnx;
+    if crate::recipe::missing_files(root, comp).is_empty() {
+        let size = |p: &Path| std::fs::metadata(root.join(p)).map_or(0, |m| m.len());
+        let mut weights = size(onnx);
+        for data in crate::build::plan::external_data(root, onnx)? {
+            weights += size(&data);
+        }
+        let mut total = weights + size(&comp.file.golden.file);
+        if let Some(host) = model.file.host.as_ref().filter(|h| h.vision == comp.name()) {
+            total += size(&host.trace);
+        }
+        return Ok(Some(InputBytes {
+            weights,
+            total,
+            source: "files on disk",
+        }));
+    }
+    let Some(manifest) = manifest else {
+        return Ok(None);
+    };
+    let pats = component_patterns(model, comp, true);
+    let (mut weights, mut total, mut any) = (0, 0, false);
+    for f in &manifest.files {
+        if pats.iter().any(|p| glob_match(p, &f.path)) {
+            any = true;
+            total += f.bytes;
+            if f.path.starts_with("onnx/") {
+                weights += f.bytes;
+            }
+        }
+    }
+    Ok(any.then_some(InputBytes {
+        weights,
+        total,
+        source: "published manifest.json",
+    }))
+}
+
+/// Where the component's inputs lie once fetched (the CI cache's paths).
+fn input_paths(model: &Model, comp: &Component) -> Vec<String> {
+    let onnx = &comp.file.component.onnx;
+    let dir = onnx.parent().unwrap_or(Path::new(""));
+    let mut paths = vec![if dir.file_name().is_some_and(|d| d == comp.name()) {
+        format!("{}/", dir.display())
+    } else {
+        format!("{}/{}*", dir.display(), comp.name())
+    }];
+    paths.push(comp.file.golden.file.display().to_string());
+    if let Some(host) = model.file.host.as_ref().filter(|h| h.vision == comp.name()) {
+        let tdir = host.trace.parent().unwrap_or(Path::new(""));
+        paths.push(format!("{}/trace*", tdir.display()));
+    }
+    paths
 }

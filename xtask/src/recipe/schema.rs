@@ -24,6 +24,25 @@ pub struct ModelFile {
     pub parity: ModelParity,
     #[serde(default)]
     pub package: PackageSection,
+    /// Per component (by name), what its CI job's duration is estimated from (`plan --json`).
+    #[serde(default)]
+    pub estimate: BTreeMap<String, ComponentEstimate>,
+}
+
+/// Measured per-layer durations of a component's slow steps, with where they were measured;
+/// `plan --json` multiplies them by `layers` (absent figures are reported as unknown).
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentEstimate {
+    pub layers: u32,
+    /// Seconds of HTP context compilation per layer.
+    #[serde(default)]
+    pub htp_compile_s_per_layer: Option<f64>,
+    /// Seconds of HTP parity (emulated on x86_64) per layer.
+    #[serde(default)]
+    pub htp_parity_s_per_layer: Option<f64>,
+    /// Where the figures come from (printed with the estimate).
+    pub basis: String,
 }
 
 /// What `cargo xtask package` puts in the bundle besides the context binaries.
@@ -64,6 +83,13 @@ pub struct ModelSection {
     /// How to obtain files that are not in the repository (printed when they are missing).
     #[serde(default)]
     pub obtain: Option<String>,
+    /// The Hugging Face repository (`OWNER/NAME`) of the published bundle `fetch` downloads
+    /// when no `--repo` is given.
+    #[serde(default)]
+    pub source_repo: Option<String>,
+    /// Its revision (branch, tag or commit) when no `--revision` is given.
+    #[serde(default)]
+    pub source_revision: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]

@@ -1,0 +1,126 @@
+//! `cargo xtask merge-reports --model M DIR...`: the parity reports that CI matrix entries wrote
+//! with `parity --only <component>` (each DIR one entry's `reports/<model>/`), merged per
+//! backend into `reports/<model>/parity-<backend>.{json,md}` as one run over all of them would
+//! have written (`ParityReport::merge_earlier`). Nothing is re-run; each component keeps its own
+//! figures, hashes and time. A component measured by two entries, a report of another model, or
+//! entries run with different tool versions are refused.
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+
+use super::{Ctx, Outcome};
+use crate::parity::report::{ParityReport, write_parity_report};
+
+#[derive(clap::Args)]
+pub struct MergeReports {
+    #[command(flatten)]
+    sel: super::ModelArgs,
+    /// Folders holding `parity-<backend>.json` reports (one per matrix entry).
+    #[arg(required = true)]
+    dirs: Vec<PathBuf>,
+}
+
+impl MergeReports {
+    pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        let sel = self.sel.select(ctx)?;
+        let order: Vec<&str> = sel.model.components.iter().map(|c| c.name()).collect();
+        let out = crate::project::reports_dir(&ctx.root, sel.name());
+        let mut pass = true;
+        let mut merged_any = false;
+        for backend in ["ort", "cpu", "htp"] {
+            let mut merged: Option<ParityReport> = None;
+            for dir in &self.dirs {
+                let file = dir.join(format!("parity-{backend}.json"));
+                if !file.is_file() {
+                    continue;
+                }
+                let Some(report) = ParityReport::read(dir, backend) else {
+                    bail!("{} is not a parity report", file.display());
+                };
+                if report.model != sel.name() {
+                    bail!(
+                        "{} is a report of model `{}`, not `{}`",
+                        file.display(),
+                        report.model,
+                        sel.name()
+                    );
+                }
+                for c in &report.components {
+                    if !order.contains(&c.component.as_str()) {
+                        bail!(
+                            "{}: model `{}` has no component `{}`",
+                            file.display(),
+                            sel.name(),
+                            c.component
+                        );
+                    }
+                }
+                merged = Some(match merged {
+                    None => report,
+                    Some(earlier) => {
+                        let twice: Vec<&str> = report
+                            .components
+                            .iter()
+                            .filter(|c| {
+                                earlier
+                                    .components
+                                    .iter()
+                                    .any(|e| e.component == c.component)
+                            })
+                            .map(|c| c.component.as_str())
+                            .collect();
+                        if !twice.is_empty() {
+                            bail!(
+                                "{} measures {} again on `{backend}`: each component must come from one entry",
+                                file.display(),
+                                twice.join(", ")
+                            );
+                        }
+                        let (a, b) = (
+                            serde_json::to_value(&earlier.versions)?,
+                            serde_json::to_value(&report.versions)?,
+                        );
+                        if a != b {
+                            bail!(
+                                "{} was run with other tools than the reports before it ({b} vs {a}): not one release",
+                                file.display()
+                            );
+                        }
+                        let mut report = report;
+                        report.merge_earlier(Some(earlier), &order);
+                        report
+                    }
+                });
+            }
+            if let Some(report) = merged {
+                write_parity_report(&out, &report)?;
+                crate::outln!(
+                    "parity-{backend}: {} component(s) merged ({}), {}",
+                    report.components.len(),
+                    report
+                        .components
+                        .iter()
+                        .map(|c| c.component.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if report.pass {
+                        "all passed"
+                    } else {
+                        "NOT all passed"
+                    }
+                );
+                pass &= report.pass;
+                merged_any = true;
+            }
+        }
+        if !merged_any {
+            bail!("no parity-<backend>.json in any of the given folders");
+        }
+        Ok(if pass {
+            Outcome::Success
+        } else {
+            Outcome::GateFailed
+        })
+    }
+}

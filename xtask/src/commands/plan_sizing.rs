@@ -1,0 +1,197 @@
+//! Runner sizing of a CI matrix entry: ESTIMATES of peak memory, disk and duration from the
+//! entry's input bytes and the recipe's measured per-layer durations, and the runner they need.
+//!
+//! Basis (stated with every estimate in `plan --json`):
+//! - Peak memory ≈ 0.5 GB + 3 × W, W = ONNX + external-data bytes. The 0.5 GB is measured: the
+//!   tiny model's `build-ctx`, `parity --backend cpu` and `--backend htp` peaked at 41–298 MB
+//!   RSS per command (`/usr/bin/time -v`, one component each, weights < 1 MB, so this is the
+//!   runtime's own footprint). The factor 3 (graph + converted DLC + fp16 context held at once)
+//!   is an ASSUMPTION: no real-width step's peak RSS has been measured yet.
+//! - Disk ≈ 2 GB + 2 × B + 1.5 × W, B = W + golden (+ trace): the tool's release build and the
+//!   QNN runtime (1.3 GB + 0.4 GB measured here), the download staged then laid out (2 × B),
+//!   the f32 DLC (≈ W) and the fp16 context binary (≈ W / 2).
+//! - Duration ≈ 20 min setup (assumed: tool build, runtime bootstrap, download) + layers ×
+//!   (HTP compile + HTP parity emulation per layer) from the recipe's `[estimate.<component>]`
+//!   (measured on 2 cores, emulated HTP); convert and CPU parity are not measured and not added.
+
+use serde_json::{Value, json};
+
+use crate::recipe::ComponentEstimate;
+
+const GB: f64 = 1e9;
+/// GitHub's standard hosted Linux runner (ubuntu-24.04): 16 GB memory, ~14 GB free disk
+/// before the workflow frees preinstalled toolchains (the freed space is margin, not counted).
+pub const STANDARD: &str = "ubuntu-24.04";
+const STANDARD_MEMORY_GB: f64 = 16.0;
+const STANDARD_DISK_GB: f64 = 14.0;
+/// A GitHub-hosted job stops after 6 hours.
+const MAX_JOB_MINUTES: u32 = 360;
+const SETUP_MINUTES: f64 = 20.0;
+
+pub struct Runner {
+    pub label: String,
+    pub memory_gb: f64,
+    pub disk_gb: f64,
+}
+
+pub struct Runners {
+    pub large: Option<Runner>,
+}
+
+pub struct Choice {
+    pub label: String,
+    pub blocker: Option<String>,
+}
+
+pub struct Estimate {
+    memory_gb: Option<f64>,
+    disk_gb: Option<f64>,
+    minutes: Option<f64>,
+    /// Whether `minutes` is only a lower bound (a slow step's figure is missing).
+    minutes_partial: bool,
+    basis: Vec<String>,
+}
+
+pub fn estimate(bytes: Option<(u64, u64)>, per_layer: Option<&ComponentEstimate>) -> Estimate {
+    let mut basis = vec![];
+    let (memory_gb, disk_gb) = match bytes {
+        Some((w, b)) => {
+            let (w, b) = (w as f64 / GB, b as f64 / GB);
+            basis.push(format!(
+                "peak memory ≈ 0.5 GB (measured runtime footprint) + 3 × {w:.3} GB ONNX+external data (factor assumed, not measured)"
+            ));
+            basis.push(format!(
+                "disk ≈ 2 GB tool+runtime + 2 × {b:.3} GB inputs (staged, laid out) + 1.5 × {w:.3} GB (DLC + fp16 context)"
+            ));
+            (Some(0.5 + 3.0 * w), Some(2.0 + 2.0 * b + 1.5 * w))
+        }
+        None => {
+            basis.push("memory and disk unknown: the inputs are not on disk and no --manifest gave their sizes".into());
+            (None, None)
+        }
+    };
+    let (minutes, minutes_partial) = match per_layer {
+        Some(e) => {
+            let mut per = 0.0;
+            let mut partial = false;
+            for (what, s) in [
+                ("HTP compile", e.htp_compile_s_per_layer),
+                ("HTP parity (emulated)", e.htp_parity_s_per_layer),
+            ] {
+                match s {
+                    Some(s) => per += s,
+                    None => {
+                        partial = true;
+                        basis.push(format!(
+                            "{what} per layer not measured: the duration is a lower bound"
+                        ));
+                    }
+                }
+            }
+            basis.push(format!(
+                "duration ≈ {SETUP_MINUTES} min setup (assumed) + {} layers × {per:.0} s ({})",
+                e.layers, e.basis
+            ));
+            (Some(SETUP_MINUTES + e.layers as f64 * per / 60.0), partial)
+        }
+        None => {
+            basis.push("duration unknown: no [estimate] for this component in model.toml".into());
+            (None, false)
+        }
+    };
+    Estimate {
+        memory_gb,
+        disk_gb,
+        minutes,
+        minutes_partial,
+        basis,
+    }
+}
+
+impl Estimate {
+    /// 1.5 × the estimate + 10 min, capped at GitHub's 6 h; 6 h when unknown or a lower bound.
+    pub fn timeout_minutes(&self) -> u32 {
+        match self.minutes {
+            Some(m) if !self.minutes_partial => {
+                ((m * 1.5 + 10.0).ceil() as u32).min(MAX_JOB_MINUTES)
+            }
+            _ => MAX_JOB_MINUTES,
+        }
+    }
+
+    pub fn json(&self) -> Value {
+        let num = |v: Option<f64>| v.map_or(json!("unknown"), |v| json!((v * 10.0).ceil() / 10.0));
+        json!({
+            "kind": "estimate",
+            "peak_memory_gb": num(self.memory_gb),
+            "disk_gb": num(self.disk_gb),
+            "minutes": num(self.minutes),
+            "minutes_is_lower_bound": self.minutes_partial,
+            "basis": self.basis,
+        })
+    }
+
+    fn fits(&self, memory_gb: f64, disk_gb: f64) -> bool {
+        self.memory_gb.is_none_or(|m| m <= memory_gb) && self.disk_gb.is_none_or(|d| d <= disk_gb)
+    }
+
+    fn needs(&self) -> String {
+        let f = |v: Option<f64>| v.map_or("unknown".to_string(), |v| format!("{v:.1} GB"));
+        format!(
+            "~{} memory, ~{} disk (estimates)",
+            f(self.memory_gb),
+            f(self.disk_gb)
+        )
+    }
+}
+
+impl Runners {
+    /// The standard runner when the estimate fits it; else the larger one when configured and
+    /// it fits; else a blocker naming what is needed. Unknown sizes take the larger runner
+    /// when there is one. A duration over 6 h blocks on any GitHub-hosted runner.
+    pub fn choose(&self, est: &Estimate) -> Choice {
+        let unknown = est.memory_gb.is_none();
+        let mut choice = if est.fits(STANDARD_MEMORY_GB, STANDARD_DISK_GB)
+            && !(unknown && self.large.is_some())
+        {
+            Choice {
+                label: STANDARD.into(),
+                blocker: None,
+            }
+        } else {
+            match &self.large {
+                Some(r) if est.fits(r.memory_gb, r.disk_gb) => Choice {
+                    label: r.label.clone(),
+                    blocker: None,
+                },
+                Some(r) => Choice {
+                    label: r.label.clone(),
+                    blocker: Some(format!(
+                        "needs {}, more than the larger runner `{}` has ({} GB memory, {} GB disk)",
+                        est.needs(),
+                        r.label,
+                        r.memory_gb,
+                        r.disk_gb
+                    )),
+                },
+                None => Choice {
+                    label: STANDARD.into(),
+                    blocker: Some(format!(
+                        "needs {}, more than the standard runner has ({STANDARD_MEMORY_GB} GB memory, {STANDARD_DISK_GB} GB free disk): set the repository variable LARGE_RUNNER to a larger runner's label",
+                        est.needs()
+                    )),
+                },
+            }
+        };
+        if let Some(m) = est.minutes.filter(|m| *m > MAX_JOB_MINUTES as f64) {
+            let msg = format!(
+                "an estimated {m:.0} min exceeds GitHub's {MAX_JOB_MINUTES}-minute job limit"
+            );
+            choice.blocker = Some(match choice.blocker {
+                Some(b) => format!("{b}; {msg}"),
+                None => msg,
+            });
+        }
+        choice
+    }
+}
