@@ -3,6 +3,7 @@
 //! Markdown, `html`, `terminal`; latency percentiles in `latency`).
 
 pub mod html;
+pub mod introduced;
 pub mod latency;
 pub mod pipeline;
 pub mod report;

@@ -28,6 +28,10 @@ pub struct BoundaryParity {
     pub reasons: Vec<String>,
     /// True only when it was compared and passed (an ungated boundary is not a pass).
     pub pass: bool,
+    /// The same boundary with its component fed its golden inputs (teacher-forced chain).
+    pub golden_inputs: Option<Metrics>,
+    /// Share of the error its component introduced (`chain::introduced::introduced_share`).
+    pub introduced: Option<f64>,
 }
 
 impl BoundaryParity {
@@ -58,6 +62,8 @@ impl BoundaryParity {
             pass: judged.status == Status::Pass,
             status: judged.status,
             reasons: judged.reasons,
+            golden_inputs: None,
+            introduced: None,
         }
     }
 
@@ -213,6 +219,7 @@ pub fn markdown(r: &RunReport) -> String {
             fmt_cosine(c)
         );
     }
+    md.push_str(&super::introduced::markdown(r));
     let _ = writeln!(
         md,
         "\n## Per-layer K/V cosine\n\n| layer | keys | values |\n|---|---|---|"

@@ -17,16 +17,33 @@ impl RunReport {
                 ""
             }
         );
-        crate::outln!("  {:<40} {:>12} {:>11}", "boundary", "cosine", "max_abs");
+        crate::outln!(
+            "  {:<40} {:>12} {:>11} {:>14} {:>10}",
+            "boundary",
+            "cosine",
+            "max_abs",
+            "golden-inputs",
+            "introduced"
+        );
         for b in &self.run.boundaries {
             let (cos, max) = b.metrics.as_ref().map_or(("-".into(), "-".into()), |m| {
                 (m.shown_cosine(), format!("{:.3e}", m.max_abs_err))
             });
+            let forced = b
+                .golden_inputs
+                .as_ref()
+                .map_or("-".into(), |m| m.shown_cosine());
+            let share = b
+                .introduced
+                .map_or("-".into(), |s| format!("{:.0}%", s * 100.0));
             let mark = match b.status {
                 Status::Pass => String::new(),
                 _ => format!("  {}", b.result_word()),
             };
-            crate::outln!("  {:<40} {cos:>12} {max:>11}{mark}", b.name);
+            crate::outln!(
+                "  {:<40} {cos:>12} {max:>11} {forced:>14} {share:>10}{mark}",
+                b.name
+            );
         }
         if let (Some(err), Some(cos)) = (self.actions_max_abs_err, self.actions_cosine) {
             crate::outln!(

@@ -184,11 +184,11 @@ pub fn html(r: &BisectReport) -> String {
         .as_ref()
         .map_or("No divergence below the threshold.".to_string(), describe);
     let body = format!(
-        "<h1>bisect {} on {}</h1>\n<p>{}</p>\n<h2>Cosine along the graph</h2>\n{svg}\n<pre>{}</pre>\n",
+        "<h1>bisect {} on {}</h1>\n<p>{}</p>\n<h2>Cosine along the graph</h2>\n{svg}\n{}\n",
         esc(&r.component),
         esc(&r.backend),
         esc(&first),
-        esc(&markdown(r))
+        crate::report::html::markdown_to_html(&markdown(r))
     );
     html_page(&format!("bisect {}", r.component), &body)
 }
