@@ -10,3 +10,4 @@ pub mod report;
 pub mod run;
 pub mod sessions;
 pub mod terminal;
+pub mod whatif;

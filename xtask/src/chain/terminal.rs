@@ -83,11 +83,27 @@ impl RunReport {
         for f in &self.failures {
             crate::outln!("FAIL {f}");
         }
+        if let Some(a) = &self.run.attribution {
+            crate::outln!(
+                "which component to fix first ({} what-if chains, {:.0} ms): error of {} removed by running it in fp32:",
+                a.rows.len(),
+                a.took_ms,
+                a.boundary
+            );
+            for (i, r) in a.rows.iter().enumerate() {
+                crate::outln!(
+                    "  {}. {:<20} {:>7.1}%",
+                    i + 1,
+                    r.component,
+                    r.removed * 100.0
+                );
+            }
+        }
         crate::outln!(
-            "run {}: {}; report {dir}/run-{}.html",
+            "run {}: {}; report {dir}/{}.html",
             self.run.backend,
             if self.pass { "pass" } else { "FAIL" },
-            self.run.backend
+            self.stem()
         );
     }
 }
