@@ -84,6 +84,11 @@ fn the_html_report_is_self_contained_with_three_plots() {
         assert!(html.contains(id), "missing plot {id}");
     }
     assert_eq!(html.matches("<svg").count(), 3);
+    assert!(
+        html.contains("<table>") && !html.contains("<pre>") && !html.contains("|---|"),
+        "the figures are HTML tables, not Markdown source"
+    );
+    assert!(html.contains("golden inputs"), "both lines are plotted");
     let without_ns = html.replace("http://www.w3.org/2000/svg", "");
     assert!(
         !without_ns.contains("http://") && !without_ns.contains("https://"),
@@ -236,4 +241,45 @@ fn a_boundary_without_reference_is_listed_as_ungated() {
     );
     let report = read_json(&p.path("reports/tiny/run-ort.json"));
     assert_eq!(report["ungated"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn every_boundary_is_also_measured_on_its_golden_inputs() {
+    let p = Scratch::tiny();
+    let run = p.run(&["run", "--backend", "cpu", "--iters", "1", "--warmup", "0"]);
+    run.assert_code(0);
+    assert!(run.stdout.contains("golden-inputs"), "{}", run.all());
+    let report = read_json(&p.path("reports/tiny/run-cpu.json"));
+    for b in report["boundaries"].as_array().unwrap() {
+        let forced = b["golden_inputs"]["rel_l2_err"].as_f64();
+        assert!(
+            forced.is_some(),
+            "{} has no golden-inputs figure",
+            b["name"]
+        );
+        if let Some(share) = b["introduced"].as_f64() {
+            assert!((0.0..=1.0).contains(&share), "{}: {share}", b["name"]);
+        }
+    }
+    // The scatter is host arithmetic: fed the golden image embeddings it is exact, so all of
+    // its error is inherited from vision.
+    let scatter = report["boundaries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "scatter/hidden_states")
+        .unwrap();
+    assert!(scatter["introduced"].as_f64().unwrap() < 0.01, "{scatter}");
+    let md = std::fs::read_to_string(p.path("reports/tiny/run-cpu.md")).unwrap();
+    assert!(
+        md.contains("## Introduced vs inherited error")
+            && md.contains("| rel L2 (chain inputs) | rel L2 (golden inputs) | introduced |"),
+        "{md}"
+    );
+    // Loads of the golden-inputs pass are not counted with the chain's.
+    assert_eq!(
+        report["load_ms"]["vision"].as_array().unwrap().len(),
+        1,
+        "{report}"
+    );
 }

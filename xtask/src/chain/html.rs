@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::report::{BoundaryParity, LatencyStats, RunReport, markdown};
-use crate::report::html::{esc, html_page, svg_series};
+use crate::report::html::{esc, html_page, markdown_to_html, svg_series};
 
 fn svg_latency(r: &RunReport) -> String {
     let rows: Vec<&LatencyStats> = r.run.latency.iter().collect();
@@ -54,6 +54,10 @@ pub fn html(r: &RunReport) -> String {
         .iter()
         .filter_map(|b| b.metrics.as_ref().map(|m| m.cosine))
         .collect();
+    let golden_inputs: Vec<f64> = compared
+        .iter()
+        .map(|b| b.golden_inputs.as_ref().map_or(f64::NAN, |m| m.cosine))
+        .collect();
     let layers: Vec<String> = (0..r.run.keys_per_layer_cosine.len())
         .map(|l| format!("layer {l}"))
         .collect();
@@ -63,12 +67,12 @@ pub fn html(r: &RunReport) -> String {
 <p>Result: <b>{result}</b>. Actions max abs error: {actions}. {emulated}</p>
 <h2>Latency per component (p50 bar, min–max whisker)</h2>
 {latency}
-<h2>Cosine along the chain</h2>
+<h2>Cosine along the chain: on the chain's inputs and on golden inputs</h2>
 {chain}
 <h2>Per-layer K/V cosine</h2>
 {kv}
 <h2>Figures</h2>
-<pre>{table}</pre>
+{table}
 "#,
         backend = esc(&r.run.backend),
         model = esc(&r.run.model),
@@ -86,7 +90,10 @@ pub fn html(r: &RunReport) -> String {
             "chain-cosine",
             "Cosine along the chain",
             &labels,
-            &[("cosine", "#e45756", chain)]
+            &[
+                ("chain inputs", "#e45756", chain),
+                ("golden inputs", "#4c78a8", golden_inputs)
+            ]
         ),
         kv = svg_series(
             "kv-cosine",
@@ -97,7 +104,7 @@ pub fn html(r: &RunReport) -> String {
                 ("values", "#54a24b", r.run.values_per_layer_cosine.clone())
             ]
         ),
-        table = esc(&md_table),
+        table = markdown_to_html(&md_table),
     );
     html_page(&format!("run-{} {}", r.run.backend, r.run.model), &body)
 }

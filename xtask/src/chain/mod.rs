@@ -3,9 +3,11 @@
 //! Markdown, `html`, `terminal`; latency percentiles in `latency`).
 
 pub mod html;
+pub mod introduced;
 pub mod latency;
 pub mod pipeline;
 pub mod report;
 pub mod run;
 pub mod sessions;
 pub mod terminal;
+pub mod whatif;

@@ -115,31 +115,53 @@ pub fn run_chain(
     inputs: &HostInputs,
     call: &mut CallFn<'_>,
 ) -> Result<ChainResult> {
+    run_chain_fed(host, inputs, None, call)
+}
+
+/// Golden boundary values by boundary name, fed forward in place of the chain's own.
+pub type Feed = BTreeMap<String, ArrayD<f32>>;
+
+/// The chain, optionally teacher-forced: with `feed`, every boundary is recorded as the
+/// component produced it but the *golden* value (same name, same shape) is passed on, so each
+/// component runs on its golden inputs and its recorded error is the error it introduces
+/// itself. A boundary the feed lacks passes on the chain's own value.
+pub fn run_chain_fed(
+    host: &HostSection,
+    inputs: &HostInputs,
+    feed: Option<&Feed>,
+    call: &mut CallFn<'_>,
+) -> Result<ChainResult> {
     let t = &inputs.trace;
     let mut boundaries = Vec::new();
-    let mut keep = |name: String, value: &ArrayD<f32>| {
+    let mut keep = |name: String, value: ArrayD<f32>| -> ArrayD<f32> {
+        let fed = feed
+            .and_then(|f| f.get(&name))
+            .filter(|g| g.shape() == value.shape())
+            .cloned();
         boundaries.push(Boundary {
             name,
             value: value.clone(),
-        })
+        });
+        fed.unwrap_or(value)
     };
 
     let vision_out = call(
         &host.vision,
         BTreeMap::from([(names::PIXEL_VALUES.into(), inputs.pixel_values.clone())]),
     )?;
-    let image_embeds = f32_out(&vision_out, &host.vision, names::IMAGE_EMBEDS)?;
-    keep(
+    let image_embeds = keep(
         format!("{}/{}", host.vision, names::IMAGE_EMBEDS),
-        &image_embeds,
+        f32_out(&vision_out, &host.vision, names::IMAGE_EMBEDS)?,
     );
 
-    let mut hidden = scatter_image_embeds(
-        f32_in(t, "prompt_embeds")?,
-        &image_embeds,
-        i64_in(t, "image_token_positions")?,
-    )?;
-    keep(format!("scatter/{}", names::HIDDEN_STATES), &hidden);
+    let mut hidden = keep(
+        format!("scatter/{}", names::HIDDEN_STATES),
+        scatter_image_embeds(
+            f32_in(t, "prompt_embeds")?,
+            &image_embeds,
+            i64_in(t, "image_token_positions")?,
+        )?,
+    );
 
     let bias = Tensor::F32(f32_in(t, "attention_bias")?.clone());
     let (mut keys, mut values) = (Vec::new(), Vec::new());
@@ -151,14 +173,18 @@ pub fn run_chain(
                 (names::ATTENTION_BIAS.into(), bias.clone()),
             ]),
         )?;
-        hidden = f32_out(&out, split, names::HIDDEN_OUT)?;
-        let (k, v) = (
+        hidden = keep(
+            format!("{split}/{}", names::HIDDEN_OUT),
+            f32_out(&out, split, names::HIDDEN_OUT)?,
+        );
+        let k = keep(
+            format!("{split}/{}", names::KEYS),
             f32_out(&out, split, names::KEYS)?,
+        );
+        let v = keep(
+            format!("{split}/{}", names::VALUES),
             f32_out(&out, split, names::VALUES)?,
         );
-        keep(format!("{split}/{}", names::HIDDEN_OUT), &hidden);
-        keep(format!("{split}/{}", names::KEYS), &k);
-        keep(format!("{split}/{}", names::VALUES), &v);
         keys.push(k);
         values.push(v);
     }
@@ -172,10 +198,14 @@ pub fn run_chain(
             (names::VALUES.into(), Tensor::F32(values.clone())),
         ]),
     )?;
-    let k_ctx = f32_out(&ctx_out, &host.action_context, names::K_CTX)?;
-    let v_ctx = f32_out(&ctx_out, &host.action_context, names::V_CTX)?;
-    keep(format!("{}/{}", host.action_context, names::K_CTX), &k_ctx);
-    keep(format!("{}/{}", host.action_context, names::V_CTX), &v_ctx);
+    let k_ctx = keep(
+        format!("{}/{}", host.action_context, names::K_CTX),
+        f32_out(&ctx_out, &host.action_context, names::K_CTX)?,
+    );
+    let v_ctx = keep(
+        format!("{}/{}", host.action_context, names::V_CTX),
+        f32_out(&ctx_out, &host.action_context, names::V_CTX)?,
+    );
 
     let pad = f32_in(t, "action_dim_is_pad")?;
     let mut x = f32_in(t, "initial_noise")?.clone();
@@ -203,20 +233,21 @@ pub fn run_chain(
             names::NEXT_TRAJECTORY,
         )?;
         zero_padded_dims(&mut x, pad)?;
-        keep(format!("euler step {i} (t={step_t})/trajectory"), &x);
+        x = keep(format!("euler step {i} (t={step_t})/trajectory"), x);
     }
-    let used = x
-        .slice(s![.., .., ..host.action_dim_used])
-        .to_owned()
-        .into_dyn();
-    keep("normalized actions (before clipping)".into(), &used);
+    let used = keep(
+        "normalized actions (before clipping)".into(),
+        x.slice(s![.., .., ..host.action_dim_used])
+            .to_owned()
+            .into_dyn(),
+    );
     let actions = denormalize(
         &used,
         f32_in(t, "q01")?,
         f32_in(t, "q99")?,
         host.gripper_dim,
     )?;
-    keep("actions".into(), &actions);
+    keep("actions".into(), actions);
     Ok(ChainResult {
         boundaries,
         keys,
@@ -326,46 +357,5 @@ fn f32_out(out: &BTreeMap<String, Tensor>, comp: &str, name: &str) -> Result<Arr
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scatter_adds_at_positions() {
-        let prompt = ArrayD::from_elem(IxDyn(&[1, 4, 2]), 1.0f32);
-        let embeds = ArrayD::from_shape_vec(IxDyn(&[2, 2]), vec![10.0, 20.0, 30.0, 40.0]).unwrap();
-        let pos = ArrayD::from_shape_vec(IxDyn(&[2]), vec![3i64, 1]).unwrap();
-        let h = scatter_image_embeds(&prompt, &embeds, &pos).unwrap();
-        assert_eq!(
-            h.iter().copied().collect::<Vec<_>>(),
-            vec![1.0, 1.0, 31.0, 41.0, 1.0, 1.0, 11.0, 21.0]
-        );
-    }
-
-    #[test]
-    fn scatter_refuses_positions_outside_the_sequence() {
-        let prompt = ArrayD::from_elem(IxDyn(&[1, 4, 2]), 0.0f32);
-        let embeds = ArrayD::from_elem(IxDyn(&[1, 2]), 1.0f32);
-        let pos = ArrayD::from_shape_vec(IxDyn(&[1]), vec![4i64]).unwrap();
-        assert!(scatter_image_embeds(&prompt, &embeds, &pos).is_err());
-    }
-
-    #[test]
-    fn denormalize_clips_and_passes_the_gripper() {
-        let a = ArrayD::from_shape_vec(IxDyn(&[1, 1, 3]), vec![2.0f32, 0.0, 0.7]).unwrap();
-        let q01 = ArrayD::from_shape_vec(IxDyn(&[3]), vec![-2.0f32, 0.0, 5.0]).unwrap();
-        let q99 = ArrayD::from_shape_vec(IxDyn(&[3]), vec![2.0f32, 10.0, 6.0]).unwrap();
-        let out = denormalize(&a, &q01, &q99, Some(2)).unwrap();
-        assert_eq!(out.iter().copied().collect::<Vec<_>>(), vec![2.0, 5.0, 0.7]);
-    }
-
-    #[test]
-    fn padded_dims_are_zeroed() {
-        let mut x = ArrayD::from_elem(IxDyn(&[1, 2, 3]), 1.0f32);
-        let pad = ArrayD::from_shape_vec(IxDyn(&[1, 3]), vec![0.0f32, 1.0, 1.0]).unwrap();
-        zero_padded_dims(&mut x, &pad).unwrap();
-        assert_eq!(
-            x.iter().copied().collect::<Vec<_>>(),
-            vec![1.0, 0.0, 0.0, 1.0, 0.0, 0.0]
-        );
-    }
-}
+#[path = "pipeline_tests.rs"]
+mod tests;

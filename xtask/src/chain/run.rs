@@ -10,9 +10,10 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use ndarray::{ArrayD, Axis};
 
-use super::pipeline::{ChainResult, load_host_inputs, run_chain};
+use super::pipeline::{ChainResult, Feed, load_host_inputs, run_chain, run_chain_fed};
 use super::report::{BoundaryParity, LatencyStats, RunInputs, RunReport, write_run_report};
 use super::sessions::{ChainSessions, ms};
+use super::whatif;
 use crate::parity::metrics::compare;
 use crate::recipe::{HostSection, Model};
 use crate::runtime::bootstrap::ensure_runtime;
@@ -27,6 +28,10 @@ pub struct RunOptions {
     pub warmup: usize,
     /// Load one component at a time instead of keeping every session resident.
     pub streaming: bool,
+    /// Components run on ORT's CPU EP in fp32 instead of the backend (what-if).
+    pub fp32: Vec<String>,
+    /// Rerun the chain once per component with only it in fp32 and rank them.
+    pub attribute: bool,
 }
 
 /// The `[host]` section of a model, or an error saying it has no chain.
@@ -51,19 +56,41 @@ pub fn run_and_report(
     if opts.iters == 0 {
         bail!("--iters must be at least 1");
     }
+    let fp32 = whatif::check_fp32_names(model, &opts.fp32)?;
+    if (!fp32.is_empty() || opts.attribute) && backend == &Backend::OrtCpu {
+        bail!(
+            "--fp32 and --attribute put components on ORT's CPU EP instead of a QNN backend: use --backend cpu or htp"
+        );
+    }
     let rt = Runtime::load(ensure_runtime(root)?)?;
     let inputs = load_host_inputs(root, model, &host)?;
     let models = session_models(root, &rt, model, backend)?;
     let mut sessions = ChainSessions::new(&rt, model, backend.clone(), models, opts.streaming);
+    // The fp32 reference sessions of the what-ifs: the --fp32 set, or every component.
+    let mut cpu = (!fp32.is_empty() || opts.attribute).then(|| {
+        let onnx = model
+            .components
+            .iter()
+            .filter(|c| opts.attribute || fp32.contains(c.name()))
+            .map(|c| (c.name().to_string(), root.join(&c.file.component.onnx)))
+            .collect();
+        ChainSessions::new(&rt, model, Backend::OrtCpu, onnx, opts.streaming)
+    });
     if !opts.streaming {
         sessions.load_all()?;
+        cpu.as_mut().map(ChainSessions::load_all).transpose()?;
     }
     let mut first: Option<ChainResult> = None;
     let mut chain_ms = Vec::new();
+    let mut memo = whatif::Memo::default();
     for i in 0..opts.warmup + opts.iters {
         sessions.recording = i >= opts.warmup;
         let started = Instant::now();
-        let result = run_chain(&host, &inputs, &mut |name, ins| sessions.call(name, ins))?;
+        let result = run_chain(&host, &inputs, &mut |name, ins| match i {
+            // The first run's outputs are remembered for the untimed passes below.
+            0 => memo.call(false, &mut sessions, cpu.as_mut(), &fp32, name, ins),
+            _ => whatif::dispatch(&mut sessions, cpu.as_mut(), &fp32, name, ins),
+        })?;
         if sessions.recording {
             chain_ms.push(ms(started));
         }
@@ -73,6 +100,38 @@ pub fn run_and_report(
     let expected = expected_boundaries(root, model, &host, &inputs.trace)?;
     let htp =
         matches!(backend, Backend::QnnHtp(_)).then(|| crate::runtime::probe::HtpKind::of(&rt));
+    // Once more, each component on its golden inputs: untimed, its loads not counted.
+    sessions.recording = false;
+    let loads = sessions.load_ms.clone();
+    let feed = feed_of(&expected);
+    let forced = run_chain_fed(&host, &inputs, Some(&feed), &mut |name, ins| {
+        memo.call(true, &mut sessions, cpu.as_mut(), &fp32, name, ins)
+    })?;
+    sessions.load_ms = loads;
+    if let Some(cpu) = &cpu {
+        merge_timings(&mut sessions, cpu);
+    }
+    let mut boundaries = judge_boundaries(&host, &result, &expected);
+    super::introduced::attach_golden_inputs(
+        &mut boundaries,
+        &forced,
+        &|name| feed.get(name).cloned(),
+        &host.gate.boundary_gate(),
+    );
+    let attribution = match (opts.attribute, cpu.as_mut()) {
+        (true, Some(cpu)) => Some(attribute(
+            &host,
+            &inputs,
+            model,
+            &boundaries,
+            &feed,
+            &mut sessions,
+            cpu,
+            &fp32,
+            &mut memo,
+        )?),
+        _ => None,
+    };
     let report = RunReport::new(RunInputs {
         model: model.file.model.name.clone(),
         backend: backend.label().into(),
@@ -87,7 +146,14 @@ pub fn run_and_report(
         versions: crate::report::ToolVersions::of(&rt),
         iters: opts.iters,
         warmup: opts.warmup,
-        boundaries: judge_boundaries(&host, &result, &expected),
+        boundaries,
+        fp32: model
+            .components
+            .iter()
+            .map(|c| c.name().to_string())
+            .filter(|c| fp32.contains(c))
+            .collect(),
+        attribution,
         keys_per_layer_cosine: per_layer_cosine(&result.keys, inputs.trace.get("keys")),
         values_per_layer_cosine: per_layer_cosine(&result.values, inputs.trace.get("values")),
         actions_max_abs_gate: host
@@ -113,6 +179,51 @@ pub fn run_and_report(
     write_run_report(&dir, &report)?;
     report.print(&crate::project::rel(root, &dir));
     Ok(report)
+}
+
+/// Ranks the components by the normalized-actions error each removes when run in fp32.
+#[allow(clippy::too_many_arguments)]
+fn attribute<'a>(
+    host: &HostSection,
+    inputs: &super::pipeline::HostInputs,
+    model: &Model,
+    boundaries: &[BoundaryParity],
+    feed: &Feed,
+    sessions: &mut ChainSessions<'a>,
+    cpu: &mut ChainSessions<'a>,
+    fp32: &std::collections::BTreeSet<String>,
+    memo: &mut whatif::Memo,
+) -> Result<whatif::Attribution> {
+    let ranked = whatif::RANKED_BOUNDARY;
+    let base = boundaries
+        .iter()
+        .find(|b| b.name == ranked)
+        .and_then(|b| b.metrics.clone())
+        .with_context(|| format!("--attribute ranks by `{ranked}`, which was not compared"))?;
+    let want = feed
+        .get(ranked)
+        .with_context(|| format!("--attribute: no golden `{ranked}`"))?;
+    let names: Vec<String> = model.components.iter().map(|c| c.name().into()).collect();
+    whatif::WhatIf {
+        host,
+        inputs,
+        backend: sessions,
+        fp32_sessions: cpu,
+        fp32,
+        memo,
+    }
+    .attribute(&names, &base, want)
+}
+
+/// The fp32 sessions' timings counted with the backend's (latency is per component).
+fn merge_timings(sessions: &mut ChainSessions<'_>, cpu: &ChainSessions<'_>) {
+    for (name, v) in &cpu.run_ms {
+        sessions.run_ms.entry(name.clone()).or_default().extend(v);
+    }
+    for (name, v) in &cpu.load_ms {
+        sessions.load_ms.entry(name.clone()).or_default().extend(v);
+    }
+    sessions.timed_load_ms += cpu.timed_load_ms;
 }
 
 /// The file each component runs from: its ONNX, or on HTP its built context wrapper
@@ -225,6 +336,14 @@ pub(crate) fn expected_boundaries(
     out.insert("normalized actions (before clipping)".into(), normalized);
     out.insert("actions".into(), from_trace("actions"));
     Ok(out)
+}
+
+/// The golden value of every boundary that has one.
+fn feed_of(expected: &BTreeMap<String, Reference>) -> Feed {
+    expected
+        .iter()
+        .filter_map(|(k, v)| v.as_ref().ok().map(|a| (k.clone(), a.clone())))
+        .collect()
 }
 
 fn as_f32(t: &Tensor) -> Option<ArrayD<f32>> {

@@ -17,16 +17,33 @@ impl RunReport {
                 None => String::new(),
             }
         );
-        crate::outln!("  {:<40} {:>12} {:>11}", "boundary", "cosine", "max_abs");
+        crate::outln!(
+            "  {:<40} {:>12} {:>11} {:>14} {:>10}",
+            "boundary",
+            "cosine",
+            "max_abs",
+            "golden-inputs",
+            "introduced"
+        );
         for b in &self.run.boundaries {
             let (cos, max) = b.metrics.as_ref().map_or(("-".into(), "-".into()), |m| {
                 (m.shown_cosine(), format!("{:.3e}", m.max_abs_err))
             });
+            let forced = b
+                .golden_inputs
+                .as_ref()
+                .map_or("-".into(), |m| m.shown_cosine());
+            let share = b
+                .introduced
+                .map_or("-".into(), |s| format!("{:.0}%", s * 100.0));
             let mark = match b.status {
                 Status::Pass => String::new(),
                 _ => format!("  {}", b.result_word()),
             };
-            crate::outln!("  {:<40} {cos:>12} {max:>11}{mark}", b.name);
+            crate::outln!(
+                "  {:<40} {cos:>12} {max:>11} {forced:>14} {share:>10}{mark}",
+                b.name
+            );
         }
         if let (Some(err), Some(cos)) = (self.actions_max_abs_err, self.actions_cosine) {
             crate::outln!(
@@ -66,11 +83,27 @@ impl RunReport {
         for f in &self.failures {
             crate::outln!("FAIL {f}");
         }
+        if let Some(a) = &self.run.attribution {
+            crate::outln!(
+                "which component to fix first ({} what-if chains, {:.0} ms): error of {} removed by running it in fp32:",
+                a.rows.len(),
+                a.took_ms,
+                a.boundary
+            );
+            for (i, r) in a.rows.iter().enumerate() {
+                crate::outln!(
+                    "  {}. {:<20} {:>7.1}%",
+                    i + 1,
+                    r.component,
+                    r.removed * 100.0
+                );
+            }
+        }
         crate::outln!(
-            "run {}: {}; report {dir}/run-{}.html",
+            "run {}: {}; report {dir}/{}.html",
             self.run.backend,
             if self.pass { "pass" } else { "FAIL" },
-            self.run.backend
+            self.stem()
         );
     }
 }

@@ -1,5 +1,6 @@
 //! `cargo xtask bisect <component> --backend cpu|htp`: the first operator whose output
-//! diverges between ORT's CPU EP and the QNN backend (see `diagnose::bisect`).
+//! diverges between ORT's CPU EP and the QNN backend (`--threshold`), or by default the
+//! operators ranked by the error they introduce (see `diagnose::bisect`, `diagnose::rank`).
 
 use anyhow::{Context, Result, bail};
 
@@ -19,9 +20,13 @@ pub struct Bisect {
     backend: BackendArg,
     #[arg(long, default_value = "tiny")]
     model: String,
-    /// A tensor diverges when its cosine against the reference falls below this.
-    #[arg(long, default_value_t = 0.9999)]
-    threshold: f64,
+    /// Find the first tensor whose cosine against the reference falls below this. Without
+    /// it, every float tensor is measured and operators are ranked by the error they introduce.
+    #[arg(long)]
+    threshold: Option<f64>,
+    /// Operators listed when ranking.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
     /// Intermediate tensors exposed per round.
     #[arg(long, default_value_t = 64)]
     max_outputs: usize,
@@ -51,6 +56,7 @@ impl Bisect {
             rt: &rt,
             backend: &backend,
             threshold: self.threshold,
+            top: self.top,
             max_outputs: self.max_outputs,
         })?;
         let dir = crate::project::reports_dir(&ctx.root, &self.model);

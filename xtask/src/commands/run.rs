@@ -35,6 +35,14 @@ pub struct Run {
         conflicts_with = "streaming"
     )]
     device: Option<String>,
+    /// What-if: run these components (comma-separated) on ORT's CPU EP in fp32, the rest on
+    /// the backend.
+    #[arg(long, value_delimiter = ',')]
+    fp32: Vec<String>,
+    /// Rerun the chain once per component with only it in fp32 and rank the components by the
+    /// normalized-actions error each removes (which to fix first).
+    #[arg(long)]
+    attribute: bool,
 }
 
 impl Run {
@@ -72,6 +80,8 @@ impl Run {
             iters: self.iters,
             warmup: self.warmup,
             streaming: self.streaming,
+            fp32: self.fp32,
+            attribute: self.attribute,
         };
         let report = run_and_report(&ctx.root, &model, &backend_for(&model, self.backend), &opts)?;
         Ok(if report.pass {

@@ -3,6 +3,9 @@
 //! intermediate tensors than one round may expose, the search narrows in rounds to the span
 //! where divergence starts (`narrow`, pure), then walks back until the divergent node's own
 //! inputs are measured, so the report says whether the operator or what fed it went wrong.
+//! Without a threshold it ranks instead (`rank`): every float tensor measured, operators
+//! ordered by the error they introduce. Either way the untapped graph's outputs are measured
+//! too, since exposing intermediates can change what the QNN backend compiles.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,17 +13,17 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::bisect_report::{BisectReport, TensorPoint, divergence};
-use super::probe::Probe;
+use super::probe::{Measure, Probe};
 use crate::onnx::proto::parse_model;
 use crate::parity::component::GoldenIo;
 use crate::recipe::Component;
 use crate::runtime::{Backend, Runtime};
 
-/// (cosine, max abs error) of each measured candidate tensor, by candidate index.
-pub type Measured = BTreeMap<usize, (f64, f64)>;
+/// (cosine, max abs error, rel-L2) of each measured candidate tensor, by candidate index.
+pub type Measured = BTreeMap<usize, Measure>;
 
-/// One round's result: (cosine, max abs error) per picked tensor, None where not comparable.
-pub type Round = Result<Vec<Option<(f64, f64)>>>;
+/// One round's result: a measure per picked tensor, None where not comparable.
+pub type Round = Result<Vec<Option<Measure>>>;
 
 /// What one bisect needs: the component, its golden inputs, the backend, the search settings.
 pub struct BisectJob<'a> {
@@ -30,7 +33,10 @@ pub struct BisectJob<'a> {
     pub golden: &'a GoldenIo,
     pub rt: &'a Runtime,
     pub backend: &'a Backend,
-    pub threshold: f64,
+    /// Some: find the first tensor whose cosine falls below it; None: rank by error introduced.
+    pub threshold: Option<f64>,
+    /// Operators listed in ranking mode.
+    pub top: usize,
     pub max_outputs: usize,
 }
 
@@ -62,28 +68,31 @@ pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
         golden: &job.golden.inputs,
         graph: &graph,
         rounds: 0,
+        tapped_outputs: BTreeMap::new(),
     };
+    let untapped = probe.untapped()?;
     let mut measure = |picked: &[usize]| -> Round {
         let names: Vec<String> = picked.iter().map(|&i| candidates[i].1.clone()).collect();
         probe.compare(&names)
     };
-    let mut measured = narrow(
-        candidates.len(),
-        job.max_outputs,
-        job.threshold,
-        &mut measure,
-    )?;
-    let inputs_of = |bad: usize| -> Vec<usize> {
-        graph.nodes[candidates[bad].0]
-            .inputs
-            .iter()
-            .filter_map(|inp| candidates.iter().position(|(_, n)| n == inp))
-            .collect()
+    let measured = match job.threshold {
+        Some(threshold) => {
+            let mut measured = narrow(candidates.len(), job.max_outputs, threshold, &mut measure)?;
+            let inputs_of = |bad: usize| -> Vec<usize> {
+                graph.nodes[candidates[bad].0]
+                    .inputs
+                    .iter()
+                    .filter_map(|inp| candidates.iter().position(|(_, n)| n == inp))
+                    .collect()
+            };
+            walk_back(&mut measured, threshold, inputs_of, &mut measure)?;
+            measured
+        }
+        None => super::rank::measure_all(candidates.len(), job.max_outputs, &mut measure)?,
     };
-    walk_back(&mut measured, job.threshold, inputs_of, &mut measure)?;
     let points: Vec<TensorPoint> = measured
         .iter()
-        .map(|(&i, &(cosine, max_abs_err))| {
+        .map(|(&i, &(cosine, max_abs_err, rel_l2_err))| {
             let node = &graph.nodes[candidates[i].0];
             TensorPoint {
                 index: i,
@@ -92,25 +101,43 @@ pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
                 op_type: node.op_type.clone(),
                 cosine,
                 max_abs_err,
+                rel_l2_err,
             }
         })
         .collect();
     let shapes = probe.shapes();
-    let first = points.iter().find(|p| p.cosine < job.threshold).map(|p| {
-        divergence(
-            &graph,
-            &candidates,
-            p,
-            &measured,
-            &job.golden.inputs,
-            &shapes,
-        )
+    let first = job
+        .threshold
+        .and_then(|t| points.iter().find(|p| p.cosine < t))
+        .map(|p| {
+            divergence(
+                &graph,
+                &candidates,
+                p,
+                &measured,
+                &job.golden.inputs,
+                &shapes,
+            )
+        });
+    let ranked = match job.threshold {
+        Some(_) => Vec::new(),
+        None => super::rank::rank(&graph, &candidates, &measured, &job.golden.inputs, job.top),
+    };
+    let taps_changed_outputs = untapped.iter().any(|(name, u)| {
+        probe
+            .tapped_outputs
+            .get(name)
+            .is_some_and(|t| (t - u).abs() > 1e-9)
     });
     Ok(BisectReport {
         model: job.model.to_string(),
         component: job.comp.name().into(),
         backend: job.backend.label().into(),
         threshold: job.threshold,
+        ranked,
+        output_cosine_untapped: untapped,
+        output_cosine_tapped: probe.tapped_outputs.clone(),
+        taps_changed_outputs,
         rounds: probe.rounds,
         tensors_compared: points.len(),
         points,
@@ -148,7 +175,7 @@ pub fn narrow(
         let first_bad = picked
             .iter()
             .copied()
-            .find(|i| measured.get(i).is_some_and(|(c, _)| *c < threshold));
+            .find(|i| measured.get(i).is_some_and(|(c, _, _)| *c < threshold));
         match first_bad {
             _ if dense => return Ok(measured),
             None => return Ok(measured),
@@ -175,7 +202,7 @@ pub fn walk_back(
     for _ in 0..16 {
         let Some(&bad) = measured
             .iter()
-            .find(|(_, (c, _))| *c < threshold)
+            .find(|(_, (c, _, _))| *c < threshold)
             .map(|(i, _)| i)
         else {
             return Ok(());
@@ -205,7 +232,7 @@ mod tests {
         move |picked: &[usize]| {
             Ok(picked
                 .iter()
-                .map(|&i| Some((if i >= bad { 0.5 } else { 1.0 }, 0.0)))
+                .map(|&i| Some((if i >= bad { 0.5 } else { 1.0 }, 0.0, 0.0)))
                 .collect())
         }
     }
@@ -220,7 +247,7 @@ mod tests {
             inner(p)
         };
         let m = narrow(1000, 8, 0.9999, &mut measure).unwrap();
-        let first = m.iter().find(|(_, (c, _))| *c < 0.9999).map(|(i, _)| *i);
+        let first = m.iter().find(|(_, (c, _, _))| *c < 0.9999).map(|(i, _)| *i);
         assert_eq!(first, Some(613));
         assert!(
             m.contains_key(&612),
@@ -250,7 +277,7 @@ mod tests {
 
     #[test]
     fn walking_back_measures_the_divergent_nodes_inputs() {
-        let mut measured = Measured::from([(5, (0.5, 1.0))]);
+        let mut measured = Measured::from([(5, (0.5, 1.0, 0.5))]);
         let mut measure = fake(5);
         walk_back(
             &mut measured,
@@ -259,7 +286,7 @@ mod tests {
             &mut measure,
         )
         .unwrap();
-        assert_eq!(measured.get(&2), Some(&(1.0, 0.0)));
-        assert_eq!(measured.get(&3), Some(&(1.0, 0.0)));
+        assert_eq!(measured.get(&2), Some(&(1.0, 0.0, 0.0)));
+        assert_eq!(measured.get(&3), Some(&(1.0, 0.0, 0.0)));
     }
 }

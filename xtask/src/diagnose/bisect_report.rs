@@ -18,6 +18,7 @@ pub struct TensorPoint {
     pub op_type: String,
     pub cosine: f64,
     pub max_abs_err: f64,
+    pub rel_l2_err: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -37,7 +38,17 @@ pub struct BisectReport {
     pub model: String,
     pub component: String,
     pub backend: String,
-    pub threshold: f64,
+    /// The cosine threshold of the first-divergence mode; None in ranking mode.
+    pub threshold: Option<f64>,
+    /// Ranking mode: the operators that introduce the most error, largest first.
+    pub ranked: Vec<super::rank::Ranked>,
+    /// Cosine of each graph output with the graph as written (nothing exposed)…
+    pub output_cosine_untapped: BTreeMap<String, f64>,
+    /// …and the worst over the rounds with intermediates exposed as outputs.
+    pub output_cosine_tapped: BTreeMap<String, f64>,
+    /// The two differ by more than 1e-9: exposing intermediates changed the backend's numerics,
+    /// so the intermediate figures describe a slightly different compiled graph.
+    pub taps_changed_outputs: bool,
     pub rounds: usize,
     pub tensors_compared: usize,
     pub points: Vec<TensorPoint>,
@@ -48,7 +59,7 @@ pub fn divergence(
     graph: &OnnxSummary,
     candidates: &[(usize, String)],
     p: &TensorPoint,
-    measured: &BTreeMap<usize, (f64, f64)>,
+    measured: &super::bisect::Measured,
     golden: &BTreeMap<String, Tensor>,
     shapes: &BTreeMap<String, Vec<usize>>,
 ) -> Divergence {
@@ -122,44 +133,139 @@ fn describe(d: &Divergence) -> String {
     )
 }
 
+/// The mode line: the threshold, or what the ranking divides by.
+fn mode(r: &BisectReport) -> String {
+    match r.threshold {
+        Some(t) => format!("threshold {t}"),
+        None => format!(
+            "ranked by error introduced (output rel-L2 / worst input rel-L2, exact = {:.1e})",
+            super::rank::EXACT_FLOOR
+        ),
+    }
+}
+
+/// The ranked operators, one line each.
+fn ranked_lines(r: &BisectReport) -> Vec<String> {
+    r.ranked
+        .iter()
+        .enumerate()
+        .map(|(i, x)| {
+            let attrs: Vec<String> = x.attributes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!(
+                "{}. {} `{}` ({}) → {}: introduced {:.3e} (rel-L2 {:.3e}, cosine {}; worst input {} rel-L2 {:.3e})",
+                i + 1,
+                x.op_type,
+                x.node,
+                attrs.join(", "),
+                x.tensor,
+                x.introduced,
+                x.rel_l2_err,
+                fmt_cosine(x.cosine),
+                x.worst_input.as_deref().unwrap_or("-"),
+                x.worst_input_rel_l2
+            )
+        })
+        .collect()
+}
+
+/// Each graph output's cosine untapped and tapped, and a warning when they differ.
+fn output_lines(r: &BisectReport) -> Vec<String> {
+    let mut lines: Vec<String> = r
+        .output_cosine_untapped
+        .iter()
+        .map(|(name, u)| {
+            let t = r
+                .output_cosine_tapped
+                .get(name)
+                .map_or("-".into(), |t| fmt_cosine(*t));
+            format!(
+                "graph output {name}: cosine {} untapped, {t} with intermediates exposed",
+                fmt_cosine(*u)
+            )
+        })
+        .collect();
+    if r.taps_changed_outputs {
+        lines.push("warning: exposing intermediate tensors changed the backend's output (beyond 1e-9 in cosine): the intermediate figures describe a slightly different compiled graph".into());
+    }
+    lines
+}
+
 pub fn print_summary(r: &BisectReport, html: &str) {
     crate::outln!(
-        "bisect {} on {}: {} tensors compared in {} round(s), threshold {}",
+        "bisect {} on {}: {} tensors compared in {} round(s), {}",
         r.component,
         r.backend,
         r.tensors_compared,
         r.rounds,
-        r.threshold
+        mode(r)
     );
-    match &r.first_divergence {
-        Some(d) => crate::outln!("{}", describe(d)),
-        None => crate::outln!("no intermediate tensor falls below {}", r.threshold),
+    match (r.threshold, &r.first_divergence) {
+        (None, _) => {
+            crate::outln!("top {} operators by error introduced:", r.ranked.len());
+            ranked_lines(r).iter().for_each(|l| crate::outln!("  {l}"));
+        }
+        (Some(_), Some(d)) => crate::outln!("{}", describe(d)),
+        (Some(t), None) => crate::outln!("no intermediate tensor falls below {t}"),
     }
+    output_lines(r).iter().for_each(|l| crate::outln!("{l}"));
     crate::outln!("report {html}");
 }
 
 pub fn markdown(r: &BisectReport) -> String {
     let mut md = format!(
-        "# bisect `{}` ({}) on `{}`\n\nThreshold {} · {} tensors compared in {} round(s)\n\n",
-        r.component, r.model, r.backend, r.threshold, r.tensors_compared, r.rounds
+        "# bisect `{}` ({}) on `{}`\n\n{} · {} tensors compared in {} round(s)\n\n",
+        r.component,
+        r.model,
+        r.backend,
+        mode(r),
+        r.tensors_compared,
+        r.rounds
     );
+    for l in output_lines(r) {
+        let _ = writeln!(md, "{l}\n");
+    }
     if let Some(d) = &r.first_divergence {
         let _ = writeln!(md, "**{}**\n", describe(d).replace('\n', "  \n"));
     }
+    if r.threshold.is_none() {
+        let _ = writeln!(
+            md,
+            "## Operators by error introduced\n\n| rank | op | node | output | introduced | rel L2 | cosine | worst input | its rel L2 |\n|---|---|---|---|---|---|---|---|---|"
+        );
+        for (i, x) in r.ranked.iter().enumerate() {
+            let _ = writeln!(
+                md,
+                "| {} | {} | `{}` | `{}` | {:.3e} | {:.3e} | {} | {} | {:.3e} |",
+                i + 1,
+                x.op_type,
+                x.node,
+                x.tensor,
+                x.introduced,
+                x.rel_l2_err,
+                fmt_cosine(x.cosine),
+                x.worst_input
+                    .as_deref()
+                    .map_or("-".into(), |w| format!("`{w}`")),
+                x.worst_input_rel_l2
+            );
+        }
+        md.push_str("\n## Every tensor\n\n");
+    }
     let _ = writeln!(
         md,
-        "| # | node | op | tensor | cosine | max abs err |\n|---|---|---|---|---|---|"
+        "| # | node | op | tensor | cosine | max abs err | rel L2 |\n|---|---|---|---|---|---|---|"
     );
     for p in &r.points {
         let _ = writeln!(
             md,
-            "| {} | `{}` | {} | `{}` | {} | {:.3e} |",
+            "| {} | `{}` | {} | `{}` | {} | {:.3e} | {:.3e} |",
             p.index,
             p.node,
             p.op_type,
             p.tensor,
             fmt_cosine(p.cosine),
-            p.max_abs_err
+            p.max_abs_err,
+            p.rel_l2_err
         );
     }
     md
@@ -179,16 +285,17 @@ pub fn html(r: &BisectReport) -> String {
         &[("cosine", "#e45756", cos)],
     );
     use crate::report::html::{esc, html_page};
-    let first = r
-        .first_divergence
-        .as_ref()
-        .map_or("No divergence below the threshold.".to_string(), describe);
+    let first = match (&r.first_divergence, r.ranked.first()) {
+        (Some(d), _) => describe(d),
+        (None, Some(_)) if r.threshold.is_none() => ranked_lines(r)[0].clone(),
+        _ => "No divergence below the threshold.".to_string(),
+    };
     let body = format!(
-        "<h1>bisect {} on {}</h1>\n<p>{}</p>\n<h2>Cosine along the graph</h2>\n{svg}\n<pre>{}</pre>\n",
+        "<h1>bisect {} on {}</h1>\n<p>{}</p>\n<h2>Cosine along the graph</h2>\n{svg}\n{}\n",
         esc(&r.component),
         esc(&r.backend),
         esc(&first),
-        esc(&markdown(r))
+        crate::report::html::markdown_to_html(&markdown(r))
     );
     html_page(&format!("bisect {}", r.component), &body)
 }

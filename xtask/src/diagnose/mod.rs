@@ -4,3 +4,4 @@
 pub mod bisect;
 pub mod bisect_report;
 pub mod probe;
+pub mod rank;

@@ -22,12 +22,19 @@ pub struct Probe<'a> {
     pub golden: &'a BTreeMap<String, Tensor>,
     pub graph: &'a OnnxSummary,
     pub rounds: usize,
+    /// The worst cosine of each graph output over the rounds, with intermediates exposed
+    /// (exposing them can change what the QNN backend compiles, so it is kept apart from
+    /// `untapped`).
+    pub tapped_outputs: BTreeMap<String, f64>,
 }
+
+/// (cosine, max abs error, relative L2 error) of one tensor against the reference.
+pub type Measure = (f64, f64, f64);
 
 impl Probe<'_> {
     /// One round: a copy of the graph exposing `names`, run on the reference and the backend;
-    /// (cosine, max abs error) per name, None for non-float tensors.
-    pub fn compare(&mut self, names: &[String]) -> Result<Vec<Option<(f64, f64)>>> {
+    /// (cosine, max abs error, rel-L2) per name, None for non-float tensors.
+    pub fn compare(&mut self, names: &[String]) -> Result<Vec<Option<Measure>>> {
         self.rounds += 1;
         // Graph outputs are returned anyway; only intermediate tensors are added.
         let extra: Vec<String> = names
@@ -54,17 +61,36 @@ impl Probe<'_> {
             .map(|(k, t)| (k.clone(), t.shape()))
             .collect();
         std::fs::write(self.work.join("shapes.json"), serde_json::to_vec(&shapes)?)?;
+        for out in &self.graph.graph_outputs {
+            if let Some((cos, _, _)) = measure(&reference, &actual, out) {
+                let worst = self.tapped_outputs.entry(out.clone()).or_insert(cos);
+                *worst = worst.min(cos);
+            }
+        }
         Ok(names
             .iter()
-            .map(|n| match (reference.get(n), actual.get(n)) {
-                (Some(r @ (Tensor::F32(_) | Tensor::F16(_))), Some(a))
-                    if r.shape() == a.shape() =>
-                {
-                    let m = compare(&a.to_f64_vec(), &r.to_f64_vec(), 0.0, 0.0);
-                    Some((m.cosine, m.max_abs_err))
-                }
-                _ => None,
-            })
+            .map(|n| measure(&reference, &actual, n))
+            .collect())
+    }
+
+    /// The graph as the user wrote it (nothing exposed) on the reference and the backend:
+    /// the cosine of each graph output.
+    pub fn untapped(&self) -> Result<BTreeMap<String, f64>> {
+        let reference = self
+            .rt
+            .open(self.original, &Backend::OrtCpu)?
+            .run(self.golden)
+            .context("reference run of the untapped graph")?;
+        let actual = self
+            .rt
+            .open(self.original, self.backend)?
+            .run(self.golden)
+            .context("the untapped graph on the backend")?;
+        Ok(self
+            .graph
+            .graph_outputs
+            .iter()
+            .filter_map(|o| measure(&reference, &actual, o).map(|m| (o.clone(), m.0)))
             .collect())
     }
 
@@ -77,6 +103,21 @@ impl Probe<'_> {
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default()
+    }
+}
+
+/// One tensor of two runs compared: None when it is not a float tensor in both, same shape.
+fn measure(
+    reference: &BTreeMap<String, Tensor>,
+    actual: &BTreeMap<String, Tensor>,
+    name: &str,
+) -> Option<Measure> {
+    match (reference.get(name), actual.get(name)) {
+        (Some(r @ (Tensor::F32(_) | Tensor::F16(_))), Some(a)) if r.shape() == a.shape() => {
+            let m = compare(&a.to_f64_vec(), &r.to_f64_vec(), 0.0, 0.0);
+            Some((m.cosine, m.max_abs_err, m.rel_l2_err))
+        }
+        _ => None,
     }
 }
 

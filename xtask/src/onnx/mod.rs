@@ -1,5 +1,6 @@
 //! ONNX protobuf: a reader, writers and the EPContext wrapper.
 
+pub mod builder;
 pub mod epcontext;
 pub mod proto;
 pub mod rewrite;

@@ -8,7 +8,7 @@ use super::fmt_cosine;
 /// A self-contained HTML page (inline style, no external resources).
 pub fn html_page(title: &str, body: &str) -> String {
     format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>body{{font-family:sans-serif;max-width:820px;margin:2em auto;color:#222}} pre{{background:#f6f6f6;padding:1em;overflow:auto;font-size:12px}} h2{{margin-top:1.6em}}</style></head>\n<body>\n{body}</body></html>\n",
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>body{{font-family:sans-serif;max-width:820px;margin:2em auto;color:#222}} pre{{background:#f6f6f6;padding:1em;overflow:auto;font-size:12px}} table{{border-collapse:collapse;font-size:12px;margin:1em 0}} td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left}} th{{background:#f0f0f0}} h2{{margin-top:1.6em}}</style></head>\n<body>\n{body}</body></html>\n",
         esc(title)
     )
 }
@@ -20,6 +20,77 @@ fn nines(cos: f64) -> f64 {
     } else {
         (-(1.0 - cos).log10()).clamp(0.0, 12.0)
     }
+}
+
+/// Renders the Markdown our reports write (headings, `|` tables, paragraphs, `**bold**`,
+/// `` `code` ``) as HTML, so a page shows real tables instead of Markdown source; the Markdown
+/// stays the single source of every figure.
+pub fn markdown_to_html(md: &str) -> String {
+    let mut out = String::new();
+    let mut rows: Vec<&str> = Vec::new();
+    let flush = |rows: &mut Vec<&str>, out: &mut String| {
+        if rows.is_empty() {
+            return;
+        }
+        out.push_str("<table>\n");
+        for (i, row) in rows.iter().enumerate() {
+            let cells: Vec<&str> = row.trim().trim_matches('|').split('|').collect();
+            if cells
+                .iter()
+                .all(|c| c.trim().chars().all(|ch| ch == '-' || ch == ':'))
+            {
+                continue;
+            }
+            let tag = if i == 0 { "th" } else { "td" };
+            out.push_str("<tr>");
+            for c in cells {
+                let _ = write!(out, "<{tag}>{}</{tag}>", inline(c.trim()));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</table>\n");
+        rows.clear();
+    };
+    for line in md.lines() {
+        if line.trim_start().starts_with('|') {
+            rows.push(line);
+            continue;
+        }
+        flush(&mut rows, &mut out);
+        let level = line.chars().take_while(|c| *c == '#').count();
+        if (1..=6).contains(&level) && line[level..].starts_with(' ') {
+            let _ = writeln!(out, "<h{level}>{}</h{level}>", inline(line[level..].trim()));
+        } else if !line.trim().is_empty() {
+            let _ = writeln!(out, "<p>{}</p>", inline(line.trim().trim_end_matches("  ")));
+        }
+    }
+    flush(&mut rows, &mut out);
+    out
+}
+
+/// Escapes a Markdown span and turns its `**bold**`, `*em*` and `` `code` `` into tags.
+fn inline(text: &str) -> String {
+    let mut out = String::new();
+    let mut open = [false; 3];
+    let mut rest = esc(text);
+    while let Some((at, marker, k)) = [("**", 0), ("`", 1), ("*", 2)]
+        .iter()
+        .filter_map(|(m, k)| rest.find(m).map(|at| (at, *m, *k)))
+        .min_by_key(|(at, m, _)| (*at, usize::MAX - m.len()))
+    {
+        let tag = ["b", "code", "em"][k];
+        out.push_str(&rest[..at]);
+        let _ = write!(out, "<{}{tag}>", if open[k] { "/" } else { "" });
+        open[k] = !open[k];
+        rest = rest[at + marker.len()..].to_string();
+    }
+    out.push_str(&rest);
+    for (k, tag) in ["b", "code", "em"].iter().enumerate() {
+        if open[k] {
+            let _ = write!(out, "</{tag}>");
+        }
+    }
+    out
 }
 
 pub fn esc(s: &str) -> String {
@@ -84,9 +155,11 @@ pub fn svg_series(
         );
     }
     for (name, color, values) in series {
+        // Points with no measurement (NaN) are left out of the line.
         let points: Vec<String> = values
             .iter()
             .enumerate()
+            .filter(|(_, v)| v.is_finite())
             .map(|(i, v)| format!("{:.1},{:.1}", x(i), y(nines(*v))))
             .collect();
         let _ = write!(
@@ -94,7 +167,7 @@ pub fn svg_series(
             r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
             points.join(" ")
         );
-        for (i, v) in values.iter().enumerate() {
+        for (i, v) in values.iter().enumerate().filter(|(_, v)| v.is_finite()) {
             let _ = write!(
                 s,
                 r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{color}"><title>{}: {}</title></circle>"#,
@@ -118,6 +191,21 @@ mod tests {
         assert_eq!(nines(1.0), 12.0);
         assert!((nines(0.999) - 3.0).abs() < 1e-9);
         assert!(nines(0.9999) > nines(0.999));
+    }
+
+    #[test]
+    fn markdown_tables_become_html_tables() {
+        let html = markdown_to_html(
+            "# Title `x`\n\n| a | b |\n|---|---|\n| **1** | <2> |\n\nText *em* here  \n",
+        );
+        assert!(html.contains("<h1>Title <code>x</code></h1>"), "{html}");
+        assert!(html.contains("<tr><th>a</th><th>b</th></tr>"), "{html}");
+        assert!(
+            html.contains("<tr><td><b>1</b></td><td>&lt;2&gt;</td></tr>"),
+            "{html}"
+        );
+        assert!(!html.contains("---"), "{html}");
+        assert!(html.contains("<p>Text <em>em</em> here</p>"), "{html}");
     }
 
     #[test]

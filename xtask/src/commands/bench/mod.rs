@@ -4,8 +4,8 @@
 mod build;
 mod chain;
 mod hash;
-mod repro;
 mod parity_engine;
+mod repro;
 
 use std::path::{Path, PathBuf};
 
