@@ -2,6 +2,7 @@
 //! sessions on it (`session`), and asking it for versions (`version`).
 
 pub mod bootstrap;
+pub mod compile_config;
 pub mod device;
 pub mod placement;
 pub mod platform;

@@ -16,6 +16,8 @@ use ort::logging::LogLevel;
 use ort::session::{RunOptions, Session, SessionInputValue};
 
 use super::bootstrap::RuntimeLibs;
+pub use super::compile_config::context_session_config;
+use super::compile_config::stable_model_dir;
 pub use super::placement::Placement;
 use super::placement::{parse_placement, require_all_on_qnn};
 use super::values::{from_ort_value, input_view, outlet_contract};
@@ -381,49 +383,6 @@ pub fn dump_dlc_ep_options(dir: &str) -> Vec<(String, String)> {
 }
 
 /// The session config of an HTP context build writing its EPContext wrapper to `wrapper`.
-/// The folder ORT resolves the model's external data in, named so that it does not depend on
-/// the checkout: ORT hashes this path into the QNN graph and partition names, so a symlink at
-/// `<tmp>/xtask-onnx-<digest>` points at the real folder, the digest covering the graph bytes
-/// and the external files' names and sizes (same name ⇒ same files to read).
-fn stable_model_dir(model: &Path) -> Result<PathBuf> {
-    let dir = std::path::absolute(model.parent().unwrap_or(Path::new(".")))?;
-    let bytes = std::fs::read(model).with_context(|| format!("cannot read {}", model.display()))?;
-    let mut id = crate::hashing::sha256_bytes(&bytes);
-    for loc in crate::onnx::proto::parse_model(&bytes)
-        .map(|s| s.external_data)
-        .unwrap_or_default()
-    {
-        let size = std::fs::metadata(dir.join(&loc)).map_or(0, |m| m.len());
-        id = crate::hashing::sha256_bytes(format!("{id}\n{loc}\n{size}").as_bytes());
-    }
-    let link = std::env::temp_dir().join(format!("xtask-onnx-{}", &id[..24]));
-    if std::fs::read_link(&link).ok().as_deref() != Some(dir.as_path()) {
-        let tmp =
-            std::env::temp_dir().join(format!(".xtask-onnx-{}-{}", &id[..24], std::process::id()));
-        let _ = std::fs::remove_file(&tmp);
-        std::os::unix::fs::symlink(&dir, &tmp)
-            .with_context(|| format!("cannot create {}", tmp.display()))?;
-        std::fs::rename(&tmp, &link).with_context(|| format!("cannot place {}", link.display()))?;
-    }
-    Ok(link)
-}
-
-/// The session config of a context compile. The model is opened from memory with its
-/// external-data folder given (`model_dir`), so nothing the QNN EP derives from the model's
-/// path (its graph and partition names carry a hash of it) depends on the checkout's path.
-pub fn context_session_config(wrapper: &str, model_dir: &str) -> Vec<(String, String)> {
-    vec![
-        ("ep.context_enable".into(), "1".into()),
-        ("ep.context_embed_mode".into(), "0".into()),
-        ("ep.context_file_path".into(), wrapper.into()),
-        ("session.disable_cpu_ep_fallback".into(), "1".into()),
-        (
-            "session.model_external_initializers_file_folder_path".into(),
-            model_dir.into(),
-        ),
-    ]
-}
-
 fn prefixed(opts: Vec<(String, String)>) -> Vec<(String, String)> {
     opts.into_iter()
         .map(|(k, v)| (format!("{QNN_EP}.{k}"), v))

@@ -1,0 +1,189 @@
+//! Running one component on the device: its context binary made present once (content
+//! addressed, uploaded under a temporary name, checked, renamed), its inputs and input list
+//! uploaded, one `qnn-net-run` call for warm-up and timed inferences, outputs and the profile
+//! brought back.
+
+use super::*;
+
+impl Device {
+    /// The context binary `bin` on the device as `bin/<sha256>.bin`, copied only when missing.
+    fn ensure_binary(&self, comp: &str, bin: &Path, reserve: u64) -> Result<String> {
+        let sha = crate::hashing::sha256_file(bin)?;
+        let size = std::fs::metadata(bin)?.len();
+        let w = quote(&self.ssh.url.workdir);
+        let fin = format!("bin/{sha}.bin");
+        let out = self.ssh.exec(
+            &format!(
+                "cd {w} && mkdir -p bin runs && if [ -f {fin} ]; then echo present=1; fi; echo \"free_kb=$(df -Pk . | awk 'NR==2 {{print $4}}')\""
+            ),
+            short(),
+            "checking the device's work folder",
+        )?;
+        let present = out.lines().any(|l| l.trim() == "present=1");
+        let free = out
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("free_kb="))
+            .and_then(|v| v.parse::<u64>().ok())
+            .map(|kb| kb * 1024);
+        let need = reserve + if present { 0 } else { size } + DISK_MARGIN;
+        if let Some(free) = free
+            && free < need
+        {
+            bail!(
+                "disk full on the device: {} free in {}, this run of {comp} needs about {} (binary {}, inputs and outputs, {} margin); free space there or use another work folder",
+                mib(free),
+                self.info.workdir_abs,
+                mib(need),
+                if present {
+                    "already there".to_string()
+                } else {
+                    mib(size)
+                },
+                mib(DISK_MARGIN)
+            );
+        }
+        if present {
+            crate::outln!(
+                "      device: {comp} context binary already on the device ({fin}), not copied"
+            );
+            return Ok(fin);
+        }
+        let part = format!("bin/.{sha}.bin.part-{}", nonce());
+        self.ssh.upload(
+            bin,
+            &format!("{}/{part}", self.ssh.url.workdir),
+            transfer_timeout(),
+            &format!("copying the context binary of {comp}"),
+        )?;
+        self.ssh.exec(
+            &format!(
+                "cd {w} && if [ \"$(sha256sum {part} | cut -d ' ' -f 1)\" = {sha} ]; then mv -f {part} {fin}; else rm -f {part}; echo 'the copied binary does not match its sha256' >&2; exit 4; fi"
+            ),
+            short(),
+            &format!("checking the copied context binary of {comp}"),
+        )?;
+        self.uploads.set(self.uploads.get() + 1);
+        crate::outln!("      device: uploaded {comp} context binary ({size} bytes) as {fin}");
+        Ok(fin)
+    }
+
+    /// Runs `comp`'s context binary on the device with `inputs`: `warmup + iters` inferences
+    /// in one profiled `qnn-net-run` call; `log` keeps the device tools' output.
+    pub fn run_component(
+        &self,
+        comp: &Component,
+        bin: &Path,
+        inputs: &BTreeMap<String, Tensor>,
+        warmup: usize,
+        iters: usize,
+        log: &Path,
+    ) -> Result<DeviceRun> {
+        let name = comp.name();
+        let lines = warmup + iters.max(1);
+        let native = NativeIo::of(comp);
+        let staging = tempfile::tempdir()?;
+        let id = format!("{}-{}", nonce(), self.runs.get());
+        self.runs.set(self.runs.get() + 1);
+        let run_dir = format!("runs/{id}");
+        let local = staging.path().join("in");
+        std::fs::create_dir_all(&local)?;
+        let mut entries = Vec::new();
+        let mut in_bytes = 0u64;
+        for (i, spec) in comp.file.inputs.iter().enumerate() {
+            let t = inputs
+                .get(spec.name.get_ref())
+                .with_context(|| format!("no input `{}` for {name}", spec.name.get_ref()))?;
+            let bytes = crate::toolchain::sdk::steps::raw_bytes(t, native.inputs);
+            in_bytes += bytes.len() as u64;
+            std::fs::write(local.join(format!("input_{i}.raw")), bytes)?;
+            entries.push(format!("{}:={run_dir}/input_{i}.raw", spec.name.get_ref()));
+        }
+        std::fs::write(
+            local.join("input_list.txt"),
+            format!("{}\n", entries.join(" ")).repeat(lines),
+        )?;
+        let out_bytes: u64 = comp
+            .file
+            .outputs
+            .iter()
+            .map(|o| o.shape.iter().product::<usize>() as u64 * 8)
+            .sum();
+        let fin = self.ensure_binary(name, bin, in_bytes + out_bytes * lines as u64)?;
+        let w = &self.ssh.url.workdir;
+        let wq = quote(w);
+        let part = format!("runs/.{id}.part");
+        self.ssh.upload(
+            &local,
+            &format!("{w}/{part}"),
+            transfer_timeout(),
+            &format!("copying the inputs of {name}"),
+        )?;
+        let result = (|| -> Result<DeviceRun> {
+            self.ssh.exec(
+                &format!("cd {wq} && mv {part} {run_dir}"),
+                short(),
+                "naming the uploaded inputs",
+            )?;
+            let (root, dir) = (
+                self.info.sdk_root.as_deref().unwrap_or_default(),
+                self.info.arch_dir.as_deref().unwrap_or_default(),
+            );
+            let r = quote(root);
+            let flags = native.flags().join(" ");
+            let script = format!(
+                "cd {wq} && export LD_LIBRARY_PATH={r}/lib/{dir}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}} \
+                 && export ADSP_LIBRARY_PATH=\"{r}/lib/hexagon-v73/unsigned${{ADSP_LIBRARY_PATH:+;$ADSP_LIBRARY_PATH}}\" \
+                 && {r}/bin/{dir}/qnn-net-run --retrieve_context {fin} --backend {r}/lib/{dir}/libQnnHtp.so \
+                 --input_list {run_dir}/input_list.txt --output_dir {run_dir}/out --profiling_level basic {flags} \
+                 && {r}/bin/{dir}/qnn-profile-viewer --input_log {run_dir}/out/qnn-profiling-data_0.log --output {run_dir}/out/profile.csv"
+            );
+            let out = self.ssh.exec(
+                &script,
+                crate::toolchain::sdk::step_timeout(),
+                &format!("qnn-net-run of {name}"),
+            );
+            if let Some(parent) = log.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            match &out {
+                Ok(text) => std::fs::write(log, format!("$ {script}\n{text}"))?,
+                Err(e) => std::fs::write(log, format!("$ {script}\n{e:#}"))?,
+            }
+            out?;
+            let back = staging.path().join("out");
+            std::fs::create_dir_all(&back)?;
+            for f in ["Result_0", "profile.csv"] {
+                self.ssh.download(
+                    &format!("{w}/{run_dir}/out/{f}"),
+                    &back.join(f),
+                    transfer_timeout(),
+                    &format!("copying back the outputs of {name}"),
+                )?;
+            }
+            let outputs = crate::toolchain::sdk::steps::read_result_outputs(comp, &back, native)?;
+            let csv = std::fs::read_to_string(back.join("profile.csv"))?;
+            let all = execute_samples_us(&csv, TIMING_SOURCE)
+                .context("reading the device's qnn-profile-viewer CSV")?;
+            if all.len() != lines {
+                bail!(
+                    "the device's profile of {name} has {} {TIMING_SOURCE} EXECUTE rows for {lines} inferences",
+                    all.len()
+                );
+            }
+            let samples_us = all[warmup..].to_vec();
+            let stats = ExecuteStats::of(TIMING_SOURCE, &samples_us);
+            Ok(DeviceRun {
+                outputs,
+                samples_us,
+                stats,
+            })
+        })();
+        // The run's folder is scratch: removed whatever happened (best effort).
+        let _ = self.ssh.exec(
+            &format!("cd {wq} && rm -rf {run_dir} {part}"),
+            short(),
+            "cleaning up",
+        );
+        result.with_context(|| format!("running {name} on the device {}", self.info.url))
+    }
+}
