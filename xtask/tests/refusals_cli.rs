@@ -163,3 +163,25 @@ fn bisect_on_the_htp_backend_names_an_operator() {
     assert_eq!(report["backend"], "htp");
     assert!(report["tensors_compared"].as_u64().unwrap() > 0, "{report}");
 }
+
+/// A partial parity run (`--only`) merges into the report: the other components' results stay,
+/// each with its own time and hashes, instead of being dropped.
+#[test]
+fn a_partial_parity_run_merges_into_the_report() {
+    let p = Scratch::tiny();
+    p.run(&["parity", "--backend", "ort"]).assert_code(0);
+    let before = read_json(&p.path("reports/tiny/parity-ort.json"));
+    let vision_then = before["components"][0]["measured_unix"].as_u64().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    p.run(&["parity", "--backend", "ort", "--only", "action_step"])
+        .assert_code(0);
+    let after = read_json(&p.path("reports/tiny/parity-ort.json"));
+    let comps = after["components"].as_array().unwrap();
+    assert_eq!(comps.len(), 7, "{after}");
+    assert_eq!(comps[0]["component"], "vision");
+    assert_eq!(comps[0]["measured_unix"].as_u64().unwrap(), vision_then);
+    assert!(comps[6]["measured_unix"].as_u64().unwrap() > vision_then);
+    assert_eq!(after["pass"], true);
+    let md = std::fs::read_to_string(p.path("reports/tiny/parity-ort.md")).unwrap();
+    assert!(md.contains("vision") && md.contains("action_step"), "{md}");
+}
