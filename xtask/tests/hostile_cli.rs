@@ -478,13 +478,18 @@ fn every_hostile_input_ends_in_its_exit_code_and_message() {
         (case.setup)(&p);
         let run: Run = p.run(case.args);
         let all = run.all();
-        let first_error = run
-            .stderr
-            .lines()
-            .chain(run.stdout.lines())
-            .find(|l| l.contains("error") || l.contains("FAIL") || l.contains("offender"))
-            .unwrap_or("")
-            .to_string();
+        let lines: Vec<&str> = run.stderr.lines().chain(run.stdout.lines()).collect();
+        let at = lines
+            .iter()
+            .position(|l| l.contains("error") || l.contains("FAIL") || l.contains("offender"));
+        // A summary line ending in ':' is followed by the line that says what is wrong.
+        let first_error = match at {
+            Some(i) if lines[i].ends_with(':') && i + 1 < lines.len() => {
+                format!("{} {}", lines[i], lines[i + 1].trim())
+            }
+            Some(i) => lines[i].to_string(),
+            None => String::new(),
+        };
         table.push(format!(
             "| {} | {} | {} |",
             case.name, run.code, first_error
