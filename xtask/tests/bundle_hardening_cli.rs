@@ -10,18 +10,7 @@ use std::process::Command;
 use common::Scratch;
 
 fn package(p: &Scratch, out: &str, extra: &[&str]) -> common::Run {
-    let out = p.path(out);
-    let mut args = vec![
-        "package",
-        "--soc",
-        "77",
-        "--only",
-        "action_context",
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    p.run(&args)
+    p.package(out, "action_context", extra)
 }
 
 #[test]
@@ -143,16 +132,8 @@ fn the_card_states_the_build_facts_from_the_records() {
     ])
     .assert_code(0);
     let out = p.path("dist/facts");
-    p.run(&[
-        "package",
-        "--soc",
-        "77",
-        "--only",
-        "action_context,action_step",
-        "--out",
-        out.to_str().unwrap(),
-    ])
-    .assert_code(0);
+    p.package("dist/facts", "action_context,action_step", &[])
+        .assert_code(0);
     let card = std::fs::read_to_string(out.join("README.md")).unwrap();
     assert!(
         card.contains(

@@ -27,15 +27,7 @@ fn package_refuses_a_failed_htp_parity_report() {
     report["components"][0]["pass"] = serde_json::Value::Bool(false);
     std::fs::write(&path, serde_json::to_vec(&report).unwrap()).unwrap();
     let out = p.path("dist/refused");
-    let run = p.run(&[
-        "package",
-        "--soc",
-        "77",
-        "--only",
-        "action_step",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let run = p.package("dist/refused", "action_step", &[]);
     run.assert_code(2);
     assert!(
         run.stderr.contains("HTP parity failed") && run.stderr.contains("parity-htp.json"),
@@ -53,16 +45,7 @@ fn verify_catches_a_card_edited_with_a_matching_manifest() {
     p.run(&["build-ctx", "--soc", "77", "--only", "action_step"])
         .assert_code(0);
     let out = p.path("dist/card");
-    p.run(&[
-        "package",
-        "--soc",
-        "77",
-        "--only",
-        "action_step",
-        "--out",
-        out.to_str().unwrap(),
-    ])
-    .assert_code(0);
+    p.package("dist/card", "action_step", &[]).assert_code(0);
     let card = std::fs::read_to_string(out.join("README.md")).unwrap();
     let edited = card.replace(
         "| `action_step` | embedded | fp16 |",

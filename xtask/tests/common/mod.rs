@@ -92,6 +92,22 @@ impl Scratch {
         cmd
     }
 
+    /// `package --soc 77 --only <only> --out <project>/<out> <extra…>`.
+    pub fn package(&self, out: &str, only: &str, extra: &[&str]) -> Run {
+        let out = self.path(out);
+        let mut args = vec![
+            "package",
+            "--soc",
+            "77",
+            "--only",
+            only,
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
     pub fn run(&self, args: &[&str]) -> Run {
         Run::from(self.command(args).output().unwrap())
     }
