@@ -114,6 +114,43 @@ fn jobs_two_builds_every_selected_component() {
         "--require-fresh",
     ]);
     again.assert_code(0);
+    // A budget no step fits in: every step runs with nothing beside it, and says so.
+    let tight = p.run(&[
+        "build-ctx",
+        "--soc",
+        "77",
+        "--only",
+        "action_context,action_step",
+        "--jobs",
+        "2",
+        "--force",
+        "--max-memory",
+        "1M",
+    ]);
+    tight.assert_code(0);
+    assert_eq!(
+        tight
+            .stdout
+            .matches("over the 1 MB memory budget: it runs with nothing beside it")
+            .count(),
+        6,
+        "{}",
+        tight.all()
+    );
+    let report = read_json(&p.path("reports/tiny/build-soc77.json"));
+    for comp in report["components"].as_array().unwrap() {
+        for step in comp["steps"].as_array().unwrap() {
+            let d = &step["detail"];
+            assert!(d["memory_estimate_mb"].as_f64().unwrap() > 1.0, "{step}");
+            assert!(
+                d["peak_rss_mb"].as_f64().unwrap() >= d["rss_start_mb"].as_f64().unwrap(),
+                "{step}"
+            );
+        }
+    }
+    let bad = p.run(&["build-ctx", "--soc", "77", "--max-memory", "12X"]);
+    bad.assert_code(2);
+    assert!(bad.stderr.contains("unknown unit"), "{}", bad.all());
     let zero = p.run(&["build-ctx", "--soc", "77", "--jobs", "0"]);
     zero.assert_code(2);
     assert!(

@@ -15,6 +15,7 @@ use crate::build::fingerprint::{
 use crate::build::plan::{ComponentPlan, PlannedStep, StepKind};
 use crate::build::progress::Progress;
 use crate::build::report::{ComponentBuild, OutputFile, StepOutcome};
+use crate::build::schedule::{self, Granted, MemoryBudget};
 use crate::build::steps::{self, StepRun};
 use crate::hashing::{HashMemo, sha256_file};
 use crate::recipe::{Component, Model};
@@ -29,6 +30,8 @@ pub struct BuildEnv<'a> {
     pub toolchain: &'a dyn Toolchain,
     pub memo: &'a Mutex<HashMemo>,
     pub progress: &'a Progress,
+    /// `--max-memory`: no step starts beyond it (see `schedule`).
+    pub budget: &'a MemoryBudget,
 }
 
 /// The rerun rule: why a step runs, or None when it is skipped as fresh. A dirty step runs;
@@ -84,8 +87,8 @@ pub fn lock_build_dir(dir: &Path) -> Result<std::fs::File> {
     crate::atomic::lock_file(&dir.join(".build.lock"), "build-ctx")
 }
 
-/// Runs the plans on `jobs` workers; each component's steps run in order, failures stop only
-/// that component.
+/// Runs the plans on `jobs` workers, longest component first; each component's steps run in
+/// order, failures stop only that component. Results come back in the plans' order.
 pub fn execute_plans(
     env: &BuildEnv<'_>,
     comps: &[&Component],
@@ -94,7 +97,18 @@ pub fn execute_plans(
     jobs: usize,
     verbose: bool,
 ) -> Vec<ComponentBuild> {
-    let queue = Mutex::new((0..plans.len()).collect::<VecDeque<_>>());
+    let lengths: Vec<(Option<f64>, f64)> = plans
+        .iter()
+        .map(|p| {
+            let record = ComponentRecord::load(&env.root.join(&p.artifacts.record));
+            (
+                schedule::last_seconds(&record, p),
+                schedule::onnx_mb(env.root, p),
+            )
+        })
+        .collect();
+    let order = schedule::longest_first(&lengths);
+    let queue = Mutex::new(order.into_iter().collect::<VecDeque<_>>());
     let results = Mutex::new(BTreeMap::new());
     std::thread::scope(|scope| {
         for _ in 0..jobs.min(plans.len()).max(1) {
@@ -129,6 +143,7 @@ fn build_component(
     let mut steps = Vec::new();
     let mut failed: Option<String> = None;
     let mut upstream_ran = false;
+    let onnx_mb = schedule::onnx_mb(env.root, plan);
     for step in &plan.steps {
         let label = step.kind.label();
         if let Some(why) = &failed {
@@ -150,12 +165,35 @@ fn build_component(
             );
             env.progress.note(&bar, &note);
         }
+        let need = schedule::estimate(
+            step.kind,
+            onnx_mb,
+            schedule::last_increase_mb(&record, &step.record_name),
+        );
+        let (_reserved, granted) = env.budget.reserve(need.mb, |in_use| {
+            let note = format!(
+                "{}: {label} waits for memory: needs ~{:.0} MB ({}), {in_use:.0} of {:.0} MB reserved by running steps",
+                plan.component, need.mb, need.basis, env.budget.limit_mb
+            );
+            env.progress.note(&bar, &note);
+        });
+        if granted == Granted::Alone {
+            let note = format!(
+                "{}: {label} is estimated at ~{:.0} MB ({}), over the {:.0} MB memory budget: it runs with nothing beside it",
+                plan.component, need.mb, need.basis, env.budget.limit_mb
+            );
+            env.progress.note(&bar, &note);
+        }
         env.progress.step_started(&bar, &plan.component, label);
         let started = Instant::now();
         let outcome = run_step(env, comp, plan, step, &mut record, &record_path, &bar);
         let seconds = started.elapsed().as_secs_f64();
         match outcome {
-            Ok((outputs, detail)) => {
+            Ok((outputs, mut detail)) => {
+                detail["memory_estimate_mb"] = serde_json::json!(need.mb);
+                if let Granted::AfterWaiting(s) = granted {
+                    detail["waited_for_memory_seconds"] = serde_json::json!(s);
+                }
                 env.progress
                     .step_line(&bar, &plan.component, label, "ran", Some(seconds));
                 let texts = reasons.texts();
@@ -216,6 +254,7 @@ fn run_step(
             env.progress.heartbeat(bar, comp.name(), label),
         )
     });
+    let rss_start_mb = crate::build::rss::current_mb();
     crate::build::rss::reset_peak();
     let ran = match step.kind {
         StepKind::Convert => steps::Convert::run(env.toolchain, &job),
@@ -229,6 +268,7 @@ fn run_step(
         detail = serde_json::json!({ "value": detail });
     }
     detail["peak_rss_mb"] = serde_json::json!(peak_rss_mb);
+    detail["rss_start_mb"] = serde_json::json!(rss_start_mb);
     if let Some(c) = compiled {
         detail["compile_stages"] = serde_json::json!(c.stages);
     }

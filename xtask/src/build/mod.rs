@@ -12,6 +12,7 @@ pub mod print;
 pub mod progress;
 pub mod report;
 pub mod rss;
+pub mod schedule;
 pub mod steps;
 
 use std::path::Path;
@@ -36,6 +37,8 @@ pub struct BuildRequest<'a> {
     pub soc: Soc,
     pub comps: Vec<&'a Component>,
     pub jobs: usize,
+    /// `--max-memory` in MB; None: `MemAvailable` when the build starts.
+    pub max_memory_mb: Option<f64>,
     pub force: bool,
     pub dry_run: bool,
     /// With `dry_run`: print the plan as JSON instead of text.
@@ -120,6 +123,7 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     let plans = plan_all(root, req, &versions, &mut memo)?;
     let memo = Mutex::new(memo);
     let progress = progress::Progress::new();
+    let budget = schedule::MemoryBudget::new(memory_limit_mb(req.max_memory_mb)?);
     let env = execute::BuildEnv {
         root,
         model: req.model,
@@ -127,6 +131,7 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
         toolchain,
         memo: &memo,
         progress: &progress,
+        budget: &budget,
     };
     let results =
         execute::execute_plans(&env, &req.comps, &plans, req.force, req.jobs, req.verbose);
@@ -143,6 +148,16 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     } else {
         Outcome::GateFailed
     })
+}
+
+/// The memory budget: `--max-memory`, else what the kernel says is available now.
+fn memory_limit_mb(asked: Option<f64>) -> Result<f64> {
+    match asked.or_else(schedule::available_mb) {
+        Some(mb) => Ok(mb),
+        None => bail!(
+            "cannot read MemAvailable from /proc/meminfo to size the memory budget: give --max-memory"
+        ),
+    }
 }
 
 /// The toolchain a plan that runs nothing describes: the installed SDK, else one at the

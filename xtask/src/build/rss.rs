@@ -10,10 +10,19 @@ pub fn reset_peak() {
 
 /// The peak resident set since the last reset, MB (None where `/proc` is absent).
 pub fn peak_mb() -> Option<f64> {
+    status_mb("VmHWM:")
+}
+
+/// The resident set now, MB: a step's increase is its peak minus this at its start.
+pub fn current_mb() -> Option<f64> {
+    status_mb("VmRSS:")
+}
+
+fn status_mb(field: &str) -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let kb: f64 = status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .find_map(|l| l.strip_prefix(field))?
         .trim()
         .trim_end_matches("kB")
         .trim()

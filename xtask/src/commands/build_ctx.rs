@@ -17,6 +17,10 @@ pub struct BuildCtx {
     /// Components built at once.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
+    /// Memory the running steps may use together (e.g. 16G, 12000M); a step whose estimate
+    /// does not fit waits. Default: MemAvailable of /proc/meminfo when the build starts.
+    #[arg(long, value_parser = crate::build::schedule::parse_memory_mb)]
+    max_memory: Option<f64>,
     /// Run every step even when fresh.
     #[arg(long)]
     force: bool,
@@ -48,6 +52,7 @@ impl BuildCtx {
             soc,
             comps,
             jobs: self.jobs,
+            max_memory_mb: self.max_memory,
             force: self.force,
             dry_run: self.dry_run,
             json: self.json,

@@ -1,6 +1,7 @@
 //! `cargo xtask bench build`: cold build vs no-op rebuild of `build-ctx`, for the tiny model
 //! and for a hundred-megabyte-class ONNX (an MLP with ~100 MB of external weights, generated
 //! here). Each figure is printed as a ratio against the cold build measured in the same run.
+//! `--full-width` measures `--jobs 2` against `--jobs 1` instead (`build_full_width`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,10 +20,18 @@ pub struct BenchBuild {
     /// Hidden width of the large MLP (2560 x hidden x 2 f32 weights; 4864 ≈ 100 MB).
     #[arg(long, default_value_t = 4864)]
     large_hidden: usize,
+    /// Instead: the full-width model's contexts with --jobs 1 then --jobs 2 (opt-in, long:
+    /// about 1.5 h on 2 cores; generates the ~2 GB model once).
+    #[arg(long)]
+    full_width: bool,
 }
 
 impl BenchBuild {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        if self.full_width {
+            super::build_full_width::run(&ctx.root)?;
+            return Ok(Outcome::Success);
+        }
         let libs = ensure_runtime(&ctx.root)?;
         let bench_dir = ctx.root.join("target/bench/build");
         if bench_dir.exists() {

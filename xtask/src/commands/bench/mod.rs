@@ -2,6 +2,7 @@
 //! measured in the same run. Scratch projects live under `target/bench/`.
 
 mod build;
+mod build_full_width;
 mod chain;
 mod hash;
 mod parity_engine;
