@@ -77,6 +77,7 @@ impl Runtime {
         })?;
         let env = builder
             .with_name("xtask")
+            .with_global_thread_pool(shared_thread_pool()?)
             .build()
             .context("cannot create the ORT environment")?;
         // QNN is optional (a board without the SDK): ORT's CPU backend works without it, and
@@ -186,14 +187,7 @@ impl Runtime {
             .map_err(ort_err)?
             .with_log_level(LogLevel::Verbose)
             .map_err(ort_err)?
-            .with_intra_threads(2)
-            .map_err(ort_err)?
-            // Several resident sessions share few cores: spinning idle threads would steal
-            // them from the session that runs (measured: chain 6.7x the sum of its parts).
-            .with_intra_op_spinning(false)
-            .map_err(ort_err)?
-            .with_inter_op_spinning(false)
-            .map_err(ort_err)?
+            // Every session runs on the environment's one thread pool (`shared_thread_pool`).
             .with_devices(devices, options)
             .map_err(ort_err)
     }
@@ -360,6 +354,23 @@ impl CheckedSession {
         }
         Ok(out)
     }
+}
+
+/// One intra-op thread pool for every session of the process, instead of one per session:
+/// seven resident sessions kept 14 threads for 2 cores. Spinning stays off: idle threads that
+/// spin steal the cores of whatever else runs (measured under load: the tiny chain at 55 ms
+/// spinning vs 26 ms not; before the pool was shared, a chain at 6.7x the sum of its parts).
+/// `XTASK_ORT_SPIN=1` / `XTASK_ORT_THREADS=N` change it, to measure (`bench chain`).
+fn shared_thread_pool() -> Result<ort::environment::GlobalThreadPoolOptions> {
+    let spin = std::env::var("XTASK_ORT_SPIN").is_ok_and(|v| v == "1");
+    let threads = std::env::var("XTASK_ORT_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
+    ort::environment::GlobalThreadPoolOptions::default()
+        .with_intra_threads(threads)
+        .and_then(|o| o.with_spin_control(spin))
+        .map_err(ort_err)
 }
 
 /// The rendered EP options of a backend, without the EP prefix and without `backend_path`
