@@ -128,8 +128,8 @@ fn the_uneven_three_step_model_passes_parity_and_run_on_ort_and_cpu() {
 
 #[test]
 fn the_recipes_de_normalisation_decides_the_actions() {
-    // The final trajectory of every dim leaves [-1, 1] (the generator asserts it), so each
-    // change below moves the actions, and only the actions.
+    // The final trajectory of dims 4, 5 and 6 leaves [-1, 1] (the generator asserts it), so
+    // each change below moves the actions, and only the actions.
     for (from, to) in [
         ("5 = \"clip\"", "5 = \"pass\""),
         ("6 = \"pass\"", "6 = \"clip\""),
