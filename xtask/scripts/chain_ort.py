@@ -10,14 +10,15 @@ runs K untimed and N timed chains exactly as golden/README.md "The host chain" s
 
   vision -> scatter-add at image_token_positions -> llm_split0..3 (K/V concat on axis 0)
   -> action_context -> Euler loop over timesteps (x0 = initial_noise * (1 - pad))
-  -> de-normalise (clip to [-1, 1], q01/q99; the gripper dim passes through).
+  -> de-normalise per dim ([host.denorm]: clip to [-1, 1] and/or q01/q99; with
+     `gripper_dim` instead, that dim passes and every other is clipped and de-normalised).
 
 Writes OUT.json with per-iteration end-to-end / host / per-call timings, load times,
 the max abs error of the actions against the trace's expected `actions`, and peak RSS.
 
 [host] keys used (those missing fall back to trace.json / the component list):
 trace, vision, llm_splits, action_context, action_step, timesteps, action_dim_used,
-gripper_dim, norm_mode.
+gripper_dim, norm_mode, denorm (default, dims), trace_keys (our name = the trace's name).
 
 Dependencies: numpy, onnxruntime (Python 3.11+ for tomllib).
 """
@@ -68,12 +69,23 @@ class Chain:
         self.norm_mode = host.get("norm_mode", self.trace.get("norm_mode", "q01_q99"))
         if self.norm_mode != "q01_q99":
             raise SystemExit(f"unsupported norm_mode {self.norm_mode!r}")
+        if "denorm" in host:
+            spec = host["denorm"]
+            self.denorm = [spec.get("default", "clip+denorm")] * self.action_dim_used
+            for k, mode in spec.get("dims", {}).items():
+                self.denorm[int(k)] = mode
+        else:
+            self.denorm = ["pass" if d == self.gripper_dim else "clip+denorm" for d in range(self.action_dim_used)]
+        trace_keys = host.get("trace_keys", {})
         for c in [self.vision, *self.llm_splits, self.action_context, self.action_step]:
             if c not in self.recipes:
                 raise SystemExit(f"[host] names component {c!r}, not in [model] components {comps}")
 
         # host tensors (trace npz) and the vision input (vision golden npz)
-        t = load_npz(trace_path.parent / self.trace.get("npz", "trace.npz"))
+        z = load_npz(trace_path.parent / self.trace.get("npz", "trace.npz"))
+        t = {ours: z[trace_keys.get(ours, ours)] for ours in (
+            "prompt_embeds", "image_token_positions", "attention_bias", "encoder_attention_mask",
+            "action_dim_is_pad", "initial_noise", "q01", "q99", "actions")}
         self.prompt_embeds = t["prompt_embeds"].astype(np.float32)
         self.image_token_positions = t["image_token_positions"].astype(np.int64)
         self.attention_bias = t["attention_bias"].astype(np.float32)
@@ -144,11 +156,13 @@ class Chain:
                 "encoder_attention_mask": self.encoder_attention_mask,
                 "action_dim_is_pad": self.action_dim_is_pad,
             })
-        # 6. de-normalise (float32; the gripper dim passes through)
+        # 6. de-normalise (float32), each dim as its mode says
         a = x[:, :, : self.action_dim_used].copy()
-        dims = [d for d in range(self.action_dim_used) if d != self.gripper_dim]
-        q01, q99 = self.q01[dims], self.q99[dims]
-        a[..., dims] = (np.clip(a[..., dims], -1.0, 1.0) + np.float32(1.0)) * (q99 - q01) / np.float32(2.0) + q01
+        for d, mode in enumerate(self.denorm):
+            if mode in ("clip+denorm", "clip"):
+                a[..., d] = np.clip(a[..., d], -1.0, 1.0)
+            if mode in ("clip+denorm", "denorm"):
+                a[..., d] = (a[..., d] + np.float32(1.0)) * (self.q99[d] - self.q01[d]) / np.float32(2.0) + self.q01[d]
         return a
 
     def timed_chain(self):

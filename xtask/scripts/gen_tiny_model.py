@@ -93,7 +93,7 @@ class Dims:
     NKV: int  # kv heads
     HD: int  # head dim
     FFN: int
-    LAYERS_PER_SPLIT: int
+    SPLIT_LAYERS: tuple  # LLM layers of each split, in order (they may differ)
     DV: int  # ViT width
     VHEADS: int
     VHD: int
@@ -106,8 +106,24 @@ class Dims:
     EMLP: int
     TDIM: int  # sinusoidal time-embedding width
     external: tuple  # components whose weights go to <component>.onnx.data
+    # Flow matching: one Euler step per timestep, dt applied inside action_step.
+    TIMESTEPS: tuple = tuple(TIMESTEPS)
+    DT: float = DT
+    # Range of action_step's x-prediction D = D_SCALE * tanh(z). Above 1 the final
+    # trajectory leaves [-1, 1], so whether a dimension is clipped shows in the actions.
+    D_SCALE: float = 1.0
+    # Per used action dim: "clip+denorm", "clip", "denorm" or "pass" (recipe [host.denorm]);
+    # None = every dim clipped and de-normalised except GRIPPER_DIM, which passes
+    # (recipe `gripper_dim`).
+    DENORM: tuple | None = None
+    # (ours, theirs): trace.npz keys written under another exporter's names; the recipe maps
+    # them back with [host.trace_keys]. `{i}` in a step key stands for the step.
+    TRACE_KEYS: tuple = ()
 
     NSPLITS = NSPLITS
+
+    def __post_init__(self):
+        assert len(self.SPLIT_LAYERS) == NSPLITS, self.SPLIT_LAYERS
 
     @property
     def KVW(self):
@@ -115,13 +131,27 @@ class Dims:
 
     @property
     def NLAYERS(self):
-        return self.LAYERS_PER_SPLIT * NSPLITS
+        return sum(self.SPLIT_LAYERS)
+
+    def first_layer(self, split):
+        """Global index of the first LLM layer of `split`."""
+        return sum(self.SPLIT_LAYERS[:split])
+
+    def denorm_modes(self):
+        if self.DENORM is not None:
+            assert len(self.DENORM) == ADIM_USED, self.DENORM
+            return list(self.DENORM)
+        return ["pass" if k == GRIPPER_DIM else "clip+denorm" for k in range(ADIM_USED)]
+
+    def trace_key(self, ours, step=None):
+        theirs = dict(self.TRACE_KEYS).get(ours, ours)
+        return theirs if step is None else theirs.replace("{i}", str(step))
 
 
 # The committed tiny model: LLM hidden 64, 4 q / 2 kv heads of 16 (KV 32), FFN 128,
 # 8 layers in 4 splits of 2; ViT 48 (3x16), MLP 96, 2 layers; expert 32 (2x16).
 TINY = Dims(
-    name="tiny", H=64, NQ=4, NKV=2, HD=16, FFN=128, LAYERS_PER_SPLIT=2,
+    name="tiny", H=64, NQ=4, NKV=2, HD=16, FFN=128, SPLIT_LAYERS=(2, 2, 2, 2),
     DV=48, VHEADS=3, VHD=16, VMLP=96, VLAYERS=2, PROJ_HIDDEN=128,
     E=32, EHEADS=2, EHD=16, EMLP=64, TDIM=32,
     external=tuple(f"llm_split{i}" for i in range(NSPLITS)),
@@ -132,10 +162,45 @@ TINY = Dims(
 # ViT 1152 (16x72), MLP 4304, 1 layer, projector 1152 -> 9728 -> 2560;
 # expert 768 (12x64), MLP 3072, 4 layers.
 FULL_WIDTH = Dims(
-    name="fullwidth", H=2560, NQ=32, NKV=8, HD=128, FFN=9728, LAYERS_PER_SPLIT=1,
+    name="fullwidth", H=2560, NQ=32, NKV=8, HD=128, FFN=9728, SPLIT_LAYERS=(1, 1, 1, 1),
     DV=1152, VHEADS=16, VHD=72, VMLP=4304, VLAYERS=1, PROJ_HIDDEN=9728,
     E=768, EHEADS=12, EHD=64, EMLP=3072, TDIM=256,
     external=("vision", *(f"llm_split{i}" for i in range(NSPLITS)), "action_context", "action_step"),
+)
+
+# The second committed test model (`--variant uneven`): LLM splits of 1, 3, 2 and 2 layers,
+# three Euler steps, per-dim de-normalisation and a trace under another exporter's names, at
+# smaller widths: LLM hidden 32, 2 q / 1 kv head of 16, FFN 64; ViT 32 (2x16), 1 layer;
+# expert 16 (1x16), MLP 32.
+UNEVEN = Dims(
+    name="tiny-uneven", H=32, NQ=2, NKV=1, HD=16, FFN=64, SPLIT_LAYERS=(1, 3, 2, 2),
+    DV=32, VHEADS=2, VHD=16, VMLP=64, VLAYERS=1, PROJ_HIDDEN=64,
+    E=16, EHEADS=1, EHD=16, EMLP=32, TDIM=16,
+    external=tuple(f"llm_split{i}" for i in range(NSPLITS)),
+    TIMESTEPS=tuple(float(np.float32(t)) for t in (0.0, 1.0 / 3.0, 2.0 / 3.0)),
+    DT=float(np.float32(1.0 / 3.0)),
+    D_SCALE=2.0,
+    DENORM=("clip+denorm",) * 4 + ("denorm", "clip", "pass"),
+    TRACE_KEYS=(
+        ("prompt_embeds", "text_embeddings"),
+        ("image_token_positions", "image_slot_index"),
+        ("attention_bias", "llm_mask_bias"),
+        ("encoder_attention_mask", "context_mask"),
+        ("action_dim_is_pad", "action_pad_mask"),
+        ("initial_noise", "x0_noise"),
+        ("q01", "norm_low"),
+        ("q99", "norm_high"),
+        ("image_embeds", "vision_features"),
+        ("hidden_states", "llm_inputs_embeds"),
+        ("llm_hidden_out", "llm_last_hidden"),
+        ("keys", "past_keys"),
+        ("values", "past_values"),
+        ("k_ctx", "expert_k"),
+        ("v_ctx", "expert_v"),
+        ("trajectory_step0_in", "flow_step_0_input"),
+        ("trajectory_step{i}_out", "flow_step_{i}_output"),
+        ("actions", "robot_actions"),
+    ),
 )
 
 RMS_EPS = 1e-6
@@ -310,7 +375,7 @@ def make_vision_weights(d):
 def make_llm_weights(d, split):
     r = rng_for(f"llm_split{split}")
     layers = []
-    for _ in range(d.LAYERS_PER_SPLIT):
+    for _ in range(d.SPLIT_LAYERS[split]):
         layers.append(
             {
                 "in_norm": norm_w(r, d.H),
@@ -444,13 +509,14 @@ def action_step_ref(d, w, traj, timestep, k_ctx, v_ctx, enc_mask, pad):
         h = rmsnorm(x, L["mlp_norm"])
         x = x + (silu(h @ f64(L["w_gate"])) * (h @ f64(L["w_up"]))) @ f64(L["w_down"])
     # x-prediction flow matching: the network predicts the clean actions
-    # D = tanh(z) = 2*sigmoid(2z) - 1 (bounded to [-1, 1]); the velocity towards
-    # them is v = (D - x_t) / (1 - t).  With timesteps [0, 0.5] and dt = 0.5 the
-    # second Euler step lands exactly on D, so the trajectory stays bounded.
+    # D = tanh(z) = 2*sigmoid(2z) - 1 (bounded to [-1, 1], times D_SCALE); the velocity
+    # towards them is v = (D - x_t) / (1 - t).  With timesteps [0, 0.5] and dt = 0.5 (or
+    # [0, 1/3, 2/3] and dt = 1/3) the last Euler step lands on D, so the trajectory
+    # stays within D's range.  dt is the float32 constant the graph holds.
     z = rmsnorm(x, w["final_norm"]) @ f64(w["out_w"]) + f64(w["out_b"])
-    denoised = 2.0 / (1.0 + np.exp(-2.0 * z)) - 1.0
+    denoised = d.D_SCALE * (2.0 / (1.0 + np.exp(-2.0 * z)) - 1.0)
     vel = (denoised - traj) / (1.0 - f64(timestep).reshape(1, 1, 1))
-    return (traj + DT * vel) * (1.0 - f64(pad))
+    return (traj + float(F32(d.DT)) * vel) * (1.0 - f64(pad))
 
 
 # ---------------------------------------------------------------- onnx builder
@@ -591,7 +657,7 @@ def build_llm_split(d, split, layers):
     rep_idx = g.const(np.repeat(np.arange(d.NKV), d.NQ // d.NKV))  # [0,0,1,1]
     ks, vs = [], []
     for i, L in enumerate(layers):
-        li = split * d.LAYERS_PER_SPLIT + i
+        li = d.first_layer(split) + i
         p = f"model.layers.{li}."
         W = lambda k: g.weight(p + k, L[k])  # noqa: E731
         h = g.rmsnorm(x, W("in_norm"))
@@ -615,8 +681,8 @@ def build_llm_split(d, split, layers):
     g.op("Concat", ks, out="keys", axis=0)
     g.op("Concat", vs, out="values", axis=0)
     g.output("hidden_out", [1, S, d.H])
-    g.output("keys", [d.LAYERS_PER_SPLIT, 1, S, d.KVW])
-    g.output("values", [d.LAYERS_PER_SPLIT, 1, S, d.KVW])
+    g.output("keys", [len(layers), 1, S, d.KVW])
+    g.output("values", [len(layers), 1, S, d.KVW])
     return g.build()
 
 
@@ -677,9 +743,11 @@ def build_action_step(d, w):
     # Tanh kernel is inaccurate); velocity = (denoised - trajectory) / (1 - timestep).
     two = f32c(2.0)
     den = g.op("Sub", [g.op("Mul", [g.op("Sigmoid", [g.op("Mul", [z, two])]), two]), one])
+    if d.D_SCALE != 1.0:
+        den = g.op("Mul", [den, f32c(d.D_SCALE)])
     inv = g.op("Reciprocal", [g.op("Sub", [one, ts])])  # [1], broadcast over [1,10,32]
     vel = g.op("Mul", [g.op("Sub", [den, traj]), inv])
-    y = g.op("Add", [traj, g.op("Mul", [vel, f32c(DT)])])
+    y = g.op("Add", [traj, g.op("Mul", [vel, f32c(d.DT)])])
     keep = g.op("Sub", [one, pad])
     g.op("Mul", [y, keep], out="next_trajectory")
     g.output("next_trajectory", [1, HORIZON, ADIM])
@@ -788,7 +856,10 @@ def generate_model(d: Dims, root: Path):
     initial_noise = r.standard_normal((1, HORIZON, ADIM)).astype(F32)
     q01 = np.array(r.uniform(-0.8, -0.05, ADIM_USED), dtype=F32)
     q99 = (q01 + r.uniform(0.1, 1.2, ADIM_USED)).astype(F32)
-    q01[GRIPPER_DIM], q99[GRIPPER_DIM] = 0.0, 1.0  # unused: gripper passes through
+    if d.DENORM is None:
+        q01[GRIPPER_DIM], q99[GRIPPER_DIM] = 0.0, 1.0  # unused: gripper passes through
+    # else every dim keeps distinct quantiles, so de-normalising a dim the recipe says not
+    # to (or the reverse) changes the actions
 
     golden = {}
     image_embeds = vision_ref(d, vw, pixel_values).astype(F32)
@@ -816,7 +887,7 @@ def generate_model(d: Dims, root: Path):
 
     x = (initial_noise * (1.0 - action_dim_is_pad)).astype(F32)
     traj_in, traj_out = [], []
-    for t in TIMESTEPS:
+    for t in d.TIMESTEPS:
         ts = np.array([t], dtype=F32)
         y = action_step_ref(d, aw, x, ts, k_ctx, v_ctx, encoder_attention_mask, action_dim_is_pad).astype(F32)
         traj_in.append(x)
@@ -830,8 +901,15 @@ def generate_model(d: Dims, root: Path):
         x = y
 
     a = f64(x[:, :, :ADIM_USED]).copy()
-    dd = slice(0, GRIPPER_DIM)
-    a[..., dd] = (np.clip(a[..., dd], -1.0, 1.0) + 1.0) * (f64(q99[dd]) - f64(q01[dd])) / 2.0 + f64(q01[dd])
+    for k, mode in enumerate(d.denorm_modes()):
+        assert mode in ("clip+denorm", "clip", "denorm", "pass"), mode
+        if mode in ("clip+denorm", "clip"):
+            a[..., k] = np.clip(a[..., k], -1.0, 1.0)
+        if mode in ("clip+denorm", "denorm"):
+            a[..., k] = (a[..., k] + 1.0) * (f64(q99[k]) - f64(q01[k])) / 2.0 + f64(q01[k])
+        if d.DENORM is not None and mode != "clip+denorm":
+            # the data must show whether this dim is clipped: some value outside [-1, 1]
+            assert np.abs(x[..., k]).max() > 1.0, (k, mode, np.abs(x[..., k]).max())
     actions = a.astype(F32)
 
     for comp in COMPONENTS:
@@ -840,7 +918,8 @@ def generate_model(d: Dims, root: Path):
         save_npz(p, golden[comp])
         written.append(p)
 
-    trace = {
+    steps = {f"trajectory_step{i}_out": y for i, y in enumerate(traj_out)}
+    ours = {
         "prompt_embeds": prompt_embeds,
         "image_token_positions": IMAGE_TOKEN_POSITIONS,
         "attention_bias": attention_bias,
@@ -857,10 +936,16 @@ def generate_model(d: Dims, root: Path):
         "k_ctx": k_ctx,
         "v_ctx": v_ctx,
         "trajectory_step0_in": traj_in[0],
-        "trajectory_step0_out": traj_out[0],
-        "trajectory_step1_out": traj_out[1],
+        **steps,
         "actions": actions,
     }
+    # Under the exporter's names where d.TRACE_KEYS says so.
+    trace = {}
+    for key, arr in ours.items():
+        if key in steps:
+            trace[d.trace_key("trajectory_step{i}_out", int(key[len("trajectory_step"):-len("_out")]))] = arr
+        else:
+            trace[d.trace_key(key)] = arr
     p = gold_dir / "trace.npz"
     save_npz(p, trace)
     written.append(p)
@@ -873,20 +958,28 @@ def generate_model(d: Dims, root: Path):
         "hidden_size": d.H,
         "num_layers": d.NLAYERS,
         "num_llm_splits": d.NSPLITS,
+        **({"llm_split_layers": list(d.SPLIT_LAYERS)} if len(set(d.SPLIT_LAYERS)) > 1 else {}),
         "image_tokens_per_camera": TOK_PER_CAM,
         "cameras": CAMS,
         "image_size": IMG,
         "patch_size": PATCH,
         "pixel_layout": "patch index p = row*27+col; within patch (dy, dx, c); value = u8/255*2-1",
-        "num_flow_steps": len(TIMESTEPS),
-        "dt": DT,
-        "timesteps": TIMESTEPS,
+        "num_flow_steps": len(d.TIMESTEPS),
+        "dt": d.DT,
+        "timesteps": list(d.TIMESTEPS),
         "action_horizon": HORIZON,
         "action_dim": ADIM,
         "action_dim_used": ADIM_USED,
-        "gripper_dim": GRIPPER_DIM,
-        "norm_mode": "q01_q99",
-        "norm_formula": "dims != gripper_dim: (clip(a,-1,1)+1)*(q99-q01)/2+q01; gripper_dim passes through",
+        **({
+            "gripper_dim": GRIPPER_DIM,
+            "norm_mode": "q01_q99",
+            "norm_formula": "dims != gripper_dim: (clip(a,-1,1)+1)*(q99-q01)/2+q01; gripper_dim passes through",
+        } if d.DENORM is None else {
+            "denorm": list(d.DENORM),
+            "norm_mode": "q01_q99",
+            "norm_formula": "per dim: 'clip' = clip(a,-1,1); 'denorm' = (a+1)*(q99-q01)/2+q01; 'clip+denorm' = both, in that order; 'pass' = unchanged",
+        }),
+        **({"trace_keys": dict(d.TRACE_KEYS)} if d.TRACE_KEYS else {}),
         "attention_mask_value": ATTN_MASK_VALUE,
         "attention_mask_value_note": (
             "Blocked entries of attention_bias are -65504.0, the most negative finite fp16 value. "
@@ -927,22 +1020,30 @@ def generate_tiny(root: Path):
     report(written, root)
 
 
-# ---------------------------------------------------------------- recipes (full width)
+# ---------------------------------------------------------------- recipes (generated models)
 COMPONENT_DESCRIPTIONS = {
     "vision": "ViT + grid token sampler (GridSample bilinear, align_corners=0), 16 tokens per camera",
     "llm_split": "RMSNorm, GQA attention with additive attention_bias, SwiGLU; K/V as outputs",
     "action_context": "per-layer K/V projections of the action expert (computed once per decision)",
-    "action_step": "one flow-matching Euler step (dt = 0.5) of the action expert",
+    "action_step": "one flow-matching Euler step (dt = {dt}) of the action expert",
 }
+
+# trace.npz keys `cargo xtask run` reads (the names a recipe's [host.trace_keys] may map).
+HOST_READ_KEYS = (
+    "prompt_embeds", "image_token_positions", "attention_bias", "encoder_attention_mask",
+    "action_dim_is_pad", "initial_noise", "q01", "q99", "hidden_states", "keys", "values",
+    "trajectory_step{i}_out", "actions",
+)
 
 
 def component_description(d: Dims, comp: str) -> str:
     if comp.startswith("llm_split"):
         i = int(comp[len("llm_split"):])
-        lo, hi = i * d.LAYERS_PER_SPLIT, (i + 1) * d.LAYERS_PER_SPLIT - 1
+        lo = d.first_layer(i)
+        hi = lo + d.SPLIT_LAYERS[i] - 1
         layers = f"layer {lo}" if lo == hi else f"layers {lo}..{hi}"
         return f"LLM {layers}: {COMPONENT_DESCRIPTIONS['llm_split']}"
-    return COMPONENT_DESCRIPTIONS[comp]
+    return COMPONENT_DESCRIPTIONS[comp].format(dt=f"{d.DT:.6g}")
 
 
 def component_recipe(d: Dims, comp: str, shapes: dict) -> str:
@@ -968,6 +1069,7 @@ def component_recipe(d: Dims, comp: str, shapes: dict) -> str:
                 f"shape = [{', '.join(str(x) for x in shapes[n])}]",
                 'dtype = "f32"',
                 f'golden_key = "{n}"',
+                *(["mask = true"] if n == "attention_bias" else []),
                 "",
             ]
     lines += [
@@ -992,47 +1094,67 @@ def component_recipe(d: Dims, comp: str, shapes: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def model_recipe(d: Dims) -> str:
+def host_recipe(d: Dims) -> str:
+    """The [host] table of model.toml: roles, steps, de-normalisation, trace key names."""
+    splits = ", ".join(f'"llm_split{i}"' for i in range(d.NSPLITS))
+    lines = [
+        "# Host pipeline of `cargo xtask run`: vision -> scatter -> LLM splits -> action_context ->",
+        "# Euler steps with action_step -> de-normalize. Sizes come from the component recipes.",
+        "[host]",
+        f'trace = "golden/{d.name}/trace.json"',
+        'vision = "vision"',
+        f"llm_splits = [{splits}]",
+        'action_context = "action_context"',
+        'action_step = "action_step"',
+        f"timesteps = [{', '.join(str(np.float32(t)) for t in d.TIMESTEPS)}]",
+        f"action_dim_used = {ADIM_USED}",
+    ]
+    if d.DENORM is None:
+        lines.append(f"gripper_dim = {GRIPPER_DIM}")
+    lines.append('norm_mode = "q01_q99"')
+    if d.DENORM is not None:
+        dims = ", ".join(f'{k} = "{m}"' for k, m in enumerate(d.DENORM) if m != "clip+denorm")
+        lines += [
+            "",
+            "# Per action dim: clip to [-1, 1] and/or de-normalise with q01/q99 (norm_mode).",
+            "[host.denorm]",
+            'default = "clip+denorm"',
+            f"dims = {{ {dims} }}",
+        ]
+    if d.TRACE_KEYS:
+        theirs = dict(d.TRACE_KEYS)
+        lines += ["", "# The trace was written by another exporter: our name = the trace's name.", "[host.trace_keys]"]
+        for ours in HOST_READ_KEYS:
+            if ours in theirs:
+                key = f'"{ours}"' if "{" in ours else ours
+                lines.append(f'{key} = "{theirs[ours]}"')
+    lines += [
+        "",
+        "# Chain gates: every boundary tensor's cosine, and the actions' max abs error per backend.",
+        "[host.gate]",
+        "min_cosine = 0.999",
+        "actions_max_abs = { ort = 1e-4, cpu = 1e-4, htp = 1e-2 }",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def model_recipe(d: Dims, header: str, description: str, obtain: str) -> str:
     """model.toml, in the format of recipes/tiny/model.toml, with the full [host] table."""
     comps = ", ".join(f'"{c}"' for c in COMPONENTS)
-    splits = ", ".join(f'"llm_split{i}"' for i in range(d.NSPLITS))
-    return f"""# A synthetic model of the MolmoAct2 family at the REAL bundle's widths (never committed):
-# the seven components, tensor names and ranks of the bundle, seq 130, 2 cameras x 16 tokens,
-# pixel_values [1,2,729,588], action [1,10,32]; LLM hidden {d.H}, {d.NQ} query / {d.NKV} KV heads of {d.HD}
-# (KV {d.KVW}), FFN {d.FFN}, {d.NSPLITS} splits of {d.LAYERS_PER_SPLIT} layer(s); ViT {d.DV}, expert {d.E}.
-# Random weights, golden tensors from the same numpy reference as the tiny model.
-# Generated by `python3 xtask/scripts/gen_tiny_model.py --full-width DIR`.
-[model]
+    return f"""{header}[model]
 name = "{d.name}"
 family = "molmoact2"
-description = "Synthetic MolmoAct2-shaped model at the real bundle's widths (generated, ~2 GB, not committed)"
+description = "{description}"
 components = [{comps}]
 seq_len = {S}
-obtain = "generate it with `python3 xtask/scripts/gen_tiny_model.py --full-width DIR` (needs numpy and onnx) and use DIR as the project root"
+obtain = "{obtain}"
 
 [target]
 qairt = "2.47.0"
 soc = 77
 htp_arch = 73
 
-# Host pipeline of `cargo xtask run`: vision -> scatter -> LLM splits -> action_context ->
-# Euler steps with action_step -> de-normalize. Sizes come from the component recipes.
-[host]
-trace = "golden/{d.name}/trace.json"
-vision = "vision"
-llm_splits = [{splits}]
-action_context = "action_context"
-action_step = "action_step"
-timesteps = [{", ".join(repr(float(t)) for t in TIMESTEPS)}]
-action_dim_used = {ADIM_USED}
-gripper_dim = {GRIPPER_DIM}
-norm_mode = "q01_q99"
-
-# Chain gates: every boundary tensor's cosine, and the actions' max abs error per backend.
-[host.gate]
-min_cosine = 0.999
-actions_max_abs = {{ ort = 1e-4, cpu = 1e-4, htp = 1e-2 }}
-
+{host_recipe(d)}
 [parity]
 [[parity.override]]
 backend = "htp"
@@ -1041,14 +1163,14 @@ reason = "The HTP runs fp16 weights and activations (enable_htp_fp16_precision=1
 """
 
 
-def generate_full_width(root: Path):
-    d = FULL_WIDTH
+def generate_with_recipes(d: Dims, root: Path, header: str, description: str, obtain: str):
+    """The model's files and its recipes/<name>/ (model.toml + one recipe per component)."""
     written = generate_model(d, root)
     meta = json.loads((root / "golden" / d.name / "trace.json").read_text())
     rdir = root / "recipes" / d.name
     rdir.mkdir(parents=True, exist_ok=True)
     p = rdir / "model.toml"
-    p.write_text(model_recipe(d))
+    p.write_text(model_recipe(d, header, description, obtain))
     written.append(p)
     for comp in COMPONENTS:
         c = meta["components"][comp]
@@ -1056,6 +1178,42 @@ def generate_full_width(root: Path):
         p.write_text(component_recipe(d, comp, {**c["inputs"], **c["outputs"]}))
         written.append(p)
     report(written, root)
+
+
+def generate_full_width(root: Path):
+    d = FULL_WIDTH
+    header = f"""# A synthetic model of the MolmoAct2 family at the REAL bundle's widths (never committed):
+# the seven components, tensor names and ranks of the bundle, seq 130, 2 cameras x 16 tokens,
+# pixel_values [1,2,729,588], action [1,10,32]; LLM hidden {d.H}, {d.NQ} query / {d.NKV} KV heads of {d.HD}
+# (KV {d.KVW}), FFN {d.FFN}, {d.NSPLITS} splits of {"+".join(map(str, d.SPLIT_LAYERS))} layer(s); ViT {d.DV}, expert {d.E}.
+# Random weights, golden tensors from the same numpy reference as the tiny model.
+# Generated by `python3 xtask/scripts/gen_tiny_model.py --full-width DIR`.
+"""
+    generate_with_recipes(
+        d, root, header,
+        "Synthetic MolmoAct2-shaped model at the real bundle's widths (generated, ~2 GB, not committed)",
+        "generate it with `python3 xtask/scripts/gen_tiny_model.py --full-width DIR` (needs numpy and onnx) and use DIR as the project root",
+    )
+
+
+def generate_uneven(root: Path):
+    d = UNEVEN
+    header = f"""# A second committed test model, made by recipe alone: the tiny model's family and I/O names
+# at smaller widths (LLM hidden {d.H}, {d.NQ} query / {d.NKV} KV head(s) of {d.HD}, expert {d.E}) with
+# - LLM splits of UNEVEN depth: {" + ".join(map(str, d.SPLIT_LAYERS))} = {d.NLAYERS} layers,
+# - {len(d.TIMESTEPS)} Euler steps (dt = 1/3; the x-prediction head spans [-{d.D_SCALE}, {d.D_SCALE}], so the final
+#   trajectory leaves [-1, 1] and clipping matters),
+# - per-dimension de-normalisation: dim 4 de-normalised but not clipped, dim 5 clipped but not
+#   de-normalised (a gripper in [-1, 1]), dim 6 passed through untouched,
+# - a trace written under another exporter's tensor names, mapped back in [host.trace_keys].
+# Generated (with its golden tensors, by the independent numpy reference) by
+# `python3 xtask/scripts/gen_tiny_model.py --variant uneven`.
+"""
+    generate_with_recipes(
+        d, root, header,
+        "Committed test model: uneven LLM splits, three Euler steps, per-dim de-normalisation, renamed trace keys",
+        "the model is committed; regenerate it with `python3 xtask/scripts/gen_tiny_model.py --variant uneven` (needs numpy and onnx)",
+    )
 
 
 def generate_large(out: Path):
@@ -1085,6 +1243,9 @@ def main():
                     help="repository root to write onnx/tiny and golden/tiny into")
     ap.add_argument("--large-out", type=Path, default=None,
                     help="write the ~100 MB benchmark model into DIR instead")
+    ap.add_argument("--variant", choices=["uneven"], default=None,
+                    help="write the second committed test model instead: onnx/, golden/ and "
+                         "recipes/tiny-uneven under --root (uneven splits, 3 Euler steps)")
     ap.add_argument("--full-width", type=Path, default=None, metavar="DIR",
                     help="write the synthetic model at the real bundle's widths (~2 GB) into the "
                          "project root DIR instead: onnx/fullwidth, golden/fullwidth, recipes/fullwidth")
@@ -1093,6 +1254,8 @@ def main():
         generate_full_width(args.full_width.resolve())
     elif args.large_out is not None:
         generate_large(args.large_out.resolve())
+    elif args.variant == "uneven":
+        generate_uneven(args.root.resolve())
     else:
         generate_tiny(args.root.resolve())
 

@@ -5,9 +5,11 @@
 pub mod html;
 pub mod introduced;
 pub mod latency;
+pub mod layout;
 pub mod pipeline;
 pub mod report;
 pub mod run;
 pub mod sessions;
 pub mod terminal;
+pub mod trace;
 pub mod whatif;

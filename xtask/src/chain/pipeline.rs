@@ -5,13 +5,12 @@
 //! chain calls components through a closure, so it is the same for every backend.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use ndarray::{ArrayD, Axis, IxDyn, concatenate, s};
 
-use crate::recipe::{HostSection, Model};
-use crate::tensor::{Tensor, read_npz};
+use crate::recipe::{DimMode, HostSection};
+use crate::tensor::Tensor;
 
 /// Family-wide tensor names of the MolmoAct2 I/O contract (the model card's table).
 pub mod names {
@@ -31,67 +30,7 @@ pub mod names {
     pub const NEXT_TRAJECTORY: &str = "next_trajectory";
 }
 
-/// Tensors of `trace.npz` the chain needs as inputs.
-const HOST_INPUT_KEYS: [&str; 8] = [
-    "prompt_embeds",
-    "image_token_positions",
-    "attention_bias",
-    "encoder_attention_mask",
-    "action_dim_is_pad",
-    "initial_noise",
-    "q01",
-    "q99",
-];
-
-/// Everything the chain starts from: the vision input and the host tensors of the trace.
-pub struct HostInputs {
-    pub pixel_values: Tensor,
-    pub trace: BTreeMap<String, Tensor>,
-}
-
-/// Loads the chain's inputs and checks the host tensors are there, with a clear error if not.
-pub fn load_host_inputs(root: &Path, model: &Model, host: &HostSection) -> Result<HostInputs> {
-    let trace_json = root.join(&host.trace);
-    let meta: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(&trace_json)
-            .with_context(|| format!("missing host trace {}", host.trace.display()))?,
-    )
-    .with_context(|| format!("{} is not valid JSON", host.trace.display()))?;
-    let npz_name = meta["npz"].as_str().with_context(|| {
-        format!(
-            "{}: no `npz` key naming the host tensors",
-            host.trace.display()
-        )
-    })?;
-    let npz_path = trace_json.parent().unwrap_or(root).join(npz_name);
-    let trace = read_npz(&npz_path)?;
-    let missing: Vec<&str> = HOST_INPUT_KEYS
-        .iter()
-        .copied()
-        .filter(|k| !trace.contains_key(*k))
-        .collect();
-    if !missing.is_empty() {
-        bail!(
-            "{}: the golden has no host tensors {missing:?} (needed to run the chain; see golden/README.md)",
-            crate::project::rel(root, &npz_path)
-        );
-    }
-    let vision = model
-        .components
-        .iter()
-        .find(|c| c.name() == host.vision)
-        .context("vision component")?;
-    let golden = crate::parity::component::load_golden(root, vision)?;
-    let pixel_values = golden
-        .inputs
-        .get(names::PIXEL_VALUES)
-        .cloned()
-        .context("the vision golden has no pixel_values")?;
-    Ok(HostInputs {
-        pixel_values,
-        trace,
-    })
-}
+pub use super::trace::{HostInputs, load_host_inputs};
 
 /// One named tensor the chain produced, with what it is compared against.
 pub struct Boundary {
@@ -245,7 +184,7 @@ pub fn run_chain_fed(
         &used,
         f32_in(t, "q01")?,
         f32_in(t, "q99")?,
-        host.gripper_dim,
+        &host.denorm_modes()?,
     )?;
     keep("actions".into(), actions);
     Ok(ChainResult {
@@ -302,15 +241,21 @@ fn zero_padded_dims(x: &mut ArrayD<f32>, pad: &ArrayD<f32>) -> Result<()> {
     Ok(())
 }
 
-/// q01/q99 de-normalisation: clip to [-1, 1], then `(a + 1)(q99 - q01)/2 + q01`; the gripper
-/// dimension passes through unchanged.
+/// q01/q99 de-normalisation, per dim as `modes` say: clip to [-1, 1] (`clips`), then
+/// `(a + 1)(q99 - q01)/2 + q01` (`denormalizes`); a dim doing neither passes unchanged.
 pub fn denormalize(
     a: &ArrayD<f32>,
     q01: &ArrayD<f32>,
     q99: &ArrayD<f32>,
-    gripper: Option<usize>,
+    modes: &[DimMode],
 ) -> Result<ArrayD<f32>> {
     let dims = *a.shape().last().context("actions have no dims")?;
+    if modes.len() != dims {
+        bail!(
+            "de-normalisation is given for {} dims, the actions have {dims}",
+            modes.len()
+        );
+    }
     if q01.len() < dims || q99.len() < dims {
         bail!(
             "q01/q99 have {}/{} entries for {dims} action dims",
@@ -323,8 +268,11 @@ pub fn denormalize(
     let mut out = a.clone();
     for mut lane in out.lanes_mut(Axis(a.ndim() - 1)) {
         for (d, v) in lane.iter_mut().enumerate() {
-            if Some(d) != gripper {
-                *v = (v.clamp(-1.0, 1.0) + 1.0) * (hi[d] - lo[d]) / 2.0 + lo[d];
+            if modes[d].clips() {
+                *v = v.clamp(-1.0, 1.0);
+            }
+            if modes[d].denormalizes() {
+                *v = (*v + 1.0) * (hi[d] - lo[d]) / 2.0 + lo[d];
             }
         }
     }

@@ -86,6 +86,8 @@ pub struct RunInputs {
     pub htp: Option<crate::runtime::probe::HtpKind>,
     pub mode: String,
     pub versions: ToolVersions,
+    /// LLM layers per split, Euler steps, de-normalisation per action dim.
+    pub layout: super::layout::ChainLayout,
     pub iters: usize,
     pub warmup: usize,
     pub boundaries: Vec<BoundaryParity>,
@@ -192,6 +194,7 @@ pub fn markdown(r: &RunReport) -> String {
         r.run.iters,
         r.run.warmup
     );
+    let _ = writeln!(md, "\nChain: {}", r.run.layout.summary());
     if !r.run.fp32.is_empty() {
         let _ = writeln!(
             md,

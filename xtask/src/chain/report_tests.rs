@@ -26,6 +26,7 @@ fn report(boundaries: Vec<BoundaryParity>) -> RunReport {
             runtime_source: "test".into(),
             data_root: None,
         },
+        layout: Default::default(),
         iters: 1,
         warmup: 0,
         boundaries,

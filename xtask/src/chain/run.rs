@@ -144,6 +144,7 @@ pub fn run_and_report(
         }
         .into(),
         versions: crate::report::ToolVersions::of(&rt),
+        layout: super::layout::ChainLayout::of(model, &host)?,
         iters: opts.iters,
         warmup: opts.warmup,
         boundaries,
@@ -317,13 +318,10 @@ pub(crate) fn expected_boundaries(
     for (i, t) in host.timesteps.iter().enumerate() {
         out.insert(
             format!("euler step {i} (t={t})/trajectory"),
-            from_trace(&format!("trajectory_step{i}_out")),
+            from_trace(&super::trace::step_out_key(i)),
         );
     }
-    let last_key = format!(
-        "trajectory_step{}_out",
-        host.timesteps.len().saturating_sub(1)
-    );
+    let last_key = super::trace::step_out_key(host.timesteps.len().saturating_sub(1));
     let used = host.action_dim_used;
     let normalized = from_trace(&last_key).and_then(|x| match x.shape() {
         [_, _, dims] if *dims >= used => {

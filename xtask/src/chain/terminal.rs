@@ -17,6 +17,7 @@ impl RunReport {
                 None => String::new(),
             }
         );
+        crate::outln!("  {}", self.run.layout.summary());
         crate::outln!(
             "  {:<40} {:>12} {:>11} {:>14} {:>10}",
             "boundary",

@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use super::host::check_host;
 use super::paths::require_inside;
 use super::validate::{at, check_cosine, check_tolerance};
-use super::{Component, ComponentFile, GateOverride, HostSection, Model, ModelFile, ModelSection};
+use super::{Component, ComponentFile, GateOverride, Model, ModelFile};
 
 /// Parses TOML into `T`, turning serde/toml errors into "file:line:col: message".
 pub fn parse_toml<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T> {
@@ -79,7 +80,12 @@ pub fn load_model(root: &Path, name: &str) -> Result<Model> {
     for comp in &file.model.components {
         components.push(load_component(root, name, comp)?);
     }
-    Ok(Model { file, components })
+    Ok(Model {
+        file,
+        components,
+        recipe_path: model_path,
+        recipe_text: text,
+    })
 }
 
 /// Recipe paths are kept relative to the project root: that is how errors and reports show them.
@@ -175,52 +181,6 @@ fn check_component(comp: &Component, expected_name: &str) -> Result<()> {
         parity.rtol,
     )?;
     check_overrides(&comp.recipe_path, text, &parity.overrides, Some(&outputs))
-}
-
-fn check_host(path: &Path, text: &str, model: &ModelSection, host: &HostSection) -> Result<()> {
-    let p = path.display();
-    let roles = [&host.vision, &host.action_context, &host.action_step]
-        .into_iter()
-        .chain(&host.llm_splits);
-    for role in roles {
-        if !model.components.contains(role) {
-            bail!(
-                "{p}: [host] names component `{role}`, which is not among [model] components {:?}",
-                model.components
-            );
-        }
-    }
-    if host.llm_splits.is_empty() || host.timesteps.is_empty() {
-        bail!("{p}: [host] needs at least one entry in llm_splits and in timesteps");
-    }
-    if host.norm_mode != "q01_q99" {
-        bail!(
-            "{p}: [host] norm_mode {:?} is not supported (known: \"q01_q99\")",
-            host.norm_mode
-        );
-    }
-    if host.gripper_dim.is_some_and(|g| g >= host.action_dim_used) {
-        bail!(
-            "{p}: [host] gripper_dim must be below action_dim_used ({})",
-            host.action_dim_used
-        );
-    }
-    let gate = &host.gate;
-    check_cosine(
-        &at(path, text, "host.gate", "min_cosine", 0),
-        gate.min_cosine,
-    )?;
-    for (key, value) in [("atol", gate.atol), ("rtol", gate.rtol)] {
-        check_tolerance(&at(path, text, "host.gate", key, 0), value)
-            .map_err(|e| anyhow::anyhow!("{e} ([host.gate] {key} must be a finite number >= 0)"))?;
-    }
-    for (key, value) in &host.gate.actions_max_abs {
-        if !["ort", "cpu", "htp"].contains(&key.as_str()) {
-            bail!("{p}: [host.gate] actions_max_abs key {key:?} is not one of ort, cpu, htp");
-        }
-        check_tolerance(&at(path, text, "host.gate.actions_max_abs", key, 0), *value)?;
-    }
-    Ok(())
 }
 
 fn check_overrides(

@@ -4,6 +4,7 @@
 //! item is re-exported here, so callers write `crate::recipe::...`.
 
 mod contract;
+pub mod host;
 mod load;
 pub mod paths;
 mod schema;
@@ -13,6 +14,7 @@ use std::path::PathBuf;
 
 pub use crate::parity::gate::Gate;
 pub use contract::{check_component_files, check_golden, check_graph_contract};
+pub use host::{DenormSection, DimMode};
 pub use load::{known_models, load_model, missing_files, parse_toml};
 pub use schema::*;
 
@@ -21,6 +23,10 @@ pub use schema::*;
 pub struct Model {
     pub file: ModelFile,
     pub components: Vec<Component>,
+    /// `recipes/<model>/model.toml`, relative to the project root, and its text: errors
+    /// found after loading (a trace key the trace lacks) still name its file and line.
+    pub recipe_path: PathBuf,
+    pub recipe_text: String,
 }
 
 #[derive(Debug, Clone)]

@@ -114,10 +114,18 @@ pub struct HostSection {
     /// One Euler step per entry (`dt` is applied inside `action_step`).
     pub timesteps: Vec<f32>,
     pub action_dim_used: usize,
-    /// The gripper dimension passes through de-normalisation unchanged.
+    /// The older spelling of `[host.denorm]`: this dimension passes through unchanged, every
+    /// other is clipped and de-normalised (refused together with `[host.denorm]`).
     #[serde(default)]
     pub gripper_dim: Option<usize>,
+    /// How de-normalised dims are mapped from [-1, 1]; only `q01_q99` is implemented.
     pub norm_mode: String,
+    /// Per action dim: clipped to [-1, 1] or not, de-normalised or not (`recipe::host`).
+    #[serde(default)]
+    pub denorm: Option<super::host::DenormSection>,
+    /// Our trace tensor name → the trace file's, for traces written by another exporter.
+    #[serde(default)]
+    pub trace_keys: BTreeMap<String, String>,
     #[serde(default)]
     pub gate: ChainGate,
 }

@@ -20,9 +20,10 @@ pub fn key_line(text: &str, table: &str, key: &str, nth: usize) -> Option<usize>
             }
             continue;
         }
-        let is_key = t
-            .strip_prefix(key)
-            .is_some_and(|rest| rest.trim_start().starts_with('='));
+        let is_key = [key.to_string(), format!("\"{key}\""), format!("'{key}'")]
+            .iter()
+            .filter_map(|k| t.strip_prefix(k.as_str()))
+            .any(|rest| rest.trim_start().starts_with('='));
         if is_key && current == table && seen == nth + 1 {
             return Some(i + 1);
         }
@@ -40,6 +41,20 @@ pub fn at(path: &Path, text: &str, table: &str, key: &str, nth: usize) -> String
     match key_line(text, table, key, nth) {
         Some(line) => format!("{}:{line}: {dotted}", path.display()),
         None => format!("{}: {dotted}", path.display()),
+    }
+}
+
+/// "file:line: table.key" of one entry of a map that may be written as its own table
+/// (`[table]` then `key = …`) or inline in its parent (`name = { key = … }`, the line of
+/// `name`); "file: table.key" when neither is found.
+pub fn at_entry(path: &Path, text: &str, table: &str, key: &str) -> String {
+    let line = key_line(text, table, key, 0).or_else(|| {
+        let (parent, name) = table.rsplit_once('.')?;
+        key_line(text, parent, name, 0)
+    });
+    match line {
+        Some(line) => format!("{}:{line}: {table}.{key}", path.display()),
+        None => format!("{}: {table}.{key}", path.display()),
     }
 }
 
@@ -83,6 +98,29 @@ mod tests {
                 1
             ),
             "c.toml:10: parity.override.min_cosine"
+        );
+    }
+
+    #[test]
+    fn map_entries_are_found_as_tables_inline_or_quoted() {
+        let text = "[host]\nx = 1\n[host.denorm]\ndims = { 6 = 'pass' }\n\
+            [host.trace_keys]\n\"trajectory_step{i}_out\" = 'y_{i}'\nq01 = 'lo'\n";
+        let p = Path::new("m.toml");
+        assert_eq!(
+            at_entry(p, text, "host.denorm.dims", "6"),
+            "m.toml:4: host.denorm.dims.6"
+        );
+        assert_eq!(
+            at_entry(p, text, "host.trace_keys", "trajectory_step{i}_out"),
+            "m.toml:6: host.trace_keys.trajectory_step{i}_out"
+        );
+        assert_eq!(
+            at_entry(p, text, "host.trace_keys", "q01"),
+            "m.toml:7: host.trace_keys.q01"
+        );
+        assert_eq!(
+            at_entry(p, text, "host.trace_keys", "q99"),
+            "m.toml: host.trace_keys.q99"
         );
     }
 

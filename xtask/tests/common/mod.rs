@@ -54,6 +54,16 @@ impl Scratch {
         Scratch { dir }
     }
 
+    /// `tiny()` plus another committed model's `onnx/<name>` and `golden/<name>`.
+    pub fn with_model(name: &str) -> Self {
+        let s = Scratch::tiny();
+        let repo = repo_root();
+        for rel in [format!("onnx/{name}"), format!("golden/{name}")] {
+            copy_tree(&repo.join(&rel), &s.path(&rel));
+        }
+        s
+    }
+
     /// A copy of the tiny project with no runtime at all, for the offline tier: its commands
     /// run with `XTASK_OFFLINE=1`, so any attempt to download the runtime fails.
     pub fn offline() -> Self {
