@@ -119,9 +119,17 @@ pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
                 &shapes,
             )
         });
+    let exact_floor = super::rank::exact_floor(job.backend, job.comp.file.context.fp16);
     let ranked = match job.threshold {
         Some(_) => Vec::new(),
-        None => super::rank::rank(&graph, &candidates, &measured, &job.golden.inputs, job.top),
+        None => super::rank::rank(
+            &graph,
+            &candidates,
+            &measured,
+            &job.golden.inputs,
+            job.top,
+            exact_floor,
+        ),
     };
     let taps_changed_outputs = untapped.iter().any(|(name, u)| {
         probe
@@ -133,6 +141,7 @@ pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
         model: job.model.to_string(),
         component: job.comp.name().into(),
         backend: job.backend.label().into(),
+        exact_floor,
         threshold: job.threshold,
         ranked,
         output_cosine_untapped: untapped,

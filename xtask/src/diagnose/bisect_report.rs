@@ -42,6 +42,8 @@ pub struct BisectReport {
     pub threshold: Option<f64>,
     /// Ranking mode: the operators that introduce the most error, largest first.
     pub ranked: Vec<super::rank::Ranked>,
+    /// What an exact input counts as in the ranking (fp32 epsilon, or fp16's on an fp16 HTP).
+    pub exact_floor: f64,
     /// Cosine of each graph output with the graph as written (nothing exposed)…
     pub output_cosine_untapped: BTreeMap<String, f64>,
     /// …and the worst over the rounds with intermediates exposed as outputs.
@@ -138,8 +140,13 @@ fn mode(r: &BisectReport) -> String {
     match r.threshold {
         Some(t) => format!("threshold {t}"),
         None => format!(
-            "ranked by error introduced (output rel-L2 / worst input rel-L2, exact = {:.1e})",
-            super::rank::EXACT_FLOOR
+            "ranked by error introduced (output rel-L2 / worst input rel-L2, exact = {:.1e}{})",
+            r.exact_floor,
+            if r.exact_floor == super::rank::FP16_FLOOR {
+                ", fp16's unit roundoff: the HTP rounds every tensor to fp16"
+            } else {
+                ""
+            }
         ),
     }
 }

@@ -13,11 +13,24 @@ use super::bisect::{Measured, Round};
 use crate::onnx::proto::OnnxSummary;
 use crate::tensor::Tensor;
 
-/// What "exact" is worth in the ratio's denominator: fp32's machine epsilon. An input measured
-/// exact (rel-L2 0, or a graph input, fed identically to both) counts as this much error, so an
-/// operator that turns exact inputs into a 1e-3 error introduces ~1e4, while one that passes
-/// on an error it got introduces ~1.
+/// What "exact" is worth in the ratio's denominator on a backend computing in fp32: fp32's
+/// machine epsilon. An input measured exact (rel-L2 0, or a graph input, fed identically to
+/// both) counts as this much error, so an operator that turns exact inputs into a 1e-3 error
+/// introduces ~1e4, while one that passes on an error it got introduces ~1.
 pub const EXACT_FLOOR: f64 = f32::EPSILON as f64;
+
+/// The same on an HTP computing in fp16: fp16's unit roundoff (2^-11). Every tensor there is
+/// rounded to fp16, so an operator whose output is off by that much from exact inputs is only
+/// rounding; with the fp32 floor, such rounding outranked the operator that deviates.
+pub const FP16_FLOOR: f64 = 1.0 / 2048.0;
+
+/// The floor for a bisect: fp16's when the backend runs the graph in fp16.
+pub fn exact_floor(backend: &crate::runtime::Backend, fp16: bool) -> f64 {
+    match backend {
+        crate::runtime::Backend::QnnHtp(_) if fp16 => FP16_FLOOR,
+        _ => EXACT_FLOOR,
+    }
+}
 
 /// One operator's output, ranked by the error it introduced.
 #[derive(Debug, Clone, Serialize)]
@@ -31,7 +44,7 @@ pub struct Ranked {
     /// The measured input with the largest rel-L2 (None: no measured float input).
     pub worst_input: Option<String>,
     pub worst_input_rel_l2: f64,
-    /// `rel_l2_err / max(worst_input_rel_l2, EXACT_FLOOR)`.
+    /// `rel_l2_err / max(worst_input_rel_l2, floor)` (`exact_floor`).
     pub introduced: f64,
 }
 
@@ -54,11 +67,11 @@ pub fn measure_all(
 }
 
 /// The ratio, with the exact floor; a non-finite output error ranks above everything.
-pub fn introduced(out_rel_l2: f64, worst_input_rel_l2: f64) -> f64 {
+pub fn introduced(out_rel_l2: f64, worst_input_rel_l2: f64, floor: f64) -> f64 {
     if !out_rel_l2.is_finite() {
         return f64::INFINITY;
     }
-    out_rel_l2 / worst_input_rel_l2.max(EXACT_FLOOR)
+    out_rel_l2 / worst_input_rel_l2.max(floor)
 }
 
 /// The `top` measured tensors by error introduced, largest first. Inputs that are weights or
@@ -69,6 +82,7 @@ pub fn rank(
     measured: &Measured,
     golden: &BTreeMap<String, Tensor>,
     top: usize,
+    floor: f64,
 ) -> Vec<Ranked> {
     let position: BTreeMap<&str, usize> = candidates
         .iter()
@@ -105,7 +119,7 @@ pub fn rank(
                 rel_l2_err: rel,
                 worst_input: worst.map(|w| w.0.clone()),
                 worst_input_rel_l2: worst_rel,
-                introduced: introduced(rel, worst_rel),
+                introduced: introduced(rel, worst_rel, floor),
             }
         })
         .collect();
@@ -120,10 +134,21 @@ mod tests {
 
     #[test]
     fn exact_inputs_count_as_the_floor_and_inherited_error_as_one() {
-        assert!((introduced(1e-3, 0.0) - 1e-3 / EXACT_FLOOR).abs() < 1e-6);
-        assert!((introduced(2e-3, 1e-3) - 2.0).abs() < 1e-12);
-        assert_eq!(introduced(0.0, 1e-3), 0.0);
-        assert_eq!(introduced(f64::NAN, 0.0), f64::INFINITY);
+        assert!((introduced(1e-3, 0.0, EXACT_FLOOR) - 1e-3 / EXACT_FLOOR).abs() < 1e-6);
+        assert!((introduced(2e-3, 1e-3, EXACT_FLOOR) - 2.0).abs() < 1e-12);
+        assert_eq!(introduced(0.0, 1e-3, EXACT_FLOOR), 0.0);
+        assert_eq!(introduced(f64::NAN, 0.0, EXACT_FLOOR), f64::INFINITY);
+    }
+
+    /// On an fp16 HTP, fp16 rounding of exact inputs (~2^-11) introduces ~1, while an
+    /// operator that deviates by 1e-2 still introduces ~20: the culprit outranks the rounding.
+    #[test]
+    fn the_fp16_floor_ranks_a_deviation_above_rounding() {
+        let rounding = introduced(3e-4, 0.0, FP16_FLOOR);
+        let culprit = introduced(1e-2, 4e-4, FP16_FLOOR);
+        assert!(rounding < 1.0 && culprit > 19.0, "{rounding} {culprit}");
+        // With the fp32 floor the rounding would have ranked first.
+        assert!(introduced(3e-4, 0.0, EXACT_FLOOR) > introduced(1e-2, 4e-4, EXACT_FLOOR));
     }
 
     #[test]
