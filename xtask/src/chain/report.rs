@@ -184,13 +184,10 @@ pub fn markdown(r: &RunReport) -> String {
         "# Chain run: `{}` on `{}` ({})\n",
         r.run.model, r.run.backend, r.run.mode
     );
-    let v = &r.run.versions;
     let _ = writeln!(
         md,
-        "ONNX Runtime {} · QNN {} · {} · {} timed runs after {} warm-up",
-        v.onnxruntime,
-        v.qnn_build.as_deref().unwrap_or("-"),
-        v.qnn_plugin,
+        "{} · {} timed runs after {} warm-up",
+        r.run.versions.summary(),
         r.run.iters,
         r.run.warmup
     );

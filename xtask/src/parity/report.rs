@@ -122,16 +122,7 @@ pub fn write_parity_report(dir: &Path, report: &ParityReport) -> Result<()> {
 pub fn parity_markdown(r: &ParityReport) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# Parity: `{}` on backend `{}`\n", r.model, r.backend);
-    let v = &r.versions;
-    let _ = writeln!(
-        md,
-        "ONNX Runtime {} · QNN {} · {} · xtask {} · runtime: {}",
-        v.onnxruntime,
-        v.qnn_build.as_deref().unwrap_or("(not loaded)"),
-        v.qnn_plugin,
-        v.xtask,
-        v.runtime_source
-    );
+    let _ = writeln!(md, "{}", r.versions.summary());
     if let Some(device) = &r.device {
         let _ = writeln!(md, "\nHTP: on a device over ssh. {device}");
     }

@@ -35,6 +35,22 @@ impl ToolVersions {
             data_root: crate::recipe::paths::data_root().map(|d| d.display().to_string()),
         }
     }
+
+    /// The one line every Markdown report opens with: what produced its figures.
+    pub fn summary(&self) -> String {
+        let mut line = format!(
+            "ONNX Runtime {} · QNN {} · {} · xtask {} · runtime: {}",
+            self.onnxruntime,
+            self.qnn_build.as_deref().unwrap_or("(not loaded)"),
+            self.qnn_plugin,
+            self.xtask,
+            self.runtime_source
+        );
+        if let Some(d) = &self.data_root {
+            line.push_str(&format!(" · data: XTASK_DATA_ROOT={d}"));
+        }
+        line
+    }
 }
 
 pub fn now_unix() -> u64 {
