@@ -13,7 +13,7 @@ use serde::Serialize;
 pub use super::latency::LatencyStats;
 use crate::parity::gate::{Expected, Gate, Status};
 use crate::parity::metrics::Metrics;
-use crate::report::{ToolVersions, fmt_cosine};
+use crate::report::{ToolVersions, fmt_cosine, md_table};
 
 /// One boundary tensor of the chain, judged by the model's chain gate.
 #[derive(Debug, Clone, Serialize)]
@@ -203,32 +203,34 @@ pub fn markdown(r: &RunReport) -> String {
     if let Some(h) = &r.run.htp {
         let _ = writeln!(md, "\nHTP: {}", h.latency_label());
     }
-    let _ = writeln!(
-        md,
-        "\n## Chain parity\n\n| boundary | shape | cosine | max abs err | rel L2 | result |\n|---|---|---|---|---|---|"
-    );
-    for b in &r.run.boundaries {
-        let (c, m, l) = b
-            .metrics
-            .as_ref()
-            .map_or(("-".into(), "-".into(), "-".into()), |m| {
-                (
-                    m.shown_cosine(),
-                    format!("{:.3e}", m.max_abs_err),
-                    format!("{:.3e}", m.rel_l2_err),
-                )
-            });
-        let _ = writeln!(
-            md,
-            "| {} | {:?} | {c} | {m} | {l} | {} |",
-            b.name,
-            b.shape,
-            match b.status {
+    md.push_str("\n## Chain parity\n\n");
+    md.push_str(&md_table(
+        &[
+            "boundary",
+            "shape",
+            "cosine",
+            "max abs err",
+            "rel L2",
+            "result",
+        ],
+        r.run.boundaries.iter().map(|b| {
+            let (c, m, l) = b
+                .metrics
+                .as_ref()
+                .map_or(("-".into(), "-".into(), "-".into()), |m| {
+                    (
+                        m.shown_cosine(),
+                        format!("{:.3e}", m.max_abs_err),
+                        format!("{:.3e}", m.rel_l2_err),
+                    )
+                });
+            let result = match b.status {
                 Status::Pass => "pass".to_string(),
                 _ => format!("**{}**: {}", b.result_word(), b.reasons.join("; ")),
-            }
-        );
-    }
+            };
+            vec![b.name.clone(), format!("{:?}", b.shape), c, m, l, result]
+        }),
+    ));
     if let (Some(e), Some(c)) = (r.actions_max_abs_err, r.actions_cosine) {
         let _ = writeln!(
             md,
@@ -241,34 +243,34 @@ pub fn markdown(r: &RunReport) -> String {
     if let Some(a) = &r.run.attribution {
         md.push_str(&super::whatif::markdown(a, &r.run.backend));
     }
+    md.push_str("\n## Per-layer K/V cosine\n\n");
+    md.push_str(&md_table(
+        &["layer", "keys", "values"],
+        r.run
+            .keys_per_layer_cosine
+            .iter()
+            .zip(&r.run.values_per_layer_cosine)
+            .enumerate()
+            .map(|(l, (k, v))| vec![l.to_string(), fmt_cosine(*k), fmt_cosine(*v)]),
+    ));
     let _ = writeln!(
         md,
-        "\n## Per-layer K/V cosine\n\n| layer | keys | values |\n|---|---|---|"
-    );
-    for (l, (k, v)) in r
-        .run
-        .keys_per_layer_cosine
-        .iter()
-        .zip(&r.run.values_per_layer_cosine)
-        .enumerate()
-    {
-        let _ = writeln!(md, "| {l} | {} | {} |", fmt_cosine(*k), fmt_cosine(*v));
-    }
-    let _ = writeln!(
-        md,
-        "\n## Latency (ms){}\n\n| stage | samples | min | p50 | p90 | p99 | max |\n|---|---|---|---|---|---|---|",
+        "\n## Latency (ms){}\n",
         r.run
             .htp
             .as_ref()
             .map_or(String::new(), |h| format!(": {}", h.latency_label()))
     );
-    for l in &r.run.latency {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
-            l.name, l.samples, l.min_ms, l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms
-        );
-    }
+    md.push_str(&md_table(
+        &["stage", "samples", "min", "p50", "p90", "p99", "max"],
+        r.run.latency.iter().map(|l| {
+            let mut row = vec![l.name.clone(), l.samples.to_string()];
+            row.extend(
+                [l.min_ms, l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms].map(|x| format!("{x:.2}")),
+            );
+            row
+        }),
+    ));
     let _ = writeln!(
         md,
         "\nSession load (ms): {}",

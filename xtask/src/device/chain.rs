@@ -240,39 +240,51 @@ fn markdown(r: &DeviceRunReport) -> String {
         "{} timed inferences per component call after {} warm-up (one `qnn-net-run` call each); orchestrated from the host, host steps on the host.\n",
         r.iters, r.warmup
     );
-    let _ = writeln!(
-        md,
-        "## Chain parity\n\n| boundary | shape | cosine | max abs err | result |\n|---|---|---|---|---|"
-    );
-    for b in &r.boundaries {
-        let (c, m) = b.metrics.as_ref().map_or(("-".into(), "-".into()), |m| {
-            (m.shown_cosine(), format!("{:.3e}", m.max_abs_err))
-        });
-        let _ = writeln!(
-            md,
-            "| {} | {:?} | {c} | {m} | {} |",
-            b.name,
-            b.shape,
-            match b.status {
+    md.push_str("## Chain parity\n\n");
+    md.push_str(&crate::report::md_table(
+        &["boundary", "shape", "cosine", "max abs err", "result"],
+        r.boundaries.iter().map(|b| {
+            let (c, m) = b.metrics.as_ref().map_or(("-".into(), "-".into()), |m| {
+                (m.shown_cosine(), format!("{:.3e}", m.max_abs_err))
+            });
+            let result = match b.status {
                 Status::Pass => "pass",
                 Status::Fail => "FAIL",
                 Status::Ungated => "UNGATED",
-            }
-        );
-    }
+            };
+            vec![
+                b.name.clone(),
+                format!("{:?}", b.shape),
+                c,
+                m,
+                result.into(),
+            ]
+        }),
+    ));
     let _ = writeln!(
         md,
-        "\n## Device execute time ({} rows)\n\n| component | calls/chain | min µs | p50 µs | p90 µs | max µs | per chain µs |\n|---|---|---|---|---|---|---|",
+        "\n## Device execute time ({} rows)\n",
         crate::toolchain::sdk::profile::TIMING_SOURCE
     );
-    for c in &r.components {
-        let e = &c.execute;
-        let _ = writeln!(
-            md,
-            "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
-            c.component, c.calls_per_chain, e.min_us, e.p50_us, e.p90_us, e.max_us, c.per_chain_us
-        );
-    }
+    md.push_str(&crate::report::md_table(
+        &[
+            "component",
+            "calls/chain",
+            "min µs",
+            "p50 µs",
+            "p90 µs",
+            "max µs",
+            "per chain µs",
+        ],
+        r.components.iter().map(|c| {
+            let e = &c.execute;
+            let mut row = vec![c.component.clone(), c.calls_per_chain.to_string()];
+            row.extend(
+                [e.min_us, e.p50_us, e.p90_us, e.max_us, c.per_chain_us].map(|x| format!("{x:.1}")),
+            );
+            row
+        }),
+    ));
     let _ = writeln!(
         md,
         "\n**Chain estimate: {:.1} µs** — {}.",

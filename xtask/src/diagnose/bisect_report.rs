@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::onnx::proto::OnnxSummary;
-use crate::report::fmt_cosine;
+use crate::report::{fmt_cosine, md_table};
 use crate::tensor::Tensor;
 
 #[derive(Debug, Clone, Serialize)]
@@ -235,46 +235,59 @@ pub fn markdown(r: &BisectReport) -> String {
         let _ = writeln!(md, "**{}**\n", describe(d).replace('\n', "  \n"));
     }
     if r.threshold.is_none() {
-        let _ = writeln!(
-            md,
-            "## Operators by error introduced\n\n| rank | op | node | output | introduced | rel L2 | cosine | worst input | its rel L2 |\n|---|---|---|---|---|---|---|---|---|"
-        );
-        for (i, x) in r.ranked.iter().enumerate() {
-            let _ = writeln!(
-                md,
-                "| {} | {} | `{}` | `{}` | {:.3e} | {:.3e} | {} | {} | {:.3e} |",
-                i + 1,
-                x.op_type,
-                x.node,
-                x.tensor,
-                x.introduced,
-                x.rel_l2_err,
-                fmt_cosine(x.cosine),
-                x.worst_input
-                    .as_deref()
-                    .map_or("-".into(), |w| format!("`{w}`")),
-                x.worst_input_rel_l2
-            );
-        }
+        md.push_str("## Operators by error introduced\n\n");
+        md.push_str(&md_table(
+            &[
+                "rank",
+                "op",
+                "node",
+                "output",
+                "introduced",
+                "rel L2",
+                "cosine",
+                "worst input",
+                "its rel L2",
+            ],
+            r.ranked.iter().enumerate().map(|(i, x)| {
+                vec![
+                    (i + 1).to_string(),
+                    x.op_type.clone(),
+                    format!("`{}`", x.node),
+                    format!("`{}`", x.tensor),
+                    format!("{:.3e}", x.introduced),
+                    format!("{:.3e}", x.rel_l2_err),
+                    fmt_cosine(x.cosine),
+                    x.worst_input
+                        .as_deref()
+                        .map_or("-".into(), |w| format!("`{w}`")),
+                    format!("{:.3e}", x.worst_input_rel_l2),
+                ]
+            }),
+        ));
         md.push_str("\n## Every tensor\n\n");
     }
-    let _ = writeln!(
-        md,
-        "| # | node | op | tensor | cosine | max abs err | rel L2 |\n|---|---|---|---|---|---|---|"
-    );
-    for p in &r.points {
-        let _ = writeln!(
-            md,
-            "| {} | `{}` | {} | `{}` | {} | {:.3e} | {:.3e} |",
-            p.index,
-            p.node,
-            p.op_type,
-            p.tensor,
-            fmt_cosine(p.cosine),
-            p.max_abs_err,
-            p.rel_l2_err
-        );
-    }
+    md.push_str(&md_table(
+        &[
+            "#",
+            "node",
+            "op",
+            "tensor",
+            "cosine",
+            "max abs err",
+            "rel L2",
+        ],
+        r.points.iter().map(|p| {
+            vec![
+                p.index.to_string(),
+                format!("`{}`", p.node),
+                p.op_type.clone(),
+                format!("`{}`", p.tensor),
+                fmt_cosine(p.cosine),
+                format!("{:.3e}", p.max_abs_err),
+                format!("{:.3e}", p.rel_l2_err),
+            ]
+        }),
+    ));
     md
 }
 

@@ -8,7 +8,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::parity::component::ComponentResult;
-use crate::report::{ToolVersions, now_unix, write_json_and_markdown};
+use crate::report::{ToolVersions, md_table, now_unix, write_json_and_markdown};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ParityReport {
@@ -133,61 +133,60 @@ pub fn parity_markdown(r: &ParityReport) -> String {
         md,
         "\nCosine is the correctness gate; `within_tol` is informational.\n"
     );
-    let _ = writeln!(md, "| context | output | cosine |");
-    let _ = writeln!(md, "|---|---|---|");
-    for c in &r.components {
-        let names: Vec<&str> = c.outputs.iter().map(|o| o.name.as_str()).collect();
-        let cos: Vec<String> = c.outputs.iter().map(|o| o.metrics.shown_cosine()).collect();
-        let status = if c.pass { "" } else { " **FAIL**" };
-        if c.outputs.is_empty() {
-            let _ = writeln!(
-                md,
-                "| `{}` | — | **FAIL**: {} |",
-                c.component,
-                c.error.as_deref().unwrap_or("?").replace('\n', " ")
-            );
-        } else {
-            let _ = writeln!(
-                md,
-                "| `{}` | {} | {}{} |",
-                c.component,
+    md.push_str(&md_table(
+        &["context", "output", "cosine"],
+        r.components.iter().map(|c| {
+            let component = format!("`{}`", c.component);
+            if c.outputs.is_empty() {
+                let why = c.error.as_deref().unwrap_or("?");
+                return vec![component, "—".into(), format!("**FAIL**: {why}")];
+            }
+            let names: Vec<&str> = c.outputs.iter().map(|o| o.name.as_str()).collect();
+            let cos: Vec<String> = c.outputs.iter().map(|o| o.metrics.shown_cosine()).collect();
+            let status = if c.pass { "" } else { " **FAIL**" };
+            vec![
+                component,
                 names.join(" / "),
-                cos.join(" / "),
-                status
-            );
-        }
-    }
-    let _ = writeln!(md, "\n## Details\n");
-    let _ = writeln!(
-        md,
-        "| context | output | cosine | gate | max abs err (at) | mean abs err | rel L2 | within_tol | NaN/Inf | result |"
-    );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
-    for c in &r.components {
-        for o in &c.outputs {
-            let m = &o.metrics;
-            let _ = writeln!(
-                md,
-                "| `{}` | {} | {} | {} | {:.3e} {:?} | {:.3e} | {:.3e} | {} | {}/{} | {} |",
-                c.component,
-                o.name,
-                m.shown_cosine(),
-                o.gate.min_cosine,
-                m.max_abs_err,
-                o.max_abs_at,
-                m.mean_abs_err,
-                m.rel_l2_err,
-                m.within_tol,
-                m.nan_actual,
-                m.inf_actual,
-                if o.verdict.pass {
-                    "pass".to_string()
-                } else {
-                    format!("FAIL: {}", o.verdict.reasons.join("; "))
-                }
-            );
-        }
-    }
+                format!("{}{status}", cos.join(" / ")),
+            ]
+        }),
+    ));
+    md.push_str("\n## Details\n\n");
+    md.push_str(&md_table(
+        &[
+            "context",
+            "output",
+            "cosine",
+            "gate",
+            "max abs err (at)",
+            "mean abs err",
+            "rel L2",
+            "within_tol",
+            "NaN/Inf",
+            "result",
+        ],
+        r.components.iter().flat_map(|c| {
+            c.outputs.iter().map(|o| {
+                let m = &o.metrics;
+                vec![
+                    format!("`{}`", c.component),
+                    o.name.clone(),
+                    m.shown_cosine(),
+                    o.gate.min_cosine.to_string(),
+                    format!("{:.3e} {:?}", m.max_abs_err, o.max_abs_at),
+                    format!("{:.3e}", m.mean_abs_err),
+                    format!("{:.3e}", m.rel_l2_err),
+                    m.within_tol.to_string(),
+                    format!("{}/{}", m.nan_actual, m.inf_actual),
+                    if o.verdict.pass {
+                        "pass".to_string()
+                    } else {
+                        format!("FAIL: {}", o.verdict.reasons.join("; "))
+                    },
+                ]
+            })
+        }),
+    ));
     let waivers: Vec<String> = r
         .components
         .iter()
@@ -211,19 +210,22 @@ pub fn parity_markdown(r: &ParityReport) -> String {
         .filter(|c| c.latency.is_some())
         .collect();
     if !timed.is_empty() {
-        let _ = writeln!(
-            md,
-            "\n## Execute time (profiled qnn-net-run)\n\n| context | source | samples | min µs | p50 µs | p90 µs | max µs |\n|---|---|---|---|---|---|---|"
-        );
-        for c in timed {
-            if let Some(l) = &c.latency {
-                let _ = writeln!(
-                    md,
-                    "| {} | {} | {} | {:.1} | {:.1} | {:.1} | {:.1} |",
-                    c.component, l.timing_source, l.samples, l.min_us, l.p50_us, l.p90_us, l.max_us
-                );
-            }
-        }
+        md.push_str("\n## Execute time (profiled qnn-net-run)\n\n");
+        md.push_str(&md_table(
+            &[
+                "context", "source", "samples", "min µs", "p50 µs", "p90 µs", "max µs",
+            ],
+            timed.iter().filter_map(|c| {
+                let l = c.latency.as_ref()?;
+                let mut row = vec![
+                    c.component.clone(),
+                    l.timing_source.to_string(),
+                    l.samples.to_string(),
+                ];
+                row.extend([l.min_us, l.p50_us, l.p90_us, l.max_us].map(|x| format!("{x:.1}")));
+                Some(row)
+            }),
+        ));
     }
     let _ = writeln!(md, "\n## Inputs\n");
     for c in &r.components {

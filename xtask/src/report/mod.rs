@@ -73,11 +73,41 @@ pub fn write_json_and_markdown<T: Serialize>(
     crate::atomic::write_atomic(&dir.join(format!("{stem}.md")), markdown.as_bytes())
 }
 
+/// A Markdown table: the header row, its rule, one row per entry, each line ending in a
+/// newline. A `|` inside a cell is escaped and a line break becomes a space, so no cell can
+/// break the table (the HTML reports render these tables, `report::html`).
+pub fn md_table<R, C>(headers: &[&str], rows: R) -> String
+where
+    R: IntoIterator<Item = C>,
+    C: IntoIterator<Item = String>,
+{
+    let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
+    let mut md = line(headers.iter().map(|h| h.to_string()).collect());
+    md.push_str(&line(vec!["---".into(); headers.len()]).replace(' ', ""));
+    for row in rows {
+        md.push_str(&line(
+            row.into_iter()
+                .map(|c| c.replace('|', "\\|").replace('\n', " "))
+                .collect(),
+        ));
+    }
+    md
+}
+
 /// Cosines as the model card prints them: 1.0 when exactly one, else 8 decimals.
 pub fn fmt_cosine(c: f64) -> String {
     if c == 1.0 {
         "1.0".into()
     } else {
         format!("{c:.8}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_markdown_table_escapes_what_would_break_it() {
+        let t = super::md_table(&["a", "b"], [vec!["x|y".to_string(), "1\n2".to_string()]]);
+        assert_eq!(t, "| a | b |\n|---|---|\n| x\\|y | 1 2 |\n");
     }
 }
