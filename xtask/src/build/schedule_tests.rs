@@ -19,13 +19,13 @@ fn longest_first_starts_the_unknown_then_the_longest_measured() {
 #[test]
 fn a_measurement_only_raises_the_estimate() {
     let modelled = estimate(StepKind::Context, 100.0, None);
-    assert_eq!(modelled.mb, 900.0);
+    assert_eq!(modelled.mb, 700.0);
     assert!(
         modelled.basis.contains("100 MB of ONNX"),
         "{}",
         modelled.basis
     );
-    assert_eq!(estimate(StepKind::Context, 100.0, Some(50.0)).mb, 900.0);
+    assert_eq!(estimate(StepKind::Context, 100.0, Some(50.0)).mb, 700.0);
     let measured = estimate(StepKind::Context, 100.0, Some(4000.0));
     assert_eq!(measured.mb, 4000.0);
     assert!(measured.basis.contains("measured"), "{}", measured.basis);

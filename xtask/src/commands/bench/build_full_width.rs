@@ -63,11 +63,43 @@ pub fn run(repo: &Path) -> Result<()> {
         "--jobs 2 / --jobs 1 wall time: {:.3} (goal <= 0.6 on 2 cores)",
         runs[1].wall / runs[0].wall
     );
+    let (longest, name, total) = longest_component(&runs[0].report);
+    crate::outln!(
+        "best any schedule can do with 2 jobs: max(longest component, total / 2) / total = {:.3} \
+         (`{name}` takes {longest:.1} s of the {total:.1} s its steps took with --jobs 1; a \
+         component's steps run in order and each HTP compile is single-threaded)",
+        longest.max(total / 2.0) / total
+    );
     crate::outln!(
         "(peak RSS with --jobs 1 is the step's own; with --jobs 2 it is the process's, steps beside each other included; reports kept in {})",
         crate::project::rel(repo, &out)
     );
     Ok(())
+}
+
+/// The component whose steps took longest, its seconds, and the sum over all components.
+fn longest_component(report: &Value) -> (f64, String, f64) {
+    let empty = Vec::new();
+    let per: Vec<(f64, String)> = report["components"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .map(|c| {
+            let secs = c["steps"]
+                .as_array()
+                .unwrap_or(&empty)
+                .iter()
+                .filter_map(|s| s["seconds"].as_f64())
+                .sum();
+            (secs, c["component"].as_str().unwrap_or("?").to_string())
+        })
+        .collect();
+    let total = per.iter().map(|p| p.0).sum();
+    let (longest, name) = per
+        .into_iter()
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap_or((0.0, "?".into()));
+    (longest, name, total)
 }
 
 /// The per-step table of one build: seconds, memory and compile stages.
