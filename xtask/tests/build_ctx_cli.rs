@@ -423,4 +423,17 @@ fn a_compile_is_never_silent_and_its_stages_and_memory_are_reported() {
         stages.iter().any(|s| s[0] == "VTCM Allocation"),
         "{stages:?}"
     );
+    // The graph name inside the binary, and whether the recipe's could be honoured.
+    let named = &steps[2]["detail"]["graph_name_honoured"];
+    assert_eq!(named["recipe"], "vision");
+    assert_eq!(named["honoured"], false, "{named}");
+    assert!(
+        named["why"].as_str().unwrap().contains("--toolchain sdk"),
+        "{named}"
+    );
+    let md = std::fs::read_to_string(p.path("reports/tiny/build-soc77.md")).unwrap();
+    assert!(
+        md.contains("the recipe's `vision` could not be honoured"),
+        "{md}"
+    );
 }

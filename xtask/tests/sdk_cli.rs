@@ -72,6 +72,14 @@ fn build_ctx_with_the_sdk_toolchain_gives_the_same_artifacts_and_reports() {
     }
     let report = read_json(&p.path("reports/tiny/build-soc77.json"));
     assert_eq!(report["pass"], true);
+    // The double's binary holds the embedded runtime's real QNN bytes, whose graph name it
+    // cannot change (its header says so): the report states the name is not the recipe's.
+    let named = &report["components"][0]["steps"][2]["detail"]["graph_name_honoured"];
+    assert_eq!(named["recipe"], "vision", "{named}");
+    assert!(
+        named["why"].as_str().unwrap().contains("not `vision`"),
+        "{named}"
+    );
     let cpu =
         &report["components"][0]["steps"][1]["detail"]["result"]["outputs"][0]["metrics"]["cosine"];
     assert!(cpu.as_f64().unwrap() >= 0.9999, "{cpu}");

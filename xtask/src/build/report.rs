@@ -239,7 +239,13 @@ fn step_detail(s: &StepOutcome) -> String {
     }
     let mut parts = Vec::new();
     if let Some(g) = s.detail.get("graph_name").and_then(|v| v.as_str()) {
-        parts.push(format!("graph `{g}`"));
+        let asked = &s.detail["graph_name_honoured"];
+        match (asked["honoured"].as_bool(), asked["recipe"].as_str()) {
+            (Some(false), Some(r)) => parts.push(format!(
+                "graph `{g}` (the recipe's `{r}` could not be honoured)"
+            )),
+            _ => parts.push(format!("graph `{g}`")),
+        }
     } else if let Some(sum) = s.detail.get("summary").and_then(|v| v.as_str()) {
         parts.push(sum.to_string());
     } else if !s.reasons.is_empty() {

@@ -178,6 +178,7 @@ impl Context {
             "optimization_level": ctx.optimization_level,
             "vtcm_mb": ctx.vtcm_mb,
         });
+        detail["graph_name_honoured"] = graph_name_honoured(&detail, &ctx.graph_name);
         Ok(StepRun {
             moves: vec![
                 (bin.clone(), job.artifacts.bin.clone()),
@@ -186,6 +187,27 @@ impl Context {
             detail,
         })
     }
+}
+
+/// Whether the binary's graph carries the recipe's `graph_name`, and if not, why. The
+/// embedded toolchain (ORT's QNN EP) names the graph after its partition
+/// (`QNNExecutionProvider_…`, a hash that no longer depends on the checkout path) and has no
+/// option to set it; the SDK's tools name it after the DLC.
+fn graph_name_honoured(detail: &serde_json::Value, asked: &str) -> serde_json::Value {
+    let inside = detail["graph_name"].as_str().unwrap_or("");
+    if inside == asked {
+        return serde_json::json!({ "recipe": asked, "honoured": true });
+    }
+    let why = if detail["facts"]["toolchain"] == "embedded" {
+        format!(
+            "the binary's graph is named `{inside}`: the embedded toolchain (ORT's QNN EP) \
+             names the graph after its partition and offers no option to set it; the name does \
+             not depend on the checkout path. Build with --toolchain sdk to get `{asked}`"
+        )
+    } else {
+        format!("the toolchain's binary names its graph `{inside}`, not `{asked}`")
+    };
+    serde_json::json!({ "recipe": asked, "honoured": false, "why": why })
 }
 
 /// What the DLC is and how far it was checked. The embedded toolchain has no DLC runner, so
