@@ -105,6 +105,28 @@ fn jobs_two_builds_every_selected_component() {
     ]);
     run.assert_code(0);
     assert!(run.stdout.contains("9 step(s) ran"), "{}", run.all());
+    // Two components really ran at once: a step of one overlaps a step of another.
+    let report = read_json(&p.path("reports/tiny/build-soc77.json"));
+    let spans: Vec<(String, u64, u64)> = report["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| {
+            let name = c["component"].as_str().unwrap().to_string();
+            c["steps"].as_array().unwrap().iter().map(move |s| {
+                let d = &s["detail"];
+                (
+                    name.clone(),
+                    d["started_unix_ms"].as_u64().unwrap(),
+                    d["finished_unix_ms"].as_u64().unwrap(),
+                )
+            })
+        })
+        .collect();
+    let overlap = spans
+        .iter()
+        .any(|(a, s1, e1)| spans.iter().any(|(b, s2, e2)| a != b && s1 < e2 && s2 < e1));
+    assert!(overlap, "no two components' steps overlapped: {spans:?}");
     let again = p.run(&[
         "build-ctx",
         "--soc",

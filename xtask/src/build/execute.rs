@@ -113,7 +113,12 @@ pub fn execute_plans(
     std::thread::scope(|scope| {
         for _ in 0..jobs.min(plans.len()).max(1) {
             scope.spawn(|| {
-                while let Some(i) = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front() {
+                loop {
+                    // Its own statement: in a `while let` scrutinee the guard would live
+                    // through the body and serialise the workers (it did: `--jobs 2` ran
+                    // one component at a time until the full-width bench showed it).
+                    let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
+                    let Some(i) = next else { break };
                     let built = build_component(env, comps[i], &plans[i], force, verbose);
                     results
                         .lock()
@@ -186,11 +191,15 @@ fn build_component(
         }
         env.progress.step_started(&bar, &plan.component, label);
         let started = Instant::now();
+        let started_unix_ms = crate::report::now_unix_ms();
         let outcome = run_step(env, comp, plan, step, &mut record, &record_path, &bar);
         let seconds = started.elapsed().as_secs_f64();
         match outcome {
             Ok((outputs, mut detail)) => {
                 detail["memory_estimate_mb"] = serde_json::json!(need.mb);
+                // When it ran, to see what overlapped with `--jobs` (and prove that it did).
+                detail["started_unix_ms"] = serde_json::json!(started_unix_ms);
+                detail["finished_unix_ms"] = serde_json::json!(crate::report::now_unix_ms());
                 if let Granted::AfterWaiting(s) = granted {
                     detail["waited_for_memory_seconds"] = serde_json::json!(s);
                 }
