@@ -1,0 +1,435 @@
+//! Graph rewrites as recipe options (`[rewrite] apply = [...]`). The fixture is generated here
+//! with the crate's own ONNX builder: a ViT-style MLP whose activation is
+//! `Gelu(approximate="tanh")` (PyTorch's `gelu(approximate="tanh")`, SigLIP's
+//! `gelu_pytorch_tanh`), which QNN 2.47's CPU backend computes as the exact erf Gelu. Its golden
+//! comes from an f64 reference of the ONNX formula, not from ONNX Runtime.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::f64::consts::PI;
+
+use common::{Scratch, read_json, sha256_hex};
+use ndarray::{ArrayD, IxDyn};
+use xtask::onnx::builder::{Attr, Graph, Node};
+use xtask::onnx::decompose;
+use xtask::onnx::writer::seeded_weights;
+use xtask::parity::metrics::{Metrics, compare};
+use xtask::runtime::bootstrap::ensure_runtime;
+use xtask::runtime::{Backend, Runtime};
+use xtask::tensor::{Tensor, write_npz};
+
+const MODEL: &str = "gelu_mlp";
+const TOKENS: usize = 16;
+const WIDTH: usize = 48;
+const HIDDEN: usize = 96;
+
+/// The ONNX operator's formula in f64.
+fn gelu_tanh(x: f64) -> f64 {
+    0.5 * x * (1.0 + ((2.0 / PI).sqrt() * (x + 0.044715 * x * x * x)).tanh())
+}
+
+fn f32_tensor(shape: &[usize], v: Vec<f32>) -> Tensor {
+    Tensor::F32(ArrayD::from_shape_vec(IxDyn(shape), v).unwrap())
+}
+
+/// Writes model `gelu_mlp` (component `mlp`: `y = Gelu_tanh(x·W1 + b1)·W2`) into the scratch
+/// project; `rewrite` is the recipe's `[rewrite]` table, appended as written.
+fn write_fixture(p: &Scratch, rewrite: &str) {
+    let w1 = seeded_weights(WIDTH * HIDDEN, 11, 3.0 / (WIDTH as f32).sqrt());
+    let b1 = seeded_weights(HIDDEN, 12, 0.5);
+    let w2 = seeded_weights(HIDDEN * WIDTH, 13, 1.0 / (HIDDEN as f32).sqrt());
+    let x = seeded_weights(TOKENS * WIDTH, 14, 2.0);
+    let graph = Graph {
+        name: MODEL.into(),
+        inputs: vec![("x".into(), vec![1, TOKENS, WIDTH])],
+        outputs: vec![("y".into(), vec![1, TOKENS, WIDTH])],
+        initializers: vec![
+            ("w1".into(), vec![WIDTH, HIDDEN], w1.clone()),
+            ("b1".into(), vec![HIDDEN], b1.clone()),
+            ("w2".into(), vec![HIDDEN, WIDTH], w2.clone()),
+        ],
+        nodes: vec![
+            Node::new("MatMul", "fc1", &["x", "w1"], &["h0"]),
+            Node::new("Add", "fc1_bias", &["h0", "b1"], &["h"]),
+            Node::new("Gelu", "act", &["h"], &["g"]).attr("approximate", Attr::Str("tanh".into())),
+            Node::new("MatMul", "fc2", &["g", "w2"], &["y"]),
+        ],
+    };
+    std::fs::create_dir_all(p.path(&format!("onnx/{MODEL}"))).unwrap();
+    graph
+        .write(&p.path(&format!("onnx/{MODEL}/mlp.onnx")), 20)
+        .unwrap();
+    let mut y = vec![0f32; TOKENS * WIDTH];
+    for t in 0..TOKENS {
+        let g: Vec<f64> = (0..HIDDEN)
+            .map(|j| {
+                let h: f64 = (0..WIDTH)
+                    .map(|i| f64::from(x[t * WIDTH + i]) * f64::from(w1[i * HIDDEN + j]))
+                    .sum::<f64>()
+                    + f64::from(b1[j]);
+                gelu_tanh(h)
+            })
+            .collect();
+        for o in 0..WIDTH {
+            let v: f64 = (0..HIDDEN)
+                .map(|j| g[j] * f64::from(w2[j * WIDTH + o]))
+                .sum();
+            y[t * WIDTH + o] = v as f32;
+        }
+    }
+    let io = BTreeMap::from([
+        ("x".to_string(), f32_tensor(&[1, TOKENS, WIDTH], x)),
+        ("y".to_string(), f32_tensor(&[1, TOKENS, WIDTH], y)),
+    ]);
+    std::fs::create_dir_all(p.path(&format!("golden/{MODEL}"))).unwrap();
+    write_npz(&p.path(&format!("golden/{MODEL}/mlp_io.npz")), &io).unwrap();
+    std::fs::create_dir_all(p.path(&format!("recipes/{MODEL}"))).unwrap();
+    std::fs::write(
+        p.path(&format!("recipes/{MODEL}/model.toml")),
+        format!("[model]\nname = \"{MODEL}\"\nfamily = \"fixture\"\ncomponents = [\"mlp\"]\nseq_len = 1\n\n[target]\nqairt = \"2.47.0\"\nsoc = 77\nhtp_arch = 73\n\n[[parity.override]]\nbackend = \"htp\"\nmin_cosine = 0.999\nreason = \"fp16 weights and activations on the HTP\"\n"),
+    )
+    .unwrap();
+    write_recipe(p, rewrite);
+}
+
+fn write_recipe(p: &Scratch, rewrite: &str) {
+    let shape = [1, TOKENS, WIDTH];
+    std::fs::write(
+        p.path(&format!("recipes/{MODEL}/mlp.toml")),
+        format!(
+            "[component]\nname = \"mlp\"\nonnx = \"onnx/{MODEL}/mlp.onnx\"\n\n[golden]\nfile = \"golden/{MODEL}/mlp_io.npz\"\n\n\
+             [[inputs]]\nname = \"x\"\nshape = {shape:?}\ndtype = \"f32\"\ngolden_key = \"x\"\n\n\
+             [[outputs]]\nname = \"y\"\nshape = {shape:?}\ndtype = \"f32\"\ngolden_key = \"y\"\n\n\
+             [convert]\nfloat_bitwidth = 32\npreserve_io_datatype = true\n\n\
+             [context]\ngraph_name = \"mlp\"\noptimization_level = 3\nfp16 = true\n{rewrite}"
+        ),
+    )
+    .unwrap();
+}
+
+const REWRITE: &str = "\n[rewrite]\napply = [\"decompose_gelu_tanh\"]\n";
+
+/// `parity --backend <b>` on the fixture: (cosine, max abs error, session model) of `y`.
+fn parity(p: &Scratch, backend: &str) -> (f64, f64, String) {
+    p.run(&["parity", "--backend", backend, "--model", MODEL])
+        .assert_code(0);
+    let report = read_json(&p.path(&format!("reports/{MODEL}/parity-{backend}.json")));
+    let c = &report["components"][0];
+    let m = &c["outputs"][0]["metrics"];
+    (
+        m["cosine"].as_f64().unwrap(),
+        m["max_abs_err"].as_f64().unwrap(),
+        c["session_model"].as_str().unwrap().to_string(),
+    )
+}
+
+/// Runs a one-output graph on a backend.
+fn run(rt: &Runtime, g: &Graph, backend: &Backend, x: &Tensor, dir: &std::path::Path) -> Tensor {
+    let path = dir.join(format!("{}.onnx", g.name));
+    g.write(&path, 20).unwrap();
+    run_file(rt, &path, backend, x)
+}
+
+fn run_file(rt: &Runtime, path: &std::path::Path, backend: &Backend, x: &Tensor) -> Tensor {
+    let inputs = BTreeMap::from([("x".to_string(), x.clone())]);
+    let mut out = rt.open(path, backend).unwrap().run(&inputs).unwrap();
+    out.remove("y").unwrap()
+}
+
+fn against(actual: &Tensor, reference: &Tensor) -> Metrics {
+    compare(&actual.to_f64_vec(), &reference.to_f64_vec(), 0.0, 0.0)
+}
+
+/// The decomposition equals ONNX Runtime's own `Gelu(approximate="tanh")`, for inputs across
+/// the operator's range (tails, saturation, zeros, values whose cube overflows f32), alone and
+/// next to an exact Gelu it must leave alone; and on QNN's CPU backend the operator deviates
+/// while its decomposition does not (both measured here).
+#[test]
+fn the_decomposition_equals_the_operator_on_ort_and_fixes_it_on_qnn_cpu() {
+    let rt = Runtime::load(ensure_runtime(&common::repo_root()).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let tanh = |n: Node| n.attr("approximate", Attr::Str("tanh".into()));
+    let graphs = [
+        ("single", vec![tanh(Node::new("Gelu", "a", &["x"], &["y"]))]),
+        (
+            "tanh_then_exact",
+            vec![
+                tanh(Node::new("Gelu", "a", &["x"], &["t"])),
+                Node::new("Gelu", "b", &["t"], &["y"]),
+            ],
+        ),
+        (
+            "exact_then_tanh",
+            vec![
+                Node::new("Gelu", "a", &["x"], &["t"])
+                    .attr("approximate", Attr::Str("none".into())),
+                tanh(Node::new("Gelu", "", &["t"], &["y"])),
+            ],
+        ),
+    ];
+    let mut special = vec![
+        0.0, -0.0, 1e-20, -1e-20, 1e20, -1e20, 30.0, -30.0, 88.0, -88.0,
+    ];
+    special.resize(64, 0.5);
+    let inputs = [
+        (
+            "uniform [-4, 4]",
+            vec![4usize, 64],
+            seeded_weights(256, 1, 4.0),
+        ),
+        (
+            "tails [-12, 12]",
+            vec![2, 3, 50],
+            seeded_weights(300, 2, 12.0),
+        ),
+        ("near zero", vec![64], seeded_weights(64, 3, 1e-3)),
+        ("special values", vec![64], special),
+    ];
+    for (gname, nodes) in &graphs {
+        for (iname, shape, values) in &inputs {
+            let g = Graph {
+                name: gname.to_string(),
+                inputs: vec![("x".into(), shape.clone())],
+                outputs: vec![("y".into(), shape.clone())],
+                initializers: vec![],
+                nodes: nodes.clone(),
+            };
+            let x = f32_tensor(shape, values.clone());
+            let original = run(&rt, &g, &Backend::OrtCpu, &x, dir.path());
+            let (bytes, applied) =
+                decompose::apply(&g.to_bytes(20), &["decompose_gelu_tanh".into()]).unwrap();
+            assert_eq!(
+                applied[0].nodes.len(),
+                1,
+                "{gname}: only the tanh Gelu is replaced"
+            );
+            let path = dir.path().join(format!("{gname}-rewritten.onnx"));
+            std::fs::write(&path, bytes).unwrap();
+            let rewritten = run_file(&rt, &path, &Backend::OrtCpu, &x);
+            let m = against(&rewritten, &original);
+            // Elementwise, relative to the value where it is large (1e20 stays 1e20).
+            let worst = rewritten
+                .to_f64_vec()
+                .iter()
+                .zip(original.to_f64_vec())
+                .map(|(a, r)| (a - r).abs() / r.abs().max(1.0))
+                .fold(0.0f64, f64::max);
+            eprintln!(
+                "{gname} on {iname}: rewritten vs Gelu on ORT: cosine {:.12}, max abs {:.3e}, worst relative {worst:.3e}",
+                m.cosine, m.max_abs_err
+            );
+            assert_eq!((m.nan_actual, m.inf_actual), (0, 0), "{gname} {iname}");
+            assert!(
+                worst <= 1e-6,
+                "{gname} on {iname}: the decomposition differs from the operator: {m:?}"
+            );
+        }
+    }
+    // QNN's CPU backend: the operator as QNN computes it, then the decomposition.
+    let g = Graph {
+        name: "qnn".into(),
+        inputs: vec![("x".into(), vec![4, 64])],
+        outputs: vec![("y".into(), vec![4, 64])],
+        initializers: vec![],
+        nodes: vec![tanh(Node::new("Gelu", "a", &["x"], &["y"]))],
+    };
+    let x = f32_tensor(&[4, 64], seeded_weights(256, 1, 4.0));
+    let reference = run(&rt, &g, &Backend::OrtCpu, &x, dir.path());
+    let before = against(&run(&rt, &g, &Backend::QnnCpu, &x, dir.path()), &reference);
+    let (bytes, _) = decompose::apply(&g.to_bytes(20), &["decompose_gelu_tanh".into()]).unwrap();
+    let path = dir.path().join("qnn-rewritten.onnx");
+    std::fs::write(&path, bytes).unwrap();
+    let after = against(&run_file(&rt, &path, &Backend::QnnCpu, &x), &reference);
+    eprintln!(
+        "QNN CPU vs ORT: Gelu(tanh) cosine {:.12} max abs {:.3e}; decomposed cosine {:.12} max abs {:.3e}",
+        before.cosine, before.max_abs_err, after.cosine, after.max_abs_err
+    );
+    assert!(
+        before.max_abs_err > 1e-4,
+        "QNN's CPU Gelu(tanh) no longer deviates: {before:?}"
+    );
+    assert!(after.cosine > before.cosine, "{before:?} -> {after:?}");
+    assert!(
+        after.max_abs_err < before.max_abs_err / 50.0,
+        "{before:?} -> {after:?}"
+    );
+}
+
+/// The recipe option end to end: the QNN CPU cosine of the component, measured without and
+/// with the rewrite (and without again: the rise is the rewrite's), ORT parity unchanged on
+/// the original ONNX, the committed ONNX untouched, the build's fingerprint dirty with the
+/// rewrite as the reason, the build report and the card stating it.
+#[test]
+fn a_recipe_rewrite_raises_the_qnn_cpu_cosine_and_is_fingerprinted_and_stated() {
+    let p = Scratch::tiny();
+    write_fixture(&p, "");
+    let onnx = p.path(&format!("onnx/{MODEL}/mlp.onnx"));
+    let onnx_sha = sha256_hex(&onnx);
+    let ort_before = parity(&p, "ort");
+    let cpu_before = parity(&p, "cpu");
+    p.run(&["build-ctx", "--soc", "77", "--model", MODEL])
+        .assert_code(0);
+    let htp_before = parity(&p, "htp");
+
+    write_recipe(&p, REWRITE);
+    let ort_with = parity(&p, "ort");
+    let cpu_with = parity(&p, "cpu");
+    eprintln!(
+        "{MODEL}/mlp on QNN CPU: cosine {:.12} max abs {:.3e} without the rewrite, cosine {:.12} max abs {:.3e} with it; ORT cosine {:.12} / {:.12}",
+        cpu_before.0, cpu_before.1, cpu_with.0, cpu_with.1, ort_before.0, ort_with.0
+    );
+    assert!(cpu_with.0 > cpu_before.0, "{cpu_before:?} -> {cpu_with:?}");
+    assert!(
+        cpu_with.1 < cpu_before.1 / 10.0,
+        "{cpu_before:?} -> {cpu_with:?}"
+    );
+    assert_eq!(cpu_with.2, format!("target/rewrite/{MODEL}/mlp/mlp.onnx"));
+    assert_eq!(
+        ort_with, ort_before,
+        "ORT judges the recipe's ONNX either way"
+    );
+    assert_eq!(ort_with.2, format!("onnx/{MODEL}/mlp.onnx"));
+    assert!(ort_with.0 > 1.0 - 1e-12, "{ort_with:?}");
+
+    // The fingerprint: the convert step is dirty because of the rewrite, the rest follows.
+    let plan = |p: &Scratch| -> serde_json::Value {
+        let run = p.run(&[
+            "build-ctx",
+            "--soc",
+            "77",
+            "--model",
+            MODEL,
+            "--dry-run",
+            "--json",
+        ]);
+        run.assert_code(0);
+        serde_json::from_str(&run.stdout).unwrap()
+    };
+    let convert = &plan(&p)["components"][0]["steps"][0];
+    assert_eq!(
+        convert["reasons"],
+        serde_json::json!([{ "reason": "part_new", "part": "graph rewrites" }]),
+        "{convert}"
+    );
+    assert_eq!(
+        convert["key_parts"]["graph rewrites"],
+        "decompose_gelu_tanh v1"
+    );
+    let built = p.run(&["build-ctx", "--soc", "77", "--model", MODEL]);
+    built.assert_code(0);
+    let md = std::fs::read_to_string(p.path(&format!("reports/{MODEL}/build-soc77.md"))).unwrap();
+    assert!(md.contains("## Graph rewrites"), "{md}");
+    assert!(
+        md.contains("| `mlp` | decompose_gelu_tanh v1 | 1 |") && md.contains("y cosine 1.00000000"),
+        "{md}"
+    );
+    assert_eq!(
+        sha256_hex(&onnx),
+        onnx_sha,
+        "the committed ONNX is never edited"
+    );
+    let record = read_json(&p.path(&format!("ctx/{MODEL}/mlp.record.json")));
+    let facts = &record["steps"]["convert"]["detail"]["facts"]["rewrites"];
+    assert_eq!(
+        facts["applied"][0]["nodes"],
+        serde_json::json!(["act"]),
+        "{facts}"
+    );
+    assert_eq!(facts["ort_pass"], true);
+    // The HTP still passes its gate with the rewritten graph.
+    let htp = parity(&p, "htp");
+    eprintln!(
+        "{MODEL}/mlp on the HTP: cosine {:.8} max abs {:.3e} without the rewrite, cosine {:.8} max abs {:.3e} with it",
+        htp_before.0, htp_before.1, htp.0, htp.1
+    );
+
+    // The card states it, from the record.
+    let out = p.path("bundle");
+    p.run(&[
+        "package",
+        "--model",
+        MODEL,
+        "--soc",
+        "77",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .assert_code(0);
+    let card = std::fs::read_to_string(out.join("README.md")).unwrap();
+    assert!(
+        card.contains("Graph rewrites: QNN built these contexts from a rewritten copy"),
+        "{card}"
+    );
+    assert!(
+        card.contains("| `mlp` | decompose_gelu_tanh v1 | 1 |"),
+        "{card}"
+    );
+    p.run(&["verify", out.to_str().unwrap()]).assert_code(0);
+
+    // Removing the rewrite: dirty again, named; the QNN CPU cosine falls back.
+    write_recipe(&p, "");
+    let convert = &plan(&p)["components"][0]["steps"][0];
+    assert_eq!(
+        convert["reasons"],
+        serde_json::json!([{ "reason": "part_removed", "part": "graph rewrites" }]),
+        "{convert}"
+    );
+    assert_eq!(
+        parity(&p, "cpu"),
+        cpu_before,
+        "without the rewrite QNN computes the erf Gelu again"
+    );
+}
+
+/// An unknown rewrite name is refused when the recipe loads, with its file, line and key and
+/// the list of known rewrites; a known rewrite that matches no node of the graph is refused
+/// before any step runs.
+#[test]
+fn unknown_or_unmatched_rewrites_are_refused_with_file_and_line() {
+    let p = Scratch::tiny();
+    write_fixture(&p, "\n[rewrite]\napply = [\"decompose_everything\"]\n");
+    let recipe = std::fs::read_to_string(p.path(&format!("recipes/{MODEL}/mlp.toml"))).unwrap();
+    let line = recipe
+        .lines()
+        .position(|l| l.starts_with("apply ="))
+        .unwrap()
+        + 1;
+    let run = p.run(&["parity", "--backend", "cpu", "--model", MODEL]);
+    run.assert_code(2);
+    assert!(
+        run.stderr.contains(&format!(
+            "recipes/{MODEL}/mlp.toml:{line}: rewrite.apply: unknown rewrite \"decompose_everything\"; known rewrites: decompose_gelu_tanh v1"
+        )),
+        "{}",
+        run.all()
+    );
+    write_recipe(
+        &p,
+        "\n[rewrite]\napply = [\"decompose_gelu_tanh\", \"decompose_gelu_tanh\"]\n",
+    );
+    let run = p.run(&["build-ctx", "--soc", "77", "--model", MODEL]);
+    run.assert_code(2);
+    assert!(
+        run.stderr.contains(&format!(
+            "mlp.toml:{line}: rewrite.apply: rewrite \"decompose_gelu_tanh\" is listed twice"
+        )),
+        "{}",
+        run.all()
+    );
+
+    // The tiny vision graph has no Gelu(approximate="tanh").
+    let vision = p.path("recipes/tiny/vision.toml");
+    let text = std::fs::read_to_string(&vision).unwrap();
+    std::fs::write(&vision, format!("{text}{REWRITE}")).unwrap();
+    let line = text.lines().count() + 3;
+    let run = p.run(&["build-ctx", "--soc", "77", "--only", "vision"]);
+    run.assert_code(2);
+    assert!(
+        run.stderr.contains(&format!(
+            "recipes/tiny/vision.toml:{line}: rewrite.apply: rewrite \"decompose_gelu_tanh\" matches no node of onnx/tiny/vision.onnx"
+        )),
+        "{}",
+        run.all()
+    );
+}
