@@ -433,3 +433,58 @@ fn unknown_or_unmatched_rewrites_are_refused_with_file_and_line() {
         run.all()
     );
 }
+
+/// The QAIRT SDK toolchain converts the rewritten copy too: its converter is given the copy,
+/// and the DLC run by `qnn-net-run` on the CPU backend (the test double runs the DLC's graph
+/// on QNN's CPU backend) rises like the embedded build's.
+#[test]
+fn the_sdk_toolchain_converts_the_rewritten_copy() {
+    let p = Scratch::tiny();
+    let cpu_cosine = |p: &Scratch| -> f64 {
+        let args = [
+            "build-ctx",
+            "--soc",
+            "77",
+            "--model",
+            MODEL,
+            "--toolchain",
+            "sdk",
+        ];
+        common::run_sdk(p, &common::double_root(), &args, &[]).assert_code(0);
+        let record = read_json(&p.path(&format!("ctx/{MODEL}/mlp.record.json")));
+        record["steps"]["cpu_parity"]["detail"]["result"]["outputs"][0]["metrics"]["cosine"]
+            .as_f64()
+            .unwrap()
+    };
+    write_fixture(&p, "");
+    let before = cpu_cosine(&p);
+    write_recipe(&p, REWRITE);
+    let after = cpu_cosine(&p);
+    eprintln!("SDK toolchain, qnn-net-run on the CPU backend: cosine {before:.12} -> {after:.12}");
+    assert!(after > before, "{before} -> {after}");
+    let log = std::fs::read_to_string(p.path(&format!("reports/{MODEL}/logs/mlp-convert.log")))
+        .unwrap_or_default();
+    let plan = p.run(&[
+        "build-ctx",
+        "--soc",
+        "77",
+        "--model",
+        MODEL,
+        "--toolchain",
+        "sdk",
+        "--dry-run",
+        "--json",
+    ]);
+    plan.assert_code(0);
+    let plan: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
+    let command = plan["components"][0]["steps"][0]["commands"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        command.contains(&format!(
+            "--input_network target/rewrite/{MODEL}/mlp/mlp.onnx"
+        )),
+        "{command}\n{log}"
+    );
+}
