@@ -285,6 +285,11 @@ fn a_recipe_rewrite_raises_the_qnn_cpu_cosine_and_is_fingerprinted_and_stated() 
         "{cpu_before:?} -> {cpu_with:?}"
     );
     assert_eq!(cpu_with.2, format!("target/rewrite/{MODEL}/mlp/mlp.onnx"));
+    let md = std::fs::read_to_string(p.path(&format!("reports/{MODEL}/parity-cpu.md"))).unwrap();
+    assert!(
+        md.contains("- `mlp` ran `target/rewrite/gelu_mlp/mlp/mlp.onnx`, the copy"),
+        "{md}"
+    );
     assert_eq!(
         ort_with, ort_before,
         "ORT judges the recipe's ONNX either way"

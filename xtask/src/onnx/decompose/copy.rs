@@ -13,10 +13,13 @@ use crate::parity::component::{GoldenIo, run_component};
 use crate::recipe::{Component, Model};
 use crate::runtime::{Backend, Runtime};
 
+/// The folder of every rewritten copy, project-relative.
+pub const REWRITE_DIR: &str = "target/rewrite";
+
 /// Where the rewritten copy of `comp` lives, project-relative (what renderings show).
 pub fn qnn_onnx_rel(model: &str, comp: &Component) -> PathBuf {
     let file = comp.file.component.onnx.file_name().unwrap_or_default();
-    Path::new("target/rewrite")
+    Path::new(REWRITE_DIR)
         .join(model)
         .join(comp.name())
         .join(file)
