@@ -251,30 +251,12 @@ fn rewrites_markdown(r: &BuildReport, md: &mut String) {
     }
     let _ = writeln!(
         md,
-        "\n## Graph rewrites\n\nQNN converted a rewritten copy of these ONNX graphs (the committed ONNX is unchanged; `parity --backend ort` judges it).\n\n| component | rewrite | replaced nodes | what | copy | copy on ORT vs golden |\n|---|---|---|---|---|---|"
+        "\n## Graph rewrites\n\nQNN converted a rewritten copy of these ONNX graphs (in `target/rewrite/<model>/<component>/`; the committed ONNX is unchanged; `parity --backend ort` judges it).\n\n{}",
+        crate::onnx::decompose::markdown_header("component")
     );
     for (comp, check) in rows {
-        let ort: Vec<String> = check
-            .ort
-            .iter()
-            .map(|(o, c, m)| {
-                format!(
-                    "{o} cosine {} max abs {m:.3e}",
-                    crate::report::fmt_cosine(*c)
-                )
-            })
-            .collect();
-        for a in &check.applied {
-            let _ = writeln!(
-                md,
-                "| `{comp}` | {} v{} | {} | {} | `{}` | {} |",
-                a.name,
-                a.version,
-                a.nodes.len(),
-                a.what.replace('|', "\\|"),
-                check.onnx,
-                ort.join(", ")
-            );
+        for row in check.markdown_rows(&comp) {
+            let _ = writeln!(md, "{row}");
         }
     }
 }

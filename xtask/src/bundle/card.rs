@@ -379,26 +379,12 @@ fn rewrites_section(b: &BundleInfo, md: &mut String) {
     let _ = writeln!(
         md,
         "\nGraph rewrites: QNN built these contexts from a rewritten copy of the ONNX in `onnx/` \
-         (which is the original), checked on ONNX Runtime against the golden:\n\n\
-         | context | rewrite | replaced nodes | what | rewritten copy on ORT |\n|---|---|---|---|---|"
+         (which is the original), checked on ONNX Runtime against the golden:\n\n{}",
+        crate::onnx::decompose::markdown_header("context")
     );
     for (c, r) in with {
-        let ort: Vec<String> = r
-            .ort
-            .iter()
-            .map(|(o, cos, m)| format!("{o} cosine {} max abs {m:.3e}", fmt_cosine(*cos)))
-            .collect();
-        for a in &r.applied {
-            let _ = writeln!(
-                md,
-                "| `{}` | {} v{} | {} | {} | {} |",
-                c.name,
-                a.name,
-                a.version,
-                a.nodes.len(),
-                a.what.replace('|', "\\|"),
-                ort.join(", ")
-            );
+        for row in r.markdown_rows(&c.name) {
+            let _ = writeln!(md, "{row}");
         }
     }
 }

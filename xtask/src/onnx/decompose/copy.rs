@@ -92,6 +92,15 @@ impl RewriteCheck {
     /// `decompose_gelu_tanh v1 (2 nodes); rewritten copy on ORT: y cosine 1.00000000 max abs 4.8e-7`.
     pub fn summary(&self) -> String {
         let applied: Vec<String> = self.applied.iter().map(Applied::label).collect();
+        format!(
+            "rewrites {}; rewritten copy on ORT: {}",
+            applied.join(", "),
+            self.ort_figures()
+        )
+    }
+
+    /// `y cosine 1.00000000 max abs 4.8e-7, …`
+    fn ort_figures(&self) -> String {
         let ort: Vec<String> = self
             .ort
             .iter()
@@ -102,12 +111,34 @@ impl RewriteCheck {
                 )
             })
             .collect();
-        format!(
-            "rewrites {}; rewritten copy on ORT: {}",
-            applied.join(", "),
-            ort.join(", ")
-        )
+        ort.join(", ")
     }
+
+    /// Markdown table rows `| who | rewrite | replaced nodes | what | copy on ORT |`, one per
+    /// rewrite (the build report and the model card show the same table).
+    pub fn markdown_rows(&self, who: &str) -> Vec<String> {
+        let ort = self.ort_figures();
+        self.applied
+            .iter()
+            .map(|a| {
+                format!(
+                    "| `{who}` | {} v{} | {} | {} | {} |",
+                    a.name,
+                    a.version,
+                    a.nodes.len(),
+                    a.what.replace('|', "\\|"),
+                    ort
+                )
+            })
+            .collect()
+    }
+}
+
+/// The header of `markdown_rows`' table, `who` naming the first column.
+pub fn markdown_header(who: &str) -> String {
+    format!(
+        "| {who} | rewrite | replaced nodes | what | rewritten copy on ORT vs golden |\n|---|---|---|---|---|"
+    )
 }
 
 /// Runs the rewritten copy of `comp` on ORT's CPU EP with the golden inputs (None without

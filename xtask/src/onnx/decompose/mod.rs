@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::onnx::builder::Node;
 use crate::onnx::proto::{OnnxNode, OnnxSummary};
 
-pub use copy::{REWRITE_DIR, RewriteCheck, check_on_ort, qnn_onnx, qnn_onnx_rel};
+pub use copy::{REWRITE_DIR, RewriteCheck, check_on_ort, markdown_header, qnn_onnx, qnn_onnx_rel};
 pub use splice::Namer;
 
 /// One rewrite of the catalogue.
