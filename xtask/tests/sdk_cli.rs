@@ -4,32 +4,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::{Run, Scratch, read_json, repo_root, sha256_hex};
-
-fn double_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qairt-sdk-test-double")
-}
-
-fn run_sdk(p: &Scratch, sdk_root: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd = p.command(args);
-    cmd.env(
-        "PATH",
-        common::path_with(&sdk_root.join("bin/x86_64-linux-clang")),
-    )
-    .env("QAIRT_SDK_ROOT", sdk_root)
-    .env(
-        "QAIRT_DOUBLE_BIN",
-        env!("CARGO_BIN_EXE_qairt-sdk-test-double"),
-    );
-    cmd.env_remove("QAIRT_DOUBLE_FAIL")
-        .env_remove("XTASK_SDK_TIMEOUT_SECS");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    Run::from(cmd.output().unwrap())
-}
+use common::{Run, Scratch, double_root, read_json, repo_root, run_sdk, sha256_hex};
 
 #[test]
 fn build_ctx_with_the_sdk_toolchain_gives_the_same_artifacts_and_reports() {

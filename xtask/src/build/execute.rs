@@ -28,6 +28,8 @@ pub struct BuildEnv<'a> {
     pub model: &'a Model,
     pub soc: Soc,
     pub toolchain: &'a dyn Toolchain,
+    /// The embedded runtime (loaded for every build: ORT checks rewritten graphs).
+    pub rt: &'a crate::runtime::Runtime,
     pub memo: &'a Mutex<HashMemo>,
     pub progress: &'a Progress,
     /// `--max-memory`: no step starts beyond it (see `schedule`).
@@ -250,6 +252,7 @@ fn run_step(
         soc: &env.soc,
         artifacts: &plan.artifacts,
         staging: staging.path(),
+        rt: Some(env.rt),
     };
     // The compiler's stages as progress and heartbeats (context steps compile for minutes).
     let watch = (step.kind == StepKind::Context).then(|| {

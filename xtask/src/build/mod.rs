@@ -129,6 +129,7 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
         model: req.model,
         soc: req.soc,
         toolchain,
+        rt: &rt,
         memo: &memo,
         progress: &progress,
         budget: &budget,

@@ -230,7 +230,35 @@ fn build_markdown(r: &BuildReport) -> String {
             );
         }
     }
+    rewrites_markdown(r, &mut md);
     md
+}
+
+/// The graph rewrites each component's convert step applied (from its record), with the
+/// rewritten copy's figures on ORT: QNN built that copy, not the ONNX as committed.
+fn rewrites_markdown(r: &BuildReport, md: &mut String) {
+    let rows: Vec<(String, crate::onnx::decompose::RewriteCheck)> = r
+        .components
+        .iter()
+        .flat_map(|c| c.steps.iter().map(move |s| (c, s)))
+        .filter_map(|(c, s)| {
+            let check = serde_json::from_value(s.detail["facts"]["rewrites"].clone()).ok()?;
+            Some((c.component.clone(), check))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\n## Graph rewrites\n\nQNN converted a rewritten copy of these ONNX graphs (in `target/rewrite/<model>/<component>/`; the committed ONNX is unchanged; `parity --backend ort` judges it).\n\n{}",
+        crate::onnx::decompose::markdown_header("component")
+    );
+    for (comp, check) in rows {
+        for row in check.markdown_rows(&comp) {
+            let _ = writeln!(md, "{row}");
+        }
+    }
 }
 
 fn step_detail(s: &StepOutcome) -> String {

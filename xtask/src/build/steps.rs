@@ -44,6 +44,10 @@ impl Convert {
             section_hash(&(&comp.file.inputs, &comp.file.outputs)),
         );
         parts.insert("recipe [convert]".into(), section_hash(&comp.file.convert));
+        // Only with rewrites, so recipes without any keep their keys.
+        if let Some(rewrites) = crate::onnx::decompose::key_part(&comp.file.rewrite.apply) {
+            parts.insert("graph rewrites".into(), rewrites);
+        }
         parts.insert("onnxruntime version".into(), versions.onnxruntime.clone());
         parts.insert("qnn version".into(), versions.qnn.clone());
         parts.insert("toolchain".into(), versions.toolchain.clone());
@@ -64,6 +68,10 @@ impl Convert {
         check_dlc(dlc)?;
         let mut detail = staged.detail;
         detail["facts"] = convert_facts(tc, job.comp);
+        if let Some(check) = check_rewrites(job)? {
+            detail["summary"] = check.summary().into();
+            detail["facts"]["rewrites"] = serde_json::to_value(&check)?;
+        }
         Ok(StepRun {
             moves: vec![(dlc.clone(), job.artifacts.dlc.clone())],
             detail,
@@ -208,6 +216,29 @@ fn graph_name_honoured(detail: &serde_json::Value, asked: &str) -> serde_json::V
         format!("the toolchain's binary names its graph `{inside}`, not `{asked}`")
     };
     serde_json::json!({ "recipe": asked, "honoured": false, "why": why })
+}
+
+/// The rewritten copy the toolchain converted, run on ORT against the golden: a rewrite that
+/// changed what the graph computes fails the step (None without `[rewrite]`).
+fn check_rewrites(job: &StepJob<'_>) -> Result<Option<crate::onnx::decompose::RewriteCheck>> {
+    if job.comp.file.rewrite.apply.is_empty() {
+        return Ok(None);
+    }
+    let rt = job
+        .rt
+        .context("internal: the runtime that checks rewritten graphs on ORT was not loaded")?;
+    let golden = load_golden(job.root, job.comp)?;
+    let check = crate::onnx::decompose::check_on_ort(rt, job.root, job.model, job.comp, &golden)?
+        .context("internal: rewrites asked for but none checked")?;
+    if !check.ort_pass {
+        bail!(
+            "the rewritten graph {} fails its ONNX Runtime parity gate ({}): a rewrite must not \
+             change what the graph computes",
+            check.onnx,
+            check.summary()
+        );
+    }
+    Ok(Some(check))
 }
 
 /// What the DLC is and how far it was checked. The embedded toolchain has no DLC runner, so

@@ -49,6 +49,9 @@ pub struct BundleComponent {
     /// How far the DLC was checked, from the convert record.
     #[serde(default)]
     pub dlc_validation: Option<String>,
+    /// The graph rewrites QNN's copy of the ONNX got, from the convert record.
+    #[serde(default)]
+    pub rewrites: Option<crate::onnx::decompose::RewriteCheck>,
     pub recipe_sha256: String,
     pub onnx_sha256: String,
     pub golden_sha256: String,
@@ -340,6 +343,7 @@ pub fn render(
                 .unwrap_or("unknown (record predates)")
         );
     }
+    rewrites_section(b, &mut md);
     let _ = writeln!(md);
     let _ = writeln!(md, "- Repository commit: `{}`", b.commit);
     let _ = writeln!(
@@ -359,4 +363,28 @@ pub fn render(
         );
     }
     md
+}
+
+/// The graph rewrites of the contexts that had any: QNN built those from a rewritten copy of
+/// the ONNX shipped in `onnx/` (which is the original).
+fn rewrites_section(b: &BundleInfo, md: &mut String) {
+    let with: Vec<_> = b
+        .components
+        .iter()
+        .filter_map(|c| c.rewrites.as_ref().map(|r| (c, r)))
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\nGraph rewrites: QNN built these contexts from a rewritten copy of the ONNX in `onnx/` \
+         (which is the original), checked on ONNX Runtime against the golden:\n\n{}",
+        crate::onnx::decompose::markdown_header("context")
+    );
+    for (c, r) in with {
+        for row in r.markdown_rows(&c.name) {
+            let _ = writeln!(md, "{row}");
+        }
+    }
 }

@@ -310,6 +310,10 @@ fn bundle_component(
             .get("convert")
             .and_then(|r| r.detail["facts"]["dlc_validation"].as_str())
             .map(str::to_string),
+        rewrites: record
+            .steps
+            .get("convert")
+            .and_then(|r| serde_json::from_value(r.detail["facts"]["rewrites"].clone()).ok()),
         recipe_sha256: sha256_bytes(comp.recipe_text.as_bytes()),
         onnx_sha256: sha256_file(&root.join(&comp.file.component.onnx))?,
         golden_sha256: sha256_file(&root.join(&comp.file.golden.file))?,

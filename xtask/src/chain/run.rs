@@ -248,7 +248,11 @@ fn session_models(
                     }
                 }
             }
-            _ => root.join(&comp.file.component.onnx),
+            // QNN's CPU backend runs what the build converts: the rewritten copy, if any.
+            Backend::QnnCpu => {
+                crate::onnx::decompose::qnn_onnx(root, &model.file.model.name, comp)?.0
+            }
+            Backend::OrtCpu => root.join(&comp.file.component.onnx),
         };
         out.insert(comp.name().to_string(), path);
     }

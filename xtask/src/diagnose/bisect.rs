@@ -41,7 +41,11 @@ pub struct BisectJob<'a> {
 }
 
 pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
-    let onnx_path = job.root.join(&job.comp.file.component.onnx);
+    // What the build gives QNN: the rewritten copy when the recipe asks for rewrites.
+    let onnx_path = match job.backend {
+        Backend::OrtCpu => job.root.join(&job.comp.file.component.onnx),
+        _ => crate::onnx::decompose::qnn_onnx(job.root, job.model, job.comp)?.0,
+    };
     let bytes = std::fs::read(&onnx_path)?;
     let graph = parse_model(&bytes)?;
     let candidates: Vec<(usize, String)> = graph

@@ -116,34 +116,44 @@ fn attribute(name: &str, value: &Attr) -> Vec<u8> {
     a
 }
 
+/// A `NodeProto` (default domain): the graph rewrites splice these into existing graphs.
+pub fn node_bytes(n: &Node) -> Vec<u8> {
+    let mut node = Vec::new();
+    n.inputs
+        .iter()
+        .for_each(|i| put_bytes(&mut node, 1, i.as_bytes()));
+    n.outputs
+        .iter()
+        .for_each(|o| put_bytes(&mut node, 2, o.as_bytes()));
+    put_bytes(&mut node, 3, n.name.as_bytes());
+    put_bytes(&mut node, 4, n.op.as_bytes());
+    for (k, v) in &n.attrs {
+        put_bytes(&mut node, 5, &attribute(k, v));
+    }
+    node
+}
+
+/// A float32 `TensorProto` stored inline (`raw_data`); `dims` empty = a scalar.
+pub fn float_initializer(name: &str, dims: &[usize], values: &[f32]) -> Vec<u8> {
+    let mut t = Vec::new();
+    dims.iter().for_each(|d| put_int(&mut t, 1, *d as i64));
+    put_int(&mut t, 2, 1);
+    put_bytes(&mut t, 8, name.as_bytes());
+    let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    put_bytes(&mut t, 9, &raw);
+    t
+}
+
 impl Graph {
     /// The serialized model (IR 10, default domain at `opset`).
     pub fn to_bytes(&self, opset: i64) -> Vec<u8> {
         let mut g = Vec::new();
         for n in &self.nodes {
-            let mut node = Vec::new();
-            n.inputs
-                .iter()
-                .for_each(|i| put_bytes(&mut node, 1, i.as_bytes()));
-            n.outputs
-                .iter()
-                .for_each(|o| put_bytes(&mut node, 2, o.as_bytes()));
-            put_bytes(&mut node, 3, n.name.as_bytes());
-            put_bytes(&mut node, 4, n.op.as_bytes());
-            for (k, v) in &n.attrs {
-                put_bytes(&mut node, 5, &attribute(k, v));
-            }
-            put_bytes(&mut g, 1, &node);
+            put_bytes(&mut g, 1, &node_bytes(n));
         }
         put_bytes(&mut g, 2, self.name.as_bytes());
         for (name, dims, values) in &self.initializers {
-            let mut t = Vec::new();
-            dims.iter().for_each(|d| put_int(&mut t, 1, *d as i64));
-            put_int(&mut t, 2, 1);
-            put_bytes(&mut t, 8, name.as_bytes());
-            let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-            put_bytes(&mut t, 9, &raw);
-            put_bytes(&mut g, 5, &t);
+            put_bytes(&mut g, 5, &float_initializer(name, dims, values));
         }
         for (name, shape) in &self.inputs {
             put_bytes(&mut g, 11, &value_info(name, shape));

@@ -204,6 +204,23 @@ pub fn parity_markdown(r: &ParityReport) -> String {
     if !waivers.is_empty() {
         let _ = writeln!(md, "\n## Waivers\n\n{}", waivers.join("\n"));
     }
+    let rewritten: Vec<String> = r
+        .components
+        .iter()
+        .filter(|c| {
+            c.session_model
+                .starts_with(crate::onnx::decompose::REWRITE_DIR)
+        })
+        .map(|c| {
+            format!(
+                "- `{}` ran `{}`, the copy its recipe's `[rewrite]` makes for QNN",
+                c.component, c.session_model
+            )
+        })
+        .collect();
+    if !rewritten.is_empty() {
+        let _ = writeln!(md, "\n## Rewritten graphs\n\n{}", rewritten.join("\n"));
+    }
     let timed: Vec<&ComponentResult> = r
         .components
         .iter()

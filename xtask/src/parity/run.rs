@@ -31,7 +31,12 @@ pub fn run_one(
             Backend::QnnHtp(_) => {
                 crate::build::fresh::fresh_context_wrapper(root, rt, model, comp)?
             }
-            _ => root.join(&comp.file.component.onnx),
+            // QNN's CPU backend runs what the build converts (the rewritten copy, if any);
+            // ORT judges the recipe's ONNX, the graph's meaning.
+            Backend::QnnCpu => {
+                crate::onnx::decompose::qnn_onnx(root, &model.file.model.name, comp)?.0
+            }
+            Backend::OrtCpu => root.join(&comp.file.component.onnx),
         };
         let mut result = run_component(
             rt,

@@ -112,8 +112,28 @@ pub fn check_component_files(root: &Path, comp: &Component) -> Result<()> {
         }
         let (inputs, outputs) = summary.io_contract();
         check_graph_contract(comp, &inputs, &outputs)?;
+        check_rewrites_match(comp, &summary)?;
         crate::parity::component::load_golden(root, comp)?;
         Ok(())
     };
     check().bad_input()
+}
+
+/// Each rewrite the recipe asks for replaces at least one node of its graph (one that matches
+/// nothing means the recipe is mistaken about its graph).
+fn check_rewrites_match(comp: &Component, summary: &crate::onnx::proto::OnnxSummary) -> Result<()> {
+    for name in &comp.file.rewrite.apply {
+        let Some(rewrite) = crate::onnx::decompose::find(name) else {
+            continue; // refused when the recipe loaded
+        };
+        if crate::onnx::decompose::matching_nodes(summary, rewrite)?.is_empty() {
+            bail!(
+                "{}: rewrite {name:?} matches no node of {} ({})",
+                super::validate::at(&comp.recipe_path, &comp.recipe_text, "rewrite", "apply", 0),
+                comp.file.component.onnx.display(),
+                rewrite.what
+            );
+        }
+    }
+    Ok(())
 }

@@ -180,7 +180,27 @@ fn check_component(comp: &Component, expected_name: &str) -> Result<()> {
         &at(&comp.recipe_path, text, "parity", "rtol", 0),
         parity.rtol,
     )?;
-    check_overrides(&comp.recipe_path, text, &parity.overrides, Some(&outputs))
+    check_overrides(&comp.recipe_path, text, &parity.overrides, Some(&outputs))?;
+    check_rewrites(comp)
+}
+
+/// Every `[rewrite] apply` name is a known rewrite, named once.
+fn check_rewrites(comp: &Component) -> Result<()> {
+    let names = &comp.file.rewrite.apply;
+    let where_ = || at(&comp.recipe_path, &comp.recipe_text, "rewrite", "apply", 0);
+    for (i, name) in names.iter().enumerate() {
+        if crate::onnx::decompose::find(name).is_none() {
+            bail!(
+                "{}: unknown rewrite {name:?}; known rewrites: {}",
+                where_(),
+                crate::onnx::decompose::known_list()
+            );
+        }
+        if names[..i].contains(name) {
+            bail!("{}: rewrite {name:?} is listed twice", where_());
+        }
+    }
+    Ok(())
 }
 
 fn check_overrides(

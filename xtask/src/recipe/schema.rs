@@ -202,6 +202,17 @@ pub struct ComponentFile {
     pub context: ContextSection,
     #[serde(default)]
     pub parity: ParitySection,
+    #[serde(default)]
+    pub rewrite: RewriteSection,
+}
+
+/// Graph rewrites (`onnx::decompose`) applied, in order, to a copy of the ONNX before any QNN
+/// step sees it; the ONNX itself is never edited and `parity --backend ort` still judges it.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RewriteSection {
+    #[serde(default)]
+    pub apply: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]

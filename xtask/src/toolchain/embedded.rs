@@ -47,20 +47,24 @@ impl Toolchain for Embedded<'_> {
             StepKind::Context => {
                 let target = HtpTarget::from_recipe(soc, &comp.file.context);
                 let wrapper = format!("{STAGING}/{}.onnx", art.wrapper_stem());
+                let onnx_dir = super::rendered_qnn_onnx(comp, art)
+                    .parent()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
                 r.options(
                     "rendered HTP EP options",
                     &backend_ep_options(&Backend::QnnHtp(target)),
                 )
                 .options(
                     "rendered session config",
-                    &context_session_config(&wrapper, &onnx_dir(comp)),
+                    &context_session_config(&wrapper, &onnx_dir),
                 )
             }
         }
     }
 
     fn convert(&self, job: &StepJob<'_>) -> Result<Staged> {
-        let onnx = job.root.join(&job.comp.file.component.onnx);
+        let onnx = qnn_onnx(job)?;
         let (dlc, placement) = self.rt()?.dump_dlc(&onnx, job.staging)?;
         let dlc_from = dlc.file_name().map(|n| n.to_string_lossy().into_owned());
         Ok(Staged {
@@ -70,7 +74,7 @@ impl Toolchain for Embedded<'_> {
     }
 
     fn cpu_parity(&self, job: &StepJob<'_>, golden: &GoldenIo) -> Result<ComponentResult> {
-        let onnx = job.root.join(&job.comp.file.component.onnx);
+        let onnx = qnn_onnx(job)?;
         let mut result = run_component(
             self.rt()?,
             job.model,
@@ -85,7 +89,7 @@ impl Toolchain for Embedded<'_> {
     }
 
     fn context(&self, job: &StepJob<'_>) -> Result<Staged> {
-        let onnx = job.root.join(&job.comp.file.component.onnx);
+        let onnx = qnn_onnx(job)?;
         let stem = job.artifacts.wrapper_stem();
         let wrapper = job.staging.join(format!("{stem}.onnx"));
         let target = HtpTarget::from_recipe(job.soc, &job.comp.file.context);
@@ -103,12 +107,7 @@ impl Toolchain for Embedded<'_> {
     }
 }
 
-/// The ONNX's folder, project-relative, as the rendering names it.
-fn onnx_dir(comp: &Component) -> String {
-    comp.file
-        .component
-        .onnx
-        .parent()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default()
+/// The ONNX QNN gets: the recipe's, or its rewritten copy.
+fn qnn_onnx(job: &StepJob<'_>) -> Result<std::path::PathBuf> {
+    crate::onnx::decompose::qnn_onnx(job.root, &job.model.file.model.name, job.comp).map(|(p, _)| p)
 }

@@ -66,6 +66,24 @@ pub struct StepJob<'a> {
     pub artifacts: &'a Artifacts,
     /// A fresh staging folder inside `ctx/<model>/` (same filesystem as the artifacts).
     pub staging: &'a Path,
+    /// The embedded runtime, whatever the toolchain: it checks a rewritten graph on ORT.
+    pub rt: Option<&'a crate::runtime::Runtime>,
+}
+
+/// The ONNX the QNN steps of `comp` get, project-relative, as renderings name it: the
+/// recipe's file, or its rewritten copy (`onnx::decompose`) when the recipe asks for rewrites.
+/// The model's name is the folder of the artifacts (`ctx/<model>/`).
+pub fn rendered_qnn_onnx(comp: &Component, art: &Artifacts) -> PathBuf {
+    if comp.file.rewrite.apply.is_empty() {
+        return comp.file.component.onnx.clone();
+    }
+    let model = art
+        .dlc
+        .parent()
+        .and_then(|d| d.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    crate::onnx::decompose::qnn_onnx_rel(&model, comp)
 }
 
 /// A staged output of a step and what the step reports about it.

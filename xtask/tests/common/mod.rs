@@ -236,3 +236,25 @@ pub fn sha256_hex(path: &Path) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+/// The QAIRT SDK test double (`tests/fixtures/qairt-sdk-test-double`).
+pub fn double_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qairt-sdk-test-double")
+}
+
+/// The tool on `p` with the SDK at `sdk_root` (its tools first on `PATH`) and `env`.
+pub fn run_sdk(p: &Scratch, sdk_root: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = p.command(args);
+    cmd.env("PATH", path_with(&sdk_root.join("bin/x86_64-linux-clang")))
+        .env("QAIRT_SDK_ROOT", sdk_root)
+        .env(
+            "QAIRT_DOUBLE_BIN",
+            env!("CARGO_BIN_EXE_qairt-sdk-test-double"),
+        );
+    cmd.env_remove("QAIRT_DOUBLE_FAIL")
+        .env_remove("XTASK_SDK_TIMEOUT_SECS");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Run::from(cmd.output().unwrap())
+}

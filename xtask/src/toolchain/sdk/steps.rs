@@ -63,9 +63,11 @@ pub fn convert(job: &Job<'_>) -> Result<PathBuf> {
             .with_context(|| format!("external data {} of {}", ext.display(), onnx_rel.display()))?
             .len();
     }
+    // The rewritten copy when the recipe asks for rewrites (its external data is the same).
+    let (onnx, _) = crate::onnx::decompose::qnn_onnx(job.root, job.model, job.comp)?;
     let args = converter_args(
         job.comp,
-        &job.root.join(onnx_rel),
+        &onnx,
         &dlc,
         skip_simplification(job.comp, Some(external_bytes)),
     );

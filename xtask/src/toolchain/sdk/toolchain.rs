@@ -63,7 +63,7 @@ impl Toolchain for Sdk {
                 let explicit = comp.file.convert.onnx_skip_simplification;
                 let mut args = converter_args(
                     comp,
-                    &comp.file.component.onnx,
+                    &crate::toolchain::rendered_qnn_onnx(comp, art),
                     &dlc,
                     explicit == Some(true),
                 );

@@ -1,0 +1,169 @@
+//! The rewritten copy of a component's ONNX that every QNN step gets, in
+//! `target/rewrite/<model>/<component>/` (external data hard-linked beside it: ORT refuses
+//! external data that resolves outside the model's folder), and its check on ONNX Runtime.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::Applied;
+use crate::onnx::proto::parse_model;
+use crate::parity::component::{GoldenIo, run_component};
+use crate::recipe::{Component, Model};
+use crate::runtime::{Backend, Runtime};
+
+/// The folder of every rewritten copy, project-relative.
+pub const REWRITE_DIR: &str = "target/rewrite";
+
+/// Where the rewritten copy of `comp` lives, project-relative (what renderings show).
+pub fn qnn_onnx_rel(model: &str, comp: &Component) -> PathBuf {
+    let file = comp.file.component.onnx.file_name().unwrap_or_default();
+    Path::new(REWRITE_DIR)
+        .join(model)
+        .join(comp.name())
+        .join(file)
+}
+
+/// The ONNX the QNN steps of `comp` run: the recipe's file, or with `[rewrite]` the rewritten
+/// copy (written when missing or different; the recipe's file is never edited) and what each
+/// rewrite replaced.
+pub fn qnn_onnx(root: &Path, model: &str, comp: &Component) -> Result<(PathBuf, Vec<Applied>)> {
+    let original = root.join(&comp.file.component.onnx);
+    let names = &comp.file.rewrite.apply;
+    if names.is_empty() {
+        return Ok((original, Vec::new()));
+    }
+    let bytes =
+        std::fs::read(&original).with_context(|| format!("cannot read {}", original.display()))?;
+    let (rewritten, applied) = super::apply(&bytes, names).with_context(|| {
+        format!(
+            "{}: [rewrite] of {}",
+            comp.recipe_path.display(),
+            comp.file.component.onnx.display()
+        )
+    })?;
+    let copy = root.join(qnn_onnx_rel(model, comp));
+    let dir = copy.parent().context("rewrite folder")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for loc in parse_model(&bytes)?.external_data {
+        link_beside(&original.with_file_name(&loc), &dir.join(&loc))?;
+    }
+    if std::fs::read(&copy).ok().as_deref() != Some(rewritten.as_slice()) {
+        crate::atomic::write_atomic(&copy, &rewritten)?;
+    }
+    Ok((copy, applied))
+}
+
+/// `to` becomes a hard link of `from` (a copy across filesystems), replaced atomically, unless
+/// it already is one.
+fn link_beside(from: &Path, to: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let src = std::fs::metadata(from)
+        .with_context(|| format!("external data {} is missing", from.display()))?;
+    if let Ok(dst) = std::fs::metadata(to)
+        && dst.ino() == src.ino()
+        && dst.dev() == src.dev()
+    {
+        return Ok(());
+    }
+    let tmp = to.with_extension(format!("tmp-{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    if std::fs::hard_link(from, &tmp).is_err() {
+        std::fs::copy(from, &tmp)
+            .with_context(|| format!("cannot copy external data {}", from.display()))?;
+    }
+    std::fs::rename(&tmp, to).with_context(|| format!("cannot place {}", to.display()))
+}
+
+/// The rewritten copy on ONNX Runtime's CPU EP against the golden, gated like `parity
+/// --backend ort`: a rewrite must not change what the graph computes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RewriteCheck {
+    pub applied: Vec<Applied>,
+    /// The copy QNN got, project-relative.
+    pub onnx: String,
+    /// (output, cosine, max abs error) of the copy on ORT against the golden.
+    pub ort: Vec<(String, f64, f64)>,
+    pub ort_pass: bool,
+}
+
+impl RewriteCheck {
+    /// `decompose_gelu_tanh v1 (2 nodes); rewritten copy on ORT: y cosine 1.00000000 max abs 4.8e-7`.
+    pub fn summary(&self) -> String {
+        let applied: Vec<String> = self.applied.iter().map(Applied::label).collect();
+        format!(
+            "rewrites {}; rewritten copy on ORT: {}",
+            applied.join(", "),
+            self.ort_figures()
+        )
+    }
+
+    /// `y cosine 1.00000000 max abs 4.8e-7, …`
+    fn ort_figures(&self) -> String {
+        let ort: Vec<String> = self
+            .ort
+            .iter()
+            .map(|(o, c, m)| {
+                format!(
+                    "{o} cosine {} max abs {m:.3e}",
+                    crate::report::fmt_cosine(*c)
+                )
+            })
+            .collect();
+        ort.join(", ")
+    }
+
+    /// Markdown table rows `| who | rewrite | replaced nodes | what | copy on ORT |`, one per
+    /// rewrite (the build report and the model card show the same table).
+    pub fn markdown_rows(&self, who: &str) -> Vec<String> {
+        let ort = self.ort_figures();
+        self.applied
+            .iter()
+            .map(|a| {
+                format!(
+                    "| `{who}` | {} v{} | {} | {} | {} |",
+                    a.name,
+                    a.version,
+                    a.nodes.len(),
+                    a.what.replace('|', "\\|"),
+                    ort
+                )
+            })
+            .collect()
+    }
+}
+
+/// The header of `markdown_rows`' table, `who` naming the first column.
+pub fn markdown_header(who: &str) -> String {
+    format!(
+        "| {who} | rewrite | replaced nodes | what | rewritten copy on ORT vs golden |\n|---|---|---|---|---|"
+    )
+}
+
+/// Runs the rewritten copy of `comp` on ORT's CPU EP with the golden inputs (None without
+/// `[rewrite]`).
+pub fn check_on_ort(
+    rt: &Runtime,
+    root: &Path,
+    model: &Model,
+    comp: &Component,
+    golden: &GoldenIo,
+) -> Result<Option<RewriteCheck>> {
+    if comp.file.rewrite.apply.is_empty() {
+        return Ok(None);
+    }
+    let (copy, applied) = qnn_onnx(root, &model.file.model.name, comp)?;
+    let result = run_component(rt, model, comp, golden, &copy, &Backend::OrtCpu, false)
+        .context("the rewritten copy on ONNX Runtime's CPU EP")?;
+    Ok(Some(RewriteCheck {
+        applied,
+        onnx: crate::project::rel(root, &copy),
+        ort: result
+            .outputs
+            .iter()
+            .map(|o| (o.name.clone(), o.metrics.cosine, o.metrics.max_abs_err))
+            .collect(),
+        ort_pass: result.pass,
+    }))
+}
