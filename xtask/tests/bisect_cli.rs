@@ -83,10 +83,5 @@ fn bisect_the_same_narrowed_in_rounds() {
 fn bisect_needs_a_qnn_backend() {
     let p = Scratch::tiny();
     let run = p.run(&["bisect", "vision", "--backend", "ort"]);
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains("use --backend cpu or htp"),
-        "{}",
-        run.all()
-    );
+    run.assert_refused(2, "use --backend cpu or htp");
 }

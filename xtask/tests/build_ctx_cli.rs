@@ -217,24 +217,15 @@ fn dry_run_on_the_real_model_prints_the_plan_and_names_missing_files() {
         "--model",
         "molmoact2-libero-lp-vtp-sd",
     ]);
-    real.assert_code(2);
-    assert!(
-        real.stderr.contains("is missing 14 file(s)"),
-        "{}",
-        real.all()
-    );
+    real.assert_refused(2, "is missing 14 file(s)");
 }
 
 #[test]
 fn unknown_soc_lists_the_known_ones_and_chip_names_work() {
     let p = Scratch::tiny();
     let run = p.run(&["build-ctx", "--soc", "12345", "--dry-run"]);
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains("unknown SoC `12345`") && run.stderr.contains("QCS9075"),
-        "{}",
-        run.all()
-    );
+    run.assert_refused(2, "unknown SoC `12345`")
+        .assert_refused(2, "QCS9075");
     let run = p.run(&[
         "build-ctx",
         "--soc",
@@ -304,13 +295,8 @@ fn a_weight_sharing_group_is_refused_with_the_reason() {
         .replace("vtcm_mb = 0", "vtcm_mb = 0\nweight_sharing_group = \"llm\"");
     std::fs::write(&path, text).unwrap();
     let run = p.run(&["build-ctx", "--soc", "77"]);
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains("llm_split0 (group `llm`")
-            && run.stderr.contains("QNN_COMMON_ERROR_NOT_SUPPORTED"),
-        "{}",
-        run.all()
-    );
+    run.assert_refused(2, "llm_split0 (group `llm`")
+        .assert_refused(2, "QNN_COMMON_ERROR_NOT_SUPPORTED");
     assert!(
         !p.path("ctx/tiny/vision_socid77_archv73.bin").exists(),
         "nothing is built"

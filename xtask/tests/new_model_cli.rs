@@ -181,14 +181,9 @@ fn the_trace_key_mapping_is_what_finds_the_tensors() {
     );
     let line = line_of(&p, "initial_noise =");
     let run = run_ort(&p);
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains(&format!(
+    run.assert_refused(2, &format!(
             "golden/{MODEL}/trace.npz has no tensor of the name the recipe maps to:\n  `x0_noize`, which {RECIPE}:{line}: host.trace_keys.initial_noise names for our `initial_noise`"
-        )),
-        "{}",
-        run.all()
-    );
+        ));
     assert!(
         run.stderr.contains("x0_noise"),
         "lists what the file holds: {}",
@@ -199,13 +194,8 @@ fn the_trace_key_mapping_is_what_finds_the_tensors() {
     let p = Scratch::with_model(MODEL);
     edit_recipe(&p, "= \"flow_step_{i}_output\"", "= \"flow_step_{i}_out\"");
     let run = run_ort(&p);
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains("`flow_step_2_out`, which")
-            && run.stderr.contains("names for our `trajectory_step2_out`"),
-        "{}",
-        run.all()
-    );
+    run.assert_refused(2, "`flow_step_2_out`, which")
+        .assert_refused(2, "names for our `trajectory_step2_out`");
 
     // Without the mapping the trace's names are not ours: the host inputs are missing.
     let p = Scratch::with_model(MODEL);
@@ -215,13 +205,9 @@ fn the_trace_key_mapping_is_what_finds_the_tensors() {
     let end = start + 1 + text[start + 1..].find("\n\n").unwrap();
     std::fs::write(&path, format!("{}{}", &text[..start], &text[end..])).unwrap();
     let run = run_ort(&p);
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains(&format!(
-            "golden/{MODEL}/trace.npz: the golden has no host tensors [\"prompt_embeds\""
-        )),
-        "{}",
-        run.all()
+    run.assert_refused(
+        2,
+        &format!("golden/{MODEL}/trace.npz: the golden has no host tensors [\"prompt_embeds\""),
     );
 }
 

@@ -151,12 +151,7 @@ fn wrong_shape_in_recipe_names_tensor_and_both_shapes() {
     std::fs::write(&path, text).unwrap();
     let run = p.run(&["parity", "--backend", "ort", "--only", "llm_split1"]);
     // Bad input, refused before anything runs: exit 2 (it was 1 before the hardening).
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains("recipes/tiny/llm_split1.toml:"),
-        "{}",
-        run.all()
-    );
+    run.assert_refused(2, "recipes/tiny/llm_split1.toml:");
     assert!(
         run.stderr
             .contains("`hidden_states` is f32 [1, 131, 64] in the recipe but f32 [1, 130, 64]"),
@@ -174,12 +169,7 @@ fn recipe_pointing_at_a_missing_file_names_it() {
         .replace("onnx/tiny/action_step.onnx", "onnx/tiny/nowhere.onnx");
     std::fs::write(&path, text).unwrap();
     let run = p.run(&["parity", "--backend", "ort"]);
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains("onnx/tiny/nowhere.onnx (action_step)"),
-        "{}",
-        run.all()
-    );
+    run.assert_refused(2, "onnx/tiny/nowhere.onnx (action_step)");
 }
 
 #[test]
@@ -190,12 +180,7 @@ fn corrupt_golden_npz_is_a_clear_error() {
     std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
     let run = p.run(&["parity", "--backend", "ort", "--only", "action_context"]);
     // Bad input, like build-ctx: exit 2 (it was 1 before the hardening).
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains("golden/tiny/action_context_io.npz"),
-        "{}",
-        run.all()
-    );
+    run.assert_refused(2, "golden/tiny/action_context_io.npz");
 }
 
 #[test]
@@ -230,10 +215,5 @@ fn unknown_model_and_component_are_clear_errors() {
         run.all()
     );
     let run = p.run(&["parity", "--backend", "ort", "--only", "visoin"]);
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains("unknown component `visoin`"),
-        "{}",
-        run.all()
-    );
+    run.assert_refused(2, "unknown component `visoin`");
 }

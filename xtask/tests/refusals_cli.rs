@@ -28,12 +28,8 @@ fn package_refuses_a_failed_htp_parity_report() {
     std::fs::write(&path, serde_json::to_vec(&report).unwrap()).unwrap();
     let out = p.path("dist/refused");
     let run = p.package("dist/refused", "action_step", &[]);
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains("HTP parity failed") && run.stderr.contains("parity-htp.json"),
-        "{}",
-        run.all()
-    );
+    run.assert_refused(2, "HTP parity failed")
+        .assert_refused(2, "parity-htp.json");
     assert!(!out.exists());
 }
 
@@ -174,12 +170,7 @@ fn jobs_two_builds_every_selected_component() {
     bad.assert_code(2);
     assert!(bad.stderr.contains("unknown unit"), "{}", bad.all());
     let zero = p.run(&["build-ctx", "--soc", "77", "--jobs", "0"]);
-    zero.assert_code(2);
-    assert!(
-        zero.stderr.contains("--jobs must be at least 1"),
-        "{}",
-        zero.all()
-    );
+    zero.assert_refused(2, "--jobs must be at least 1");
 }
 
 /// Bisect on the emulated HTP runs and reports (fp16 rounding, so with a strict threshold a

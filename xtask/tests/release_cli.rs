@@ -143,12 +143,7 @@ fn two_runners_then_gather_package_verify_release_and_fetch() {
         false,
         None,
     );
-    no_token.assert_code(2);
-    assert!(
-        no_token.stderr.contains("not logged in"),
-        "{}",
-        no_token.all()
-    );
+    no_token.assert_refused(2, "not logged in");
     let failed = run_with_hf(
         &g,
         &[
@@ -161,13 +156,9 @@ fn two_runners_then_gather_package_verify_release_and_fetch() {
         true,
         Some("upload"),
     );
-    failed.assert_code(2);
-    assert!(
-        failed.stderr.contains("the release is NOT published")
-            && failed.stderr.contains("HTTP 503"),
-        "{}",
-        failed.all()
-    );
+    failed
+        .assert_refused(2, "the release is NOT published")
+        .assert_refused(2, "HTTP 503");
     assert!(!g.path("reports/tiny/release.json").exists());
 
     // A real (double) upload, then fetch into a clean clone, which can re-validate at once.
@@ -261,12 +252,7 @@ fn entries_fetch_build_and_check_then_gather(store: &Path) {
         }
         // Without the inputs nothing runs, and the error says how to get them.
         let refused = e.run(&["build-ctx", "--soc", "77", "--only", comp]);
-        refused.assert_code(2);
-        assert!(
-            refused.stderr.contains("how to obtain them"),
-            "{}",
-            refused.all()
-        );
+        refused.assert_refused(2, "how to obtain them");
 
         let mut key_args = fetch_args(comp);
         key_args.push("--cache-key");
@@ -343,12 +329,9 @@ fn entries_fetch_build_and_check_then_gather(store: &Path) {
     );
     // No repository named anywhere: says where to name one.
     let no_repo = e0.run(&["fetch", "--only", "vision"]);
-    no_repo.assert_code(2);
-    assert!(
-        no_repo.stderr.contains("--repo OWNER/NAME") && no_repo.stderr.contains("source_repo"),
-        "{}",
-        no_repo.all()
-    );
+    no_repo
+        .assert_refused(2, "--repo OWNER/NAME")
+        .assert_refused(2, "source_repo");
 
     // The gather job: every input fetched (no ctx from the Hub), the entries' artifacts and
     // reports gathered, reports merged, nothing re-run; fresh, packaged, verified.
@@ -493,13 +476,8 @@ fn package_refuses_stale_artifacts_unless_allowed_and_says_so_in_the_card() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains("`action_context` is stale")
-            && run.stderr.contains("recipe [context] changed"),
-        "{}",
-        run.all()
-    );
+    run.assert_refused(2, "`action_context` is stale")
+        .assert_refused(2, "recipe [context] changed");
     assert!(!p.path("dist/s").exists());
     p.run(&[
         "package",
@@ -681,10 +659,5 @@ fn releases_replace_the_revision_and_fetch_accepts_the_hubs_own_files() {
         true,
         None,
     );
-    refused.assert_code(2);
-    assert!(
-        refused.stderr.contains("extra: stray.txt"),
-        "{}",
-        refused.all()
-    );
+    refused.assert_refused(2, "extra: stray.txt");
 }

@@ -265,26 +265,17 @@ fn unknown_or_unmatched_rewrites_are_refused_with_file_and_line() {
         .unwrap()
         + 1;
     let run = p.run(&["parity", "--backend", "cpu", "--model", MODEL]);
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains(&format!(
+    run.assert_refused(2, &format!(
             "recipes/{MODEL}/mlp.toml:{line}: rewrite.apply: unknown rewrite \"decompose_everything\"; known rewrites: decompose_gelu_tanh v1"
-        )),
-        "{}",
-        run.all()
-    );
+        ));
     write_recipe(
         &p,
         "\n[rewrite]\napply = [\"decompose_gelu_tanh\", \"decompose_gelu_tanh\"]\n",
     );
     let run = p.run(&["build-ctx", "--soc", "77", "--model", MODEL]);
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains(&format!(
-            "mlp.toml:{line}: rewrite.apply: rewrite \"decompose_gelu_tanh\" is listed twice"
-        )),
-        "{}",
-        run.all()
+    run.assert_refused(
+        2,
+        &format!("mlp.toml:{line}: rewrite.apply: rewrite \"decompose_gelu_tanh\" is listed twice"),
     );
 
     // The tiny vision graph has no Gelu(approximate="tanh").
@@ -293,14 +284,9 @@ fn unknown_or_unmatched_rewrites_are_refused_with_file_and_line() {
     std::fs::write(&vision, format!("{text}{REWRITE}")).unwrap();
     let line = text.lines().count() + 3;
     let run = p.run(&["build-ctx", "--soc", "77", "--only", "vision"]);
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains(&format!(
+    run.assert_refused(2, &format!(
             "recipes/tiny/vision.toml:{line}: rewrite.apply: rewrite \"decompose_gelu_tanh\" matches no node of onnx/tiny/vision.onnx"
-        )),
-        "{}",
-        run.all()
-    );
+        ));
 }
 
 /// The QAIRT SDK toolchain converts the rewritten copy too: its converter is given the copy,

@@ -485,12 +485,7 @@ fn parity_with_the_sdk_on_the_cpu_reports_and_a_missing_tool_exits_2() {
         ],
         &[],
     );
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains("`qnn-net-run` is missing"),
-        "{}",
-        run.all()
-    );
+    run.assert_refused(2, "`qnn-net-run` is missing");
 }
 
 /// The `odd_io` fixture's graph and golden: x f32 [1,4], idx i64 [1,4] →
@@ -654,11 +649,7 @@ fn int64_inputs_go_as_native_files_and_outputs_are_read_by_their_raw_names() {
         ],
         &[],
     );
-    refused.assert_code(1);
-    assert!(
-        refused.stderr.contains("input idx is QNN_DATATYPE_INT_64")
-            && refused.stderr.contains("--use_native_input_files"),
-        "{}",
-        refused.all()
-    );
+    refused
+        .assert_refused(1, "input idx is QNN_DATATYPE_INT_64")
+        .assert_refused(1, "--use_native_input_files");
 }

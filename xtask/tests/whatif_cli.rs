@@ -105,10 +105,5 @@ fn what_ifs_are_refused_with_the_reason() {
         run.all()
     );
     let run = p.run(&["run", "--backend", "ort", "--attribute"]);
-    run.assert_code(2);
-    assert!(
-        run.stderr.contains("use --backend cpu or htp"),
-        "{}",
-        run.all()
-    );
+    run.assert_refused(2, "use --backend cpu or htp");
 }

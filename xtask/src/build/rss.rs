@@ -19,8 +19,13 @@ pub fn current_mb() -> Option<f64> {
 }
 
 fn status_mb(field: &str) -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kb: f64 = status
+    kb_field_mb("/proc/self/status", field)
+}
+
+/// A `Name:  1234 kB` line of a `/proc` file (`status`, `meminfo`), in MB.
+pub fn kb_field_mb(path: &str, field: &str) -> Option<f64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let kb: f64 = text
         .lines()
         .find_map(|l| l.strip_prefix(field))?
         .trim()

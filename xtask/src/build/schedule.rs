@@ -110,16 +110,7 @@ pub fn last_seconds(record: &ComponentRecord, plan: &ComponentPlan) -> Option<f6
 
 /// `MemAvailable` from `/proc/meminfo`, MB (None where there is no `/proc`).
 pub fn available_mb() -> Option<f64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kb: f64 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kb / 1024.0)
+    crate::build::rss::kb_field_mb("/proc/meminfo", "MemAvailable:")
 }
 
 /// Parses `--max-memory`: `16G`, `16GiB`, `12000M`, `512MiB` or a number of MB.

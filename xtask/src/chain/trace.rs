@@ -9,22 +9,10 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::pipeline::names;
-use crate::recipe::host::{STEP_OUT, TRACE_KEYS};
+use crate::recipe::host::{HOST_INPUT_KEYS, STEP_OUT, trace_keys};
 use crate::recipe::validate::at_entry;
 use crate::recipe::{HostSection, Model};
 use crate::tensor::{Tensor, read_npz};
-
-/// Tensors of the trace the chain needs as inputs (the others are references).
-const HOST_INPUT_KEYS: [&str; 8] = [
-    "prompt_embeds",
-    "image_token_positions",
-    "attention_bias",
-    "encoder_attention_mask",
-    "action_dim_is_pad",
-    "initial_noise",
-    "q01",
-    "q99",
-];
 
 /// Our name of Euler step `i`'s output in the trace.
 pub fn step_out_key(i: usize) -> String {
@@ -92,9 +80,8 @@ fn under_our_names(
     npz_rel: &str,
     mut file: BTreeMap<String, Tensor>,
 ) -> Result<BTreeMap<String, Tensor>> {
-    let wanted = TRACE_KEYS
-        .iter()
-        .map(|k| (k.to_string(), *k, None))
+    let wanted = trace_keys()
+        .map(|k| (k.to_string(), k, None))
         .chain((0..host.timesteps.len()).map(|i| (step_out_key(i), STEP_OUT, Some(i))));
     let mut out = BTreeMap::new();
     // The file's name → ours, for a file tensor two of our names map to.

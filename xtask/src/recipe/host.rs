@@ -15,9 +15,8 @@ use super::{HostSection, ModelSection};
 /// The `norm_mode` values the chain implements.
 pub const NORM_MODES: [&str; 1] = ["q01_q99"];
 
-/// The trace tensors the chain reads, by our name; `[host.trace_keys]` may map each to the
-/// name a trace file uses. `STEP_OUT` stands for one tensor per Euler step.
-pub const TRACE_KEYS: [&str; 12] = [
+/// The trace tensors the chain takes as its inputs, by our name.
+pub const HOST_INPUT_KEYS: [&str; 8] = [
     "prompt_embeds",
     "image_token_positions",
     "attention_bias",
@@ -26,11 +25,16 @@ pub const TRACE_KEYS: [&str; 12] = [
     "initial_noise",
     "q01",
     "q99",
-    "hidden_states",
-    "keys",
-    "values",
-    "actions",
 ];
+
+/// The trace tensors the chain compares against (references), by our name.
+pub const REFERENCE_KEYS: [&str; 4] = ["hidden_states", "keys", "values", "actions"];
+
+/// Every trace tensor the chain reads, by our name; `[host.trace_keys]` may map each to the
+/// name a trace file uses. `STEP_OUT` stands for one tensor per Euler step.
+pub fn trace_keys() -> impl Iterator<Item = &'static str> {
+    HOST_INPUT_KEYS.into_iter().chain(REFERENCE_KEYS)
+}
 
 /// Our name of Euler step `{i}`'s output trajectory (the mapped name must hold `{i}` too).
 pub const STEP_OUT: &str = "trajectory_step{i}_out";
@@ -203,7 +207,7 @@ impl HostSection {
 
     fn check_trace_keys(&self) -> Result<(), Misplaced> {
         for (ours, theirs) in &self.trace_keys {
-            let known = TRACE_KEYS.contains(&ours.as_str()) || ours == STEP_OUT;
+            let known = trace_keys().any(|k| k == ours) || ours == STEP_OUT;
             if !known {
                 let hint = if ours.starts_with("trajectory_step") {
                     format!(
@@ -217,7 +221,7 @@ impl HostSection {
                     ours,
                     format!(
                         ": not a trace tensor the chain reads{hint}; known: {}, \"{STEP_OUT}\"",
-                        TRACE_KEYS.join(", ")
+                        trace_keys().collect::<Vec<_>>().join(", ")
                     ),
                 );
             }

@@ -143,9 +143,21 @@ impl Run {
     pub fn all(&self) -> String {
         format!("--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr)
     }
+    #[track_caller]
     pub fn assert_code(&self, code: i32) -> &Self {
         assert_eq!(self.code, code, "{}", self.all());
         assert!(!self.stderr.contains("panicked"), "panic: {}", self.all());
+        self
+    }
+    /// Exited with `code` and said `needle` on stderr (the refusal tests' one assertion).
+    #[track_caller]
+    pub fn assert_refused(&self, code: i32, needle: &str) -> &Self {
+        self.assert_code(code);
+        assert!(
+            self.stderr.contains(needle),
+            "{needle:?} not in {}",
+            self.all()
+        );
         self
     }
 }
