@@ -1,7 +1,9 @@
-//! ONNX protobuf: a reader, writers and the EPContext wrapper.
+//! ONNX protobuf: a reader, writers, one node extracted as a model, and the EPContext wrapper.
 
+pub mod attr;
 pub mod builder;
 pub mod epcontext;
+pub mod extract;
 pub mod proto;
 pub mod rewrite;
 pub mod writer;
