@@ -32,7 +32,11 @@ fn conformance_writes_a_report_with_rows_for_every_op_type_of_the_tiny_model() {
     let p = Scratch::tiny();
     let run = p.run(&["conformance", "--model", "tiny", "--backend", "cpu"]);
     run.assert_code(0);
-    assert!(run.stdout.contains("operator group(s) from 7 component(s)"), "{}", run.all());
+    assert!(
+        run.stdout.contains("operator group(s) from 7 component(s)"),
+        "{}",
+        run.all()
+    );
     // A narrowed sweep (one backend) never replaces the committed report.
     assert!(!p.path("reports/tiny/conformance.json").exists());
     let report = read_json(&p.path("reports/tiny/conformance-partial.json"));
@@ -42,7 +46,12 @@ fn conformance_writes_a_report_with_rows_for_every_op_type_of_the_tiny_model() {
     );
     assert_eq!(report["seed"], 13);
     assert_eq!(report["inputs"].as_array().unwrap().len(), 7);
-    assert!(report["versions"]["onnxruntime"].as_str().unwrap().starts_with("1."));
+    assert!(
+        report["versions"]["onnxruntime"]
+            .as_str()
+            .unwrap()
+            .starts_with("1.")
+    );
     assert_eq!(report["bounds"][0]["backend"], "cpu");
     let rows = report["rows"].as_array().unwrap();
     for op in TINY_OPS {
@@ -55,8 +64,14 @@ fn conformance_writes_a_report_with_rows_for_every_op_type_of_the_tiny_model() {
         );
     }
     let grid: Vec<_> = rows.iter().filter(|r| r["op"] == "GridSample").collect();
-    let sets: Vec<&str> = grid.iter().map(|r| r["input_set"].as_str().unwrap()).collect();
-    assert_eq!(sets, ["real", "random", "zeros", "negative", "large", "fp16-max"]);
+    let sets: Vec<&str> = grid
+        .iter()
+        .map(|r| r["input_set"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sets,
+        ["real", "random", "zeros", "negative", "large", "fp16-max"]
+    );
     for r in &grid {
         for key in ["cosine", "max_abs", "rel_l2"] {
             assert!(r[key].is_f64(), "{key} of {r}");
@@ -69,11 +84,17 @@ fn conformance_writes_a_report_with_rows_for_every_op_type_of_the_tiny_model() {
         .unwrap();
     assert_eq!(reciprocal["verdict"], "deviates", "{reciprocal}");
     assert!(
-        reciprocal["wrong"].as_str().unwrap().contains("reference inf"),
+        reciprocal["wrong"]
+            .as_str()
+            .unwrap()
+            .contains("reference inf"),
         "{reciprocal}"
     );
     let md = std::fs::read_to_string(p.path("reports/tiny/conformance-partial.md")).unwrap();
-    assert!(md.contains("## Findings") && md.contains("| GridSample |"), "{md}");
+    assert!(
+        md.contains("## Findings") && md.contains("| GridSample |"),
+        "{md}"
+    );
 }
 
 /// The committed report, edited by `f`, written where `lint` looks for it.
@@ -101,7 +122,9 @@ fn lint_warns_for_an_op_the_report_marks_deviating_and_stays_quiet_on_a_clean_on
     let missing = p.run(&["lint"]);
     missing.assert_code(0);
     assert!(
-        missing.stdout.contains("warning: no conformance report at reports/tiny/conformance.json"),
+        missing
+            .stdout
+            .contains("warning: no conformance report at reports/tiny/conformance.json"),
         "{}",
         missing.all()
     );
@@ -143,7 +166,9 @@ fn lint_warns_for_an_op_the_report_marks_deviating_and_stays_quiet_on_a_clean_on
     let build = p.run(&["build-ctx", "--soc", "77", "--dry-run", "--only", "vision"]);
     build.assert_code(0);
     assert!(
-        build.stderr.contains("warning: vision: 1 node(s) GridSample"),
+        build
+            .stderr
+            .contains("warning: vision: 1 node(s) GridSample"),
         "{}",
         build.all()
     );
@@ -156,7 +181,9 @@ fn lint_warns_for_an_op_the_report_marks_deviating_and_stays_quiet_on_a_clean_on
     let stale = p.run(&["lint", "--only", "vision"]);
     stale.assert_code(0);
     assert!(
-        stale.stdout.contains("warning: vision: reports/tiny/conformance.json is stale"),
+        stale
+            .stdout
+            .contains("warning: vision: reports/tiny/conformance.json is stale"),
         "{}",
         stale.all()
     );

@@ -30,7 +30,9 @@ pub struct Conformance {
 impl Conformance {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         if self.backend.contains(&BackendArg::Ort) {
-            bail!("conformance measures QNN backends against ORT's CPU EP: use --backend cpu and/or htp");
+            bail!(
+                "conformance measures QNN backends against ORT's CPU EP: use --backend cpu and/or htp"
+            );
         }
         let mut backends = Vec::new();
         for b in [BackendArg::Cpu, BackendArg::Htp] {
@@ -57,7 +59,11 @@ impl Conformance {
             command: self.command_line(),
         })?;
         let dir = crate::project::reports_dir(&ctx.root, &self.sel.model);
-        let stem = if full { "conformance" } else { "conformance-partial" };
+        let stem = if full {
+            "conformance"
+        } else {
+            "conformance-partial"
+        };
         crate::report::write_json_and_markdown(&dir, stem, &report, &report::markdown(&report))?;
         let findings = report.findings().count();
         crate::outln!(

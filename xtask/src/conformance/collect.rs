@@ -69,7 +69,9 @@ pub fn collect(
     let wanted: BTreeSet<String> = swept
         .iter()
         .flat_map(|&i| graph.nodes[i].inputs.iter().chain(&graph.nodes[i].outputs))
-        .filter(|n| !n.is_empty() && !index.initializers.contains_key(*n) && !feeds.contains_key(*n))
+        .filter(|n| {
+            !n.is_empty() && !index.initializers.contains_key(*n) && !feeds.contains_key(*n)
+        })
         .cloned()
         .collect();
     let extra: Vec<String> = wanted
@@ -110,9 +112,17 @@ pub fn collect(
                 continue;
             }
             let first = seen.insert(name.clone());
-            if let Some(init) = index.initializers.get(name).filter(|_| consts.contains(name)) {
+            if let Some(init) = index
+                .initializers
+                .get(name)
+                .filter(|_| consts.contains(name))
+            {
                 let dims: Vec<String> = init.dims.iter().map(|d| d.to_string()).collect();
-                sig.push(format!("const {}[{}]", elem_name(init.elem_type), dims.join(",")));
+                sig.push(format!(
+                    "const {}[{}]",
+                    elem_name(init.elem_type),
+                    dims.join(",")
+                ));
                 if first {
                     one.initializers.push(name.as_str());
                 }

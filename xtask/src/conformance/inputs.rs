@@ -24,10 +24,7 @@ pub const INPUT_SETS: [(&str, &str); 6] = [
         "the real values in a seeded random order, each scaled by a seeded factor in [0.5, 1]: the same distribution at other positions",
     ),
     ("zeros", "every float data input zero"),
-    (
-        "negative",
-        "the `random` values made negative (-|x|)",
-    ),
+    ("negative", "the `random` values made negative (-|x|)"),
     ("large", "the real values scaled to max |x| = 1e4"),
     (
         "fp16-max",
@@ -126,7 +123,11 @@ mod tests {
         assert!(values(&random).iter().all(|v| (0.0..=2.0).contains(v)));
         assert_ne!(random, real);
         assert_eq!(random, make("random", &real, 7).unwrap(), "seeded");
-        assert!(values(&make("negative", &real, 7).unwrap()).iter().all(|v| *v <= 0.0));
+        assert!(
+            values(&make("negative", &real, 7).unwrap())
+                .iter()
+                .all(|v| *v <= 0.0)
+        );
         let top = |s: &str| {
             values(&make(s, &real, 7).unwrap())
                 .iter()
@@ -143,7 +144,10 @@ mod tests {
     #[test]
     fn seeds_differ_per_input_and_set() {
         assert_ne!(seed_for(1, "k", 0, "random"), seed_for(1, "k", 1, "random"));
-        assert_ne!(seed_for(1, "k", 0, "random"), seed_for(1, "k", 0, "negative"));
+        assert_ne!(
+            seed_for(1, "k", 0, "random"),
+            seed_for(1, "k", 0, "negative")
+        );
         assert_eq!(seed_for(1, "k", 0, "random"), seed_for(1, "k", 0, "random"));
     }
 }

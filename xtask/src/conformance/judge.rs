@@ -147,7 +147,14 @@ pub fn judge(b: &Bound, name: &str, reference: &Tensor, actual: &Tensor) -> Judg
         );
         return judged;
     }
-    let differs = |x: f64, y: f64| x.is_finite() != y.is_finite() || (!x.is_finite() && !(x.is_nan() && y.is_nan()) && x != y);
+    // Finite against non-finite differs; two non-finite values agree when both are NaN or
+    // both the same infinity.
+    let differs = |x: f64, y: f64| {
+        if x.is_finite() || y.is_finite() {
+            return x.is_finite() != y.is_finite();
+        }
+        !((x.is_nan() && y.is_nan()) || x == y)
+    };
     let mismatched: Vec<usize> = (0..r.len()).filter(|&i| differs(r[i], a[i])).collect();
     if let Some(&first) = mismatched.first() {
         judged.verdict = Verdict::Deviates;
@@ -210,20 +217,43 @@ mod tests {
 
     #[test]
     fn an_error_beyond_the_fp32_bound_deviates_and_says_where() {
-        let j = judge(&bound("cpu"), "y", &t(vec![1.0, 2.0]), &t(vec![1.0, 2.001]));
+        // 2 + 2^-10: exact in f32, so the error is exactly 9.765625e-4.
+        let j = judge(
+            &bound("cpu"),
+            "y",
+            &t(vec![1.0, 2.0]),
+            &t(vec![1.0, 2.0009766]),
+        );
         assert_eq!(j.verdict, Verdict::Deviates);
-        assert!(j.wrong.contains("max-abs 1.000e-3") && j.wrong.contains("[1]"), "{}", j.wrong);
+        assert!(
+            j.wrong.contains("max-abs 9.766e-4 > 2.1e-5 at [1]"),
+            "{}",
+            j.wrong
+        );
         let same = judge(&bound("cpu"), "y", &t(vec![1.0, 2.0]), &t(vec![1.0, 2.0]));
-        assert_eq!((same.verdict, same.cosine), (Verdict::Ok, 1.0));
-        assert_eq!(judge(&bound("htp"), "y", &t(vec![1.0, 2.0]), &t(vec![1.0, 2.001])).verdict, Verdict::Ok);
+        assert_eq!((same.verdict, same.max_abs), (Verdict::Ok, 0.0));
+        assert_eq!(
+            judge(&bound("htp"), "y", &t(vec![1.0, 2.0]), &t(vec![1.0, 2.001])).verdict,
+            Verdict::Ok
+        );
     }
 
     #[test]
     fn nan_on_one_side_deviates_on_both_agrees_and_fp16_overflow_is_range() {
-        let nan = judge(&bound("cpu"), "y", &t(vec![1.0, 2.0]), &t(vec![1.0, f32::NAN]));
+        let nan = judge(
+            &bound("cpu"),
+            "y",
+            &t(vec![1.0, 2.0]),
+            &t(vec![1.0, f32::NAN]),
+        );
         assert_eq!(nan.verdict, Verdict::Deviates);
         assert!(nan.wrong.contains("NaN/Inf on one side"), "{}", nan.wrong);
-        let both = judge(&bound("cpu"), "y", &t(vec![f32::NAN, 2.0]), &t(vec![f32::NAN, 2.0]));
+        let both = judge(
+            &bound("cpu"),
+            "y",
+            &t(vec![f32::NAN, 2.0]),
+            &t(vec![f32::NAN, 2.0]),
+        );
         assert_eq!(both.verdict, Verdict::Ok);
         let big = judge(&bound("htp"), "y", &t(vec![1e5]), &t(vec![f32::INFINITY]));
         assert_eq!(big.verdict, Verdict::Range);

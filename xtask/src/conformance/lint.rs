@@ -127,7 +127,9 @@ pub fn lint(root: &Path, model: &str, comps: &[&Component], report: &Path) -> Re
                 }
             );
             if rows.is_empty() {
-                warnings.push(Warning::new(format!("{what}: not in {shown} (never measured)")));
+                warnings.push(Warning::new(format!(
+                    "{what}: not in {shown} (never measured)"
+                )));
                 continue;
             }
             warnings.extend(findings(&rows).into_iter().map(|(f, edge_only)| Warning {
@@ -168,14 +170,19 @@ fn findings(rows: &[&Row]) -> Vec<(String, bool)> {
             }
         }
         let only_edges = worst.verdict == Verdict::Deviates
-            && !bad.iter().any(|r| IN_DISTRIBUTION.contains(&r.input_set.as_str()));
+            && !bad
+                .iter()
+                .any(|r| IN_DISTRIBUTION.contains(&r.input_set.as_str()));
         let text = format!(
             "{} on {backend} (input sets {}{}{}): {}",
             worst.verdict.label(),
             sets.join(", "),
             if only_edges { ", edge cases only" } else { "" },
             if worst.max_abs.is_finite() && worst.max_abs > 0.0 {
-                format!("; worst max-abs {:.2e}, rel-L2 {:.2e}", worst.max_abs, worst.rel_l2)
+                format!(
+                    "; worst max-abs {:.2e}, rel-L2 {:.2e}",
+                    worst.max_abs, worst.rel_l2
+                )
             } else {
                 String::new()
             },

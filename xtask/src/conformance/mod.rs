@@ -145,7 +145,11 @@ fn backend_summary(backend: &str, rows: &[Row]) -> String {
             "{backend} {} on {}{}",
             v.label(),
             sets.join(", "),
-            if peak.is_nan() { String::new() } else { format!(" (worst max-abs {peak:.2e})") }
+            if peak.is_nan() {
+                String::new()
+            } else {
+                format!(" (worst max-abs {peak:.2e})")
+            }
         ),
     }
 }
@@ -239,7 +243,9 @@ fn measure(job: &SweepJob<'_>, g: &Group) -> Result<Vec<Row>> {
                     }
                     judged
                 }
-                Err(e) => Judged::failed(Verdict::Error, format!("run failed on {name}: {}", why(e))),
+                Err(e) => {
+                    Judged::failed(Verdict::Error, format!("run failed on {name}: {}", why(e)))
+                }
             };
             rows.push(row(name, set, judged));
         }
@@ -293,7 +299,8 @@ fn fp16_inputs_explain(
                     again.max_abs
                 )
             } else {
-                "; it deviates from the reference on fp16-rounded inputs too: the operator itself".into()
+                "; it deviates from the reference on fp16-rounded inputs too: the operator itself"
+                    .into()
             }
         }
         Err(_) => String::new(),

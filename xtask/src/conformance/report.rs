@@ -109,7 +109,10 @@ fn cosine(r: &Row) -> String {
     match (r.non_finite, r.cosine.is_nan()) {
         (_, true) => "—".into(),
         (0, false) => crate::report::fmt_cosine(r.cosine),
-        (n, false) => format!("{} (finite part; {n} NaN/Inf)", crate::report::fmt_cosine(r.cosine)),
+        (n, false) => format!(
+            "{} (finite part; {n} NaN/Inf)",
+            crate::report::fmt_cosine(r.cosine)
+        ),
     }
 }
 
@@ -137,7 +140,11 @@ pub fn markdown(r: &ConformanceReport) -> String {
         v.runtime_source,
         r.htp
             .as_ref()
-            .map(|h| format!(" HTP: {} ({}).", if h.emulated { "emulated" } else { "device" }, h.basis))
+            .map(|h| format!(
+                " HTP: {} ({}).",
+                if h.emulated { "emulated" } else { "device" },
+                h.basis
+            ))
             .unwrap_or_default()
     );
     let _ = writeln!(md, "| component | ONNX | sha256 |\n|---|---|---|");
@@ -147,23 +154,43 @@ pub fn markdown(r: &ConformanceReport) -> String {
             let _ = writeln!(md, "| | `{file}` | `{sha}` |");
         }
     }
-    let _ = writeln!(md, "\n## Bounds\n\n| backend | precision | atol | rtol | rel-L2 | why |\n|---|---|---|---|---|---|");
+    let _ = writeln!(
+        md,
+        "\n## Bounds\n\n| backend | precision | atol | rtol | rel-L2 | why |\n|---|---|---|---|---|---|"
+    );
     for b in &r.bounds {
-        let _ = writeln!(md, "| {} | {} | {:.0e} | {:.0e} | {:.0e} | {} |", b.backend, b.precision, b.atol, b.rtol, b.rel_l2, b.why);
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.0e} | {:.0e} | {:.0e} | {} |",
+            b.backend, b.precision, b.atol, b.rtol, b.rel_l2, b.why
+        );
     }
-    let _ = writeln!(md, "\nAn output deviates when max-abs > atol + rtol · max|reference| or rel-L2 > the bound, or when NaN/Inf appear on one side only; integer outputs must match exactly. `range`: the reference exceeds fp16's 65504, which the HTP cannot hold (not an operator fault). `lint` warns about DEVIATES, UNSUPPORTED and ERROR rows.\n");
-    let _ = writeln!(md, "## Input sets\n\nOnly float data inputs change; integer inputs keep the graph's values, constants stay as the graph holds them.\n");
+    let _ = writeln!(
+        md,
+        "\nAn output deviates when max-abs > atol + rtol · max|reference| or rel-L2 > the bound, or when NaN/Inf appear on one side only; integer outputs must match exactly. `range`: the reference exceeds fp16's 65504, which the HTP cannot hold (not an operator fault). `lint` warns about DEVIATES, UNSUPPORTED and ERROR rows.\n"
+    );
+    let _ = writeln!(
+        md,
+        "## Input sets\n\nOnly float data inputs change; integer inputs keep the graph's values, constants stay as the graph holds them.\n"
+    );
     for s in &r.input_sets {
         let _ = writeln!(md, "- `{}`: {}", s.name, s.what);
     }
     let findings: Vec<&Row> = r.findings().collect();
     let _ = writeln!(md, "\n## Findings ({})\n", findings.len());
     if findings.is_empty() {
-        let _ = writeln!(md, "None: every operator is within its backend's bound on every input set.");
+        let _ = writeln!(
+            md,
+            "None: every operator is within its backend's bound on every input set."
+        );
     } else {
         table(&mut md, &findings);
     }
-    let _ = writeln!(md, "\n## Operators ({})\n\n| op | attributes | shapes | nodes | reproduce |\n|---|---|---|---|---|", r.ops.len());
+    let _ = writeln!(
+        md,
+        "\n## Operators ({})\n\n| op | attributes | shapes | nodes | reproduce |\n|---|---|---|---|---|",
+        r.ops.len()
+    );
     for o in &r.ops {
         let _ = writeln!(
             md,
@@ -181,7 +208,10 @@ pub fn markdown(r: &ConformanceReport) -> String {
 }
 
 fn table(md: &mut String, rows: &[&Row]) {
-    let _ = writeln!(md, "| op | attributes | shapes | backend | input set | cosine | max-abs | rel-L2 | verdict | what is wrong |\n|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        md,
+        "| op | attributes | shapes | backend | input set | cosine | max-abs | rel-L2 | verdict | what is wrong |\n|---|---|---|---|---|---|---|---|---|---|"
+    );
     for x in rows {
         let _ = writeln!(
             md,

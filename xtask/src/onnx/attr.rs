@@ -20,7 +20,10 @@ pub enum AttrValue {
 
 impl std::fmt::Display for AttrValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        fn list<T: std::fmt::Display>(f: &mut std::fmt::Formatter<'_>, v: &[T]) -> std::fmt::Result {
+        fn list<T: std::fmt::Display>(
+            f: &mut std::fmt::Formatter<'_>,
+            v: &[T],
+        ) -> std::fmt::Result {
             let items: Vec<String> = v.iter().map(|x| x.to_string()).collect();
             write!(f, "[{}]", items.join(","))
         }

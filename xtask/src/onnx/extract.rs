@@ -131,7 +131,11 @@ pub struct SingleNode<'a> {
 }
 
 /// The model bytes of one node alone (see the module docs).
-pub fn single_node_model(model: &[u8], index: &GraphIndex<'_>, one: &SingleNode<'_>) -> Result<Vec<u8>> {
+pub fn single_node_model(
+    model: &[u8],
+    index: &GraphIndex<'_>,
+    one: &SingleNode<'_>,
+) -> Result<Vec<u8>> {
     let node = index
         .nodes
         .get(one.node)
