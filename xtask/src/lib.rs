@@ -10,6 +10,7 @@ pub mod build;
 pub mod bundle;
 pub mod chain;
 pub mod commands;
+pub mod conformance;
 pub mod device;
 pub mod diagnose;
 pub mod fp16;

@@ -51,6 +51,10 @@ enum Command {
     Bisect(commands::bisect::Bisect),
     /// Scan golden and intermediate tensors for values fp16 on the HTP cannot hold.
     LintFp16(commands::lint_fp16::LintFp16),
+    /// Every operator the graphs run, alone, on the QNN CPU backend and the HTP vs ORT's CPU EP.
+    Conformance(commands::conformance::Conformance),
+    /// Warn about graph operators the conformance report finds deviating (never fails).
+    Lint(commands::lint::Lint),
     /// Benchmarks with ratios against a baseline of the same run: build, chain, parity.
     Bench(commands::bench::Bench),
 }
@@ -87,6 +91,8 @@ fn main() -> ExitCode {
             Command::Plan(cmd) => cmd.run(&ctx),
             Command::Bisect(cmd) => cmd.run(&ctx),
             Command::LintFp16(cmd) => cmd.run(&ctx),
+            Command::Conformance(cmd) => cmd.run(&ctx),
+            Command::Lint(cmd) => cmd.run(&ctx),
         }
     });
     match result {

@@ -65,6 +65,9 @@ impl BuildCtx {
         if !self.dry_run && !self.require_fresh {
             super::require_files(ctx, model, &req.comps)?;
         }
+        if !self.json {
+            super::lint::warn_before_build(ctx, &self.sel.model, &req.comps);
+        }
         build(&ctx.root, &req)
     }
 }

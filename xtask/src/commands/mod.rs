@@ -3,8 +3,10 @@
 pub mod bench;
 pub mod bisect;
 pub mod build_ctx;
+pub mod conformance;
 pub mod doctor;
 pub mod fetch;
+pub mod lint;
 pub mod lint_fp16;
 pub mod merge_reports;
 pub mod package;

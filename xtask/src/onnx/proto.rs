@@ -6,6 +6,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
+pub use super::attr::AttrValue;
+pub(super) use super::attr::parse_attribute;
+
 #[derive(Debug, Default, Clone)]
 pub struct OnnxNode {
     pub name: String,
@@ -14,25 +17,6 @@ pub struct OnnxNode {
     pub op_type: String,
     pub domain: String,
     pub attributes: Vec<(String, AttrValue)>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum AttrValue {
-    Int(i64),
-    Float(f32),
-    Str(String),
-    Other,
-}
-
-impl std::fmt::Display for AttrValue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            AttrValue::Int(i) => write!(f, "{i}"),
-            AttrValue::Float(x) => write!(f, "{x}"),
-            AttrValue::Str(s) => write!(f, "{s:?}"),
-            AttrValue::Other => f.write_str("(tensor/list)"),
-        }
-    }
 }
 
 impl OnnxNode {
@@ -225,21 +209,6 @@ fn tensor_name(bytes: &[u8]) -> Result<String> {
     Ok(String::new())
 }
 
-pub(super) fn parse_attribute(bytes: &[u8]) -> Result<(String, AttrValue)> {
-    let mut name = String::new();
-    let mut value = AttrValue::Other;
-    for field in Fields::new(bytes) {
-        match field? {
-            (1, Wire::Bytes(b)) => name = utf8(b)?,
-            (2, Wire::Fixed32(bits)) => value = AttrValue::Float(f32::from_bits(bits)),
-            (3, Wire::Varint(i)) => value = AttrValue::Int(i as i64),
-            (4, Wire::Bytes(b)) => value = AttrValue::Str(String::from_utf8_lossy(b).into()),
-            _ => {}
-        }
-    }
-    Ok((name, value))
-}
-
 fn external_location(tensor: &[u8]) -> Result<Option<String>> {
     let mut external = false;
     let mut location = None;
@@ -292,7 +261,7 @@ impl<'a> Fields<'a> {
         Fields { buf, pos: 0 }
     }
 
-    fn varint(&mut self) -> Result<u64> {
+    pub(super) fn varint(&mut self) -> Result<u64> {
         let mut value = 0u64;
         for shift in (0..64).step_by(7) {
             let byte = *self.buf.get(self.pos).context("truncated varint")?;

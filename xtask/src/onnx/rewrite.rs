@@ -67,7 +67,7 @@ pub fn add_graph_outputs(model: &[u8], names: &[String]) -> Result<Vec<u8>> {
 type Rewriter<'f> = dyn FnMut(u32, &[u8]) -> Result<Option<Vec<u8>>> + 'f;
 
 /// Copies a message, letting `f` replace the payload of length-delimited fields.
-fn rewrite_fields(msg: &[u8], f: &mut Rewriter<'_>) -> Result<Vec<u8>> {
+pub(super) fn rewrite_fields(msg: &[u8], f: &mut Rewriter<'_>) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(msg.len());
     let mut fields = Fields::new(msg);
     let mut start = 0;

@@ -173,7 +173,7 @@ fn attr_str(name: &str, v: &str) -> Vec<u8> {
     a
 }
 
-fn value_info_typed(t: &WrapperTensor) -> Vec<u8> {
+pub(crate) fn value_info_typed(t: &WrapperTensor) -> Vec<u8> {
     let mut shape_msg = Vec::new();
     for &d in &t.dims {
         let mut dim = Vec::new();

@@ -3,8 +3,9 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-/// JSON has no NaN: serde_json writes it as `null`, so `null` reads back as NaN.
-fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+/// JSON has no NaN: serde_json writes it as `null`, so `null` reads back as NaN (shared by
+/// every report with figures that can be NaN).
+pub fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 

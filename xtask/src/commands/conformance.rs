@@ -1,0 +1,101 @@
+//! `cargo xtask conformance [--model M] [--only C,…] [--op Op,…] [--backend cpu,htp]
+//! [--seed N]`: every operator the graphs run, alone, on the QNN CPU backend and the emulated
+//! HTP against ORT's CPU EP (see `crate::conformance`). The full sweep writes
+//! `reports/<model>/conformance.{json,md}` (committed; `lint` reads it); a narrowed one
+//! (`--only`, `--op`, one backend, another seed) writes `conformance-partial.*` beside it, so
+//! reproducing one figure never replaces the committed report.
+
+use anyhow::{Result, bail};
+
+use super::{BackendArg, Ctx, Outcome, require_files};
+use crate::conformance::{DEFAULT_SEED, SweepJob, report, sweep};
+use crate::runtime::Runtime;
+use crate::runtime::bootstrap::ensure_runtime;
+
+#[derive(clap::Args)]
+pub struct Conformance {
+    #[command(flatten)]
+    sel: super::ModelArgs,
+    /// Only these operator types (comma-separated ONNX op types, e.g. GridSample,Softmax).
+    #[arg(long, value_delimiter = ',')]
+    op: Vec<String>,
+    /// The QNN backends to measure (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "cpu,htp")]
+    backend: Vec<BackendArg>,
+    /// Seed of the random input sets.
+    #[arg(long, default_value_t = DEFAULT_SEED)]
+    seed: u64,
+}
+
+impl Conformance {
+    pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        if self.backend.contains(&BackendArg::Ort) {
+            bail!(
+                "conformance measures QNN backends against ORT's CPU EP: use --backend cpu and/or htp"
+            );
+        }
+        let mut backends = Vec::new();
+        for b in [BackendArg::Cpu, BackendArg::Htp] {
+            if self.backend.contains(&b) {
+                backends.push(b);
+            }
+        }
+        let sel = self.sel.select(ctx)?;
+        let comps = sel.components();
+        require_files(ctx, &sel.model, &comps)?;
+        let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
+        let full = self.sel.only.is_empty()
+            && self.op.is_empty()
+            && backends.len() == 2
+            && self.seed == DEFAULT_SEED;
+        let report = sweep(&SweepJob {
+            root: &ctx.root,
+            model: &sel.model,
+            comps,
+            rt: &rt,
+            backends,
+            ops: self.op.clone(),
+            seed: self.seed,
+            command: self.command_line(),
+        })?;
+        let dir = crate::project::reports_dir(&ctx.root, &self.sel.model);
+        let stem = if full {
+            "conformance"
+        } else {
+            "conformance-partial"
+        };
+        crate::report::write_json_and_markdown(&dir, stem, &report, &report::markdown(&report))?;
+        let findings = report.findings().count();
+        crate::outln!(
+            "conformance {}: {} row(s), {findings} finding(s) (DEVIATES/UNSUPPORTED/ERROR); report {}",
+            self.sel.model,
+            report.rows.len(),
+            crate::project::rel(&ctx.root, &dir.join(format!("{stem}.md")))
+        );
+        // Findings are the product of the sweep, not a failure of it: `lint` acts on them.
+        Ok(Outcome::Success)
+    }
+
+    /// The command as given, without machine paths (`--root` is not part of it).
+    fn command_line(&self) -> String {
+        let mut cmd = format!("cargo xtask conformance --model {}", self.sel.model);
+        if !self.sel.only.is_empty() {
+            cmd += &format!(" --only {}", self.sel.only.join(","));
+        }
+        if !self.op.is_empty() {
+            cmd += &format!(" --op {}", self.op.join(","));
+        }
+        let names: Vec<&str> = [(BackendArg::Cpu, "cpu"), (BackendArg::Htp, "htp")]
+            .iter()
+            .filter(|(b, _)| self.backend.contains(b))
+            .map(|(_, n)| *n)
+            .collect();
+        if names.len() != 2 {
+            cmd += &format!(" --backend {}", names.join(","));
+        }
+        if self.seed != DEFAULT_SEED {
+            cmd += &format!(" --seed {}", self.seed);
+        }
+        cmd
+    }
+}

@@ -1,0 +1,77 @@
+//! `cargo xtask lint [--model M] [--only C,…] [--report FILE]`: every node of the graphs
+//! against the committed conformance report (`reports/<model>/conformance.json`): a warning
+//! for each operator and attribute set that deviates there or that it does not cover, and for
+//! a report that is missing or stale. Warnings never fail (exit 0); `build-ctx` prints the
+//! same warnings before it builds.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use super::{Ctx, Outcome};
+use crate::conformance::lint::{lint, report_path};
+
+#[derive(clap::Args)]
+pub struct Lint {
+    #[command(flatten)]
+    sel: super::ModelArgs,
+    /// Another conformance report to lint against (default: the model's committed one).
+    #[arg(long)]
+    report: Option<PathBuf>,
+}
+
+impl Lint {
+    pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        let sel = self.sel.select(ctx)?;
+        let comps = sel.components();
+        super::require_files(ctx, &sel.model, &comps)?;
+        let report = match &self.report {
+            Some(path) => {
+                let path = std::path::absolute(path)?;
+                if !path.is_file() {
+                    return Err(crate::bad_input::BadInput(anyhow::anyhow!(
+                        "--report {}: no such file",
+                        path.display()
+                    ))
+                    .into());
+                }
+                path
+            }
+            None => report_path(&ctx.root, &self.sel.model),
+        };
+        let found = lint(&ctx.root, &self.sel.model, &comps, &report)?;
+        for w in &found.warnings {
+            crate::outln!("warning: {}", w.text);
+        }
+        crate::outln!(
+            "lint {}: {} node(s) checked against {}, {} warning(s)",
+            self.sel.model,
+            found.nodes,
+            crate::project::rel(&ctx.root, &report),
+            found.warnings.len()
+        );
+        Ok(Outcome::Success)
+    }
+}
+
+/// The lint's warnings for `build-ctx`, printed before it builds (to stderr, so a
+/// `--dry-run --json` plan on stdout stays JSON). A lint that cannot run says so and the
+/// build goes on.
+pub fn warn_before_build(ctx: &Ctx, model: &str, comps: &[&crate::recipe::Component]) {
+    match lint(&ctx.root, model, comps, &report_path(&ctx.root, model)) {
+        Ok(found) => {
+            let (edge, listed): (Vec<_>, Vec<_>) =
+                found.warnings.into_iter().partition(|w| w.edge_only);
+            for w in listed {
+                eprintln!("warning: {}", w.text);
+            }
+            if !edge.is_empty() {
+                eprintln!(
+                    "warning: {} operator(s) of these graphs deviate on edge-case inputs only (zeros, negative, large, fp16-max); `cargo xtask lint --model {model}` lists them",
+                    edge.len()
+                );
+            }
+        }
+        Err(e) => eprintln!("warning: the conformance lint could not run: {e:#}"),
+    }
+}

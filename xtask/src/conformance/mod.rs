@@ -1,0 +1,349 @@
+//! The operator conformance sweep (`cargo xtask conformance`) and the lint that reads its
+//! report (`cargo xtask lint`, printed by `build-ctx` before it builds).
+//!
+//! Why: a component's parity says *that* a backend deviates, bisect says *where* in one graph;
+//! the sweep says which operator, with which attributes, deviates on which backend, measured
+//! alone on the inputs the graphs really give it and on edge cases, so a graph that uses a
+//! deviating operator is known before a build spends an hour on it.
+//!
+//! `graph` decides what is measured and the keys; `collect` turns graphs into single-node
+//! models; `inputs` makes the input sets; `judge` holds the bounds; `report` the committed
+//! report; `lint` the warnings.
+
+pub mod collect;
+pub mod graph;
+pub mod inputs;
+pub mod judge;
+pub mod lint;
+pub mod report;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Result;
+
+use collect::{Group, collect, feeds};
+use judge::{Judged, Verdict, bound, judge};
+use report::{ConformanceReport, Described, InputHash, OpGroup, Row};
+
+use crate::recipe::{Component, Model};
+use crate::runtime::{Backend, Runtime};
+use crate::tensor::Tensor;
+
+/// What one sweep measures.
+pub struct SweepJob<'a> {
+    pub root: &'a Path,
+    pub model: &'a Model,
+    pub comps: Vec<&'a Component>,
+    pub rt: &'a Runtime,
+    /// `cpu` and/or `htp`.
+    pub backends: Vec<crate::commands::BackendArg>,
+    /// Operator types to measure (all when empty).
+    pub ops: Vec<String>,
+    pub seed: u64,
+    /// The command line that reproduces this sweep.
+    pub command: String,
+}
+
+pub fn sweep(job: &SweepJob<'_>) -> Result<ConformanceReport> {
+    let started = Instant::now();
+    let model_name = &job.model.file.model.name;
+    let mut groups = Vec::new();
+    let mut hashes = Vec::new();
+    for comp in &job.comps {
+        let work = job
+            .root
+            .join("target/conformance")
+            .join(model_name)
+            .join(comp.name());
+        collect(job.root, &work, job.rt, comp, &job.ops, &mut groups)?;
+        hashes.push(input_hash(job.root, comp)?);
+    }
+    crate::outln!(
+        "conformance {model_name}: {} operator group(s) from {} component(s)",
+        groups.len(),
+        job.comps.len()
+    );
+    let mut rows = Vec::new();
+    for (i, group) in groups.iter().enumerate() {
+        let found = measure(job, group)?;
+        let line: Vec<String> = job
+            .backends
+            .iter()
+            .map(|b| backend_summary(label(*b), &found))
+            .collect();
+        crate::outln!(
+            "[{}/{}] {} {{{}}} ({}): {}",
+            i + 1,
+            groups.len(),
+            group.op,
+            group.attributes,
+            group.shapes,
+            line.join("; ")
+        );
+        rows.extend(found);
+    }
+    let htp_used = job.backends.contains(&crate::commands::BackendArg::Htp);
+    Ok(ConformanceReport {
+        model: model_name.clone(),
+        command: job.command.clone(),
+        seed: job.seed,
+        created_unix: crate::report::now_unix(),
+        versions: crate::report::ToolVersions::of(job.rt),
+        htp: htp_used.then(|| crate::runtime::probe::HtpKind::of(job.rt)),
+        inputs: hashes,
+        input_sets: inputs::INPUT_SETS
+            .iter()
+            .map(|(name, what)| Described {
+                name: name.to_string(),
+                what: what.to_string(),
+            })
+            .collect(),
+        bounds: job.backends.iter().map(|b| bound(label(*b))).collect(),
+        ops: groups
+            .iter()
+            .map(|g| OpGroup {
+                op: g.op.clone(),
+                attributes: g.attributes.clone(),
+                shapes: g.shapes.clone(),
+                nodes: g.nodes.clone(),
+                repro: repro(model_name, g, job.seed),
+            })
+            .collect(),
+        rows,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+fn label(b: crate::commands::BackendArg) -> &'static str {
+    match b {
+        crate::commands::BackendArg::Htp => "htp",
+        crate::commands::BackendArg::Cpu => "cpu",
+        crate::commands::BackendArg::Ort => "ort",
+    }
+}
+
+/// `cpu ok` or `cpu DEVIATES on real, random (worst max-abs 1.2e-3)`.
+fn backend_summary(backend: &str, rows: &[Row]) -> String {
+    let mine: Vec<&Row> = rows.iter().filter(|r| r.backend == backend).collect();
+    let worst = mine.iter().map(|r| r.verdict).max().unwrap_or(Verdict::Ok);
+    let sets: Vec<&str> = mine
+        .iter()
+        .filter(|r| r.verdict == worst)
+        .map(|r| r.input_set.as_str())
+        .collect();
+    let peak = mine
+        .iter()
+        .filter(|r| r.verdict == worst)
+        .map(|r| r.max_abs)
+        .filter(|x| x.is_finite())
+        .fold(f64::NAN, f64::max);
+    match worst {
+        Verdict::Ok => format!("{backend} ok"),
+        v => format!(
+            "{backend} {} on {}{}",
+            v.label(),
+            sets.join(", "),
+            if peak.is_nan() {
+                String::new()
+            } else {
+                format!(" (worst max-abs {peak:.2e})")
+            }
+        ),
+    }
+}
+
+/// The command that measures `group` again, alone.
+fn repro(model: &str, g: &Group, seed: u64) -> String {
+    let op = g.op.rsplit("::").next().unwrap_or(&g.op);
+    let seed = if seed == DEFAULT_SEED {
+        String::new()
+    } else {
+        format!(" --seed {seed}")
+    };
+    format!(
+        "cargo xtask conformance --model {model} --only {} --op {op}{seed}",
+        g.component
+    )
+}
+
+/// The seed of the committed reports.
+pub const DEFAULT_SEED: u64 = 13;
+
+/// Every row of one group: per backend, per input set (one `-` row when the backend refused
+/// the operator).
+fn measure(job: &SweepJob<'_>, g: &Group) -> Result<Vec<Row>> {
+    let row = |backend: &str, set: &str, j: Judged| Row {
+        op: g.op.clone(),
+        attributes: g.attributes.clone(),
+        shapes: g.shapes.clone(),
+        backend: backend.into(),
+        input_set: set.into(),
+        cosine: j.cosine,
+        max_abs: j.max_abs,
+        rel_l2: j.rel_l2,
+        non_finite: j.non_finite,
+        verdict: j.verdict,
+        wrong: crate::project::scrub(job.root, &j.wrong),
+    };
+    let comp = job
+        .comps
+        .iter()
+        .find(|c| c.name() == g.component)
+        .expect("a group's component is one of the job's");
+    let why = |e: anyhow::Error| short_reason(job.root, &e);
+    let mut reference = match job.rt.open(&g.model_path, &Backend::OrtCpu) {
+        Ok(s) => s,
+        Err(e) => {
+            let text = format!("the reference (ORT CPU EP) cannot open it: {}", why(e));
+            return Ok(job
+                .backends
+                .iter()
+                .map(|b| row(label(*b), "-", Judged::failed(Verdict::Error, text.clone())))
+                .collect());
+        }
+    };
+    let mut sessions = Vec::new();
+    for b in &job.backends {
+        let backend = crate::commands::backend_for_component(job.model, comp, *b)?;
+        sessions.push((label(*b), job.rt.open(&g.model_path, &backend).map_err(why)));
+    }
+    let sets: Vec<&str> = if g.data.is_empty() {
+        vec!["real"]
+    } else {
+        inputs::INPUT_SETS.iter().map(|(n, _)| *n).collect()
+    };
+    let mut rows = Vec::new();
+    for (name, session) in &sessions {
+        if let Err(reason) = session {
+            let text = format!("not supported on {name}: {reason}");
+            rows.push(row(name, "-", Judged::failed(Verdict::Unsupported, text)));
+        }
+    }
+    for set in sets {
+        let inputs = feeds(g, set, job.seed);
+        let expected = match reference.run(&inputs) {
+            Ok(out) => out,
+            Err(e) => {
+                let text = format!("the reference (ORT CPU EP) failed: {}", why(e));
+                for (name, _) in sessions.iter().filter(|(_, s)| s.is_ok()) {
+                    rows.push(row(name, set, Judged::failed(Verdict::Error, text.clone())));
+                }
+                continue;
+            }
+        };
+        for (name, session) in sessions.iter_mut() {
+            let Ok(session) = session else { continue };
+            let judged = match session.run(&inputs) {
+                Ok(actual) => {
+                    let mut judged = worst_output(name, &expected, &actual);
+                    if *name == "htp" && judged.verdict == Verdict::Deviates {
+                        judged.wrong += &fp16_inputs_explain(&mut reference, &inputs, &actual);
+                    }
+                    judged
+                }
+                Err(e) => {
+                    Judged::failed(Verdict::Error, format!("run failed on {name}: {}", why(e)))
+                }
+            };
+            rows.push(row(name, set, judged));
+        }
+    }
+    Ok(rows)
+}
+
+/// The worst-judged output of the node (most severe verdict, then largest rel-L2).
+fn worst_output(
+    backend: &str,
+    expected: &BTreeMap<String, Tensor>,
+    actual: &BTreeMap<String, Tensor>,
+) -> Judged {
+    let b = bound(backend);
+    expected
+        .iter()
+        .map(|(name, r)| match actual.get(name) {
+            Some(a) => judge(&b, name, r, a),
+            None => Judged::failed(Verdict::Error, format!("{backend} returned no `{name}`")),
+        })
+        .max_by(|x, y| {
+            x.verdict
+                .cmp(&y.verdict)
+                .then(x.rel_l2.total_cmp(&y.rel_l2))
+        })
+        .unwrap_or_else(|| Judged::failed(Verdict::Error, "the node has no output".into()))
+}
+
+/// Whether the HTP's deviation is the fp16 rounding of the inputs themselves: the reference
+/// run again on inputs rounded to fp16; when the HTP is within its bound of that, the
+/// operator is not at fault (the inputs cannot be told apart in fp16).
+fn fp16_inputs_explain(
+    reference: &mut crate::runtime::session::CheckedSession,
+    inputs: &BTreeMap<String, Tensor>,
+    actual: &BTreeMap<String, Tensor>,
+) -> String {
+    let rounded: BTreeMap<String, Tensor> = inputs
+        .iter()
+        .map(|(k, t)| (k.clone(), inputs::rounded_to_fp16(t)))
+        .collect();
+    if rounded == *inputs {
+        return "; the inputs are exact in fp16, so the operator itself deviates".into();
+    }
+    match reference.run(&rounded) {
+        Ok(expected) => {
+            let again = worst_output("htp", &expected, actual);
+            if again.verdict == Verdict::Ok {
+                format!(
+                    "; the reference on the inputs rounded to fp16 agrees with the HTP (max-abs {:.2e}): \
+                     fp16 cannot resolve these inputs, the operator is not at fault",
+                    again.max_abs
+                )
+            } else {
+                "; it deviates from the reference on fp16-rounded inputs too: the operator itself"
+                    .into()
+            }
+        }
+        Err(_) => String::new(),
+    }
+}
+
+/// A refusal or failure in one line, without this machine's paths.
+fn short_reason(root: &Path, e: &anyhow::Error) -> String {
+    let text = crate::project::scrub(root, &format!("{e:#}"));
+    let text = match text.find("QNN said:") {
+        Some(i) => text[i..].to_string(),
+        None => text,
+    };
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one_line.char_indices().nth(400) {
+        Some((i, _)) => format!("{}…", &one_line[..i]),
+        None => one_line,
+    }
+}
+
+/// The hashes of a component's ONNX and its external data, as the report records them.
+pub fn input_hash(root: &Path, comp: &Component) -> Result<InputHash> {
+    let mut memo = crate::hashing::HashMemo::load(&root.join("target/xtask-hash-memo.json"));
+    let hash = input_hash_with(root, comp, &mut memo)?;
+    memo.save(&root.join("target/xtask-hash-memo.json"))?;
+    Ok(hash)
+}
+
+pub fn input_hash_with(
+    root: &Path,
+    comp: &Component,
+    memo: &mut crate::hashing::HashMemo,
+) -> Result<InputHash> {
+    let onnx = root.join(&comp.file.component.onnx);
+    let summary = crate::onnx::proto::read_summary(&onnx)?;
+    let mut external_data = Vec::new();
+    for loc in &summary.external_data {
+        external_data.push((loc.clone(), memo.sha256(&onnx.with_file_name(loc))?));
+    }
+    Ok(InputHash {
+        component: comp.name().to_string(),
+        onnx: comp.file.component.onnx.display().to_string(),
+        sha256: memo.sha256(&onnx)?,
+        external_data,
+    })
+}
