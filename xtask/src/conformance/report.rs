@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::judge::{Bound, Verdict};
 use crate::parity::metrics::f64_or_nan;
-use crate::report::ToolVersions;
+use crate::report::{ToolVersions, md_table};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConformanceReport {
@@ -116,10 +116,6 @@ fn cosine(r: &Row) -> String {
     }
 }
 
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
-
 pub fn markdown(r: &ConformanceReport) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# Operator conformance: `{}`\n", r.model);
@@ -147,24 +143,35 @@ pub fn markdown(r: &ConformanceReport) -> String {
             ))
             .unwrap_or_default()
     );
-    let _ = writeln!(md, "| component | ONNX | sha256 |\n|---|---|---|");
-    for i in &r.inputs {
-        let _ = writeln!(md, "| {} | `{}` | `{}` |", i.component, i.onnx, i.sha256);
-        for (file, sha) in &i.external_data {
-            let _ = writeln!(md, "| | `{file}` | `{sha}` |");
-        }
-    }
-    let _ = writeln!(
-        md,
-        "\n## Bounds\n\n| backend | precision | atol | rtol | rel-L2 | why |\n|---|---|---|---|---|---|"
-    );
-    for b in &r.bounds {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {:.0e} | {:.0e} | {:.0e} | {} |",
-            b.backend, b.precision, b.atol, b.rtol, b.rel_l2, b.why
-        );
-    }
+    md.push_str(&md_table(
+        &["component", "ONNX", "sha256"],
+        r.inputs.iter().flat_map(|i| {
+            std::iter::once(vec![
+                i.component.clone(),
+                format!("`{}`", i.onnx),
+                format!("`{}`", i.sha256),
+            ])
+            .chain(
+                i.external_data.iter().map(|(file, sha)| {
+                    vec![String::new(), format!("`{file}`"), format!("`{sha}`")]
+                }),
+            )
+        }),
+    ));
+    md.push_str("\n## Bounds\n\n");
+    md.push_str(&md_table(
+        &["backend", "precision", "atol", "rtol", "rel-L2", "why"],
+        r.bounds.iter().map(|b| {
+            vec![
+                b.backend.to_string(),
+                b.precision.to_string(),
+                format!("{:.0e}", b.atol),
+                format!("{:.0e}", b.rtol),
+                format!("{:.0e}", b.rel_l2),
+                b.why.to_string(),
+            ]
+        }),
+    ));
     let _ = writeln!(
         md,
         "\nAn output deviates when max-abs > atol + rtol · max|reference| or rel-L2 > the bound, or when NaN/Inf appear on one side only; integer outputs must match exactly. `range`: the reference exceeds fp16's 65504, which the HTP cannot hold (not an operator fault). `lint` warns about DEVIATES, UNSUPPORTED and ERROR rows.\n"
@@ -186,46 +193,67 @@ pub fn markdown(r: &ConformanceReport) -> String {
     } else {
         table(&mut md, &findings);
     }
-    let _ = writeln!(
-        md,
-        "\n## Operators ({})\n\n| op | attributes | shapes | nodes | reproduce |\n|---|---|---|---|---|",
-        r.ops.len()
-    );
-    for o in &r.ops {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | `{}` |",
-            o.op,
-            cell(&o.attributes),
-            o.shapes,
-            cell(&o.nodes.join(", ")),
-            o.repro
-        );
-    }
+    let _ = writeln!(md, "\n## Operators ({})\n", r.ops.len());
+    md.push_str(&md_table(
+        &["op", "attributes", "shapes", "nodes", "reproduce"],
+        r.ops.iter().map(|o| {
+            vec![
+                o.op.clone(),
+                o.attributes.clone(),
+                o.shapes.clone(),
+                o.nodes.join(", "),
+                format!("`{}`", o.repro),
+            ]
+        }),
+    ));
     let _ = writeln!(md, "\n## Every row ({})\n", r.rows.len());
     table(&mut md, &r.rows.iter().collect::<Vec<_>>());
     md
 }
 
 fn table(md: &mut String, rows: &[&Row]) {
-    let _ = writeln!(
-        md,
-        "| op | attributes | shapes | backend | input set | cosine | max-abs | rel-L2 | verdict | what is wrong |\n|---|---|---|---|---|---|---|---|---|---|"
-    );
-    for x in rows {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            x.op,
-            cell(&x.attributes),
-            x.shapes,
-            x.backend,
-            x.input_set,
-            cosine(x),
-            num(x.max_abs),
-            num(x.rel_l2),
-            x.verdict.label(),
-            cell(&x.wrong)
+    md.push_str(&md_table(
+        &[
+            "op",
+            "attributes",
+            "shapes",
+            "backend",
+            "input set",
+            "cosine",
+            "max-abs",
+            "rel-L2",
+            "verdict",
+            "what is wrong",
+        ],
+        rows.iter().map(|x| {
+            vec![
+                x.op.clone(),
+                x.attributes.clone(),
+                x.shapes.clone(),
+                x.backend.clone(),
+                x.input_set.clone(),
+                cosine(x),
+                num(x.max_abs),
+                num(x.rel_l2),
+                x.verdict.label().to_string(),
+                x.wrong.clone(),
+            ]
+        }),
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    /// The committed report's Markdown is exactly what its JSON renders to (nothing edited by
+    /// hand, and the table writer did not change what it says).
+    #[test]
+    fn the_committed_markdown_is_the_rendering_of_the_committed_json() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../reports/tiny");
+        let report = super::ConformanceReport::read(&dir.join("conformance.json")).unwrap();
+        let committed = std::fs::read_to_string(dir.join("conformance.md")).unwrap();
+        assert!(
+            super::markdown(&report) == committed,
+            "conformance.md differs"
         );
     }
 }
