@@ -47,7 +47,7 @@ pub struct ChainResult {
 
 /// Calls one component by name with named inputs.
 pub type CallFn<'a> =
-    dyn FnMut(&str, BTreeMap<String, Tensor>) -> Result<BTreeMap<String, Tensor>> + 'a;
+    dyn FnMut(&str, &BTreeMap<String, Tensor>) -> Result<BTreeMap<String, Tensor>> + 'a;
 
 pub fn run_chain(
     host: &HostSection,
@@ -84,16 +84,16 @@ pub fn run_chain_fed(
         fed.unwrap_or(value)
     };
 
-    let vision_out = call(
+    let mut vision_out = call(
         &host.vision,
-        BTreeMap::from([(names::PIXEL_VALUES.into(), inputs.pixel_values.clone())]),
+        &BTreeMap::from([(names::PIXEL_VALUES.into(), inputs.pixel_values.clone())]),
     )?;
     let image_embeds = keep(
         format!("{}/{}", host.vision, names::IMAGE_EMBEDS),
-        f32_out(&vision_out, &host.vision, names::IMAGE_EMBEDS)?,
+        f32_out(&mut vision_out, &host.vision, names::IMAGE_EMBEDS)?,
     );
 
-    let mut hidden = keep(
+    let hidden = keep(
         format!("scatter/{}", names::HIDDEN_STATES),
         scatter_image_embeds(
             f32_in(t, "prompt_embeds")?,
@@ -102,72 +102,83 @@ pub fn run_chain_fed(
         )?,
     );
 
-    let bias = Tensor::F32(f32_in(t, "attention_bias")?.clone());
+    // One input map per component kind, built once: what stays the same between calls
+    // (the attention bias, the action context, the mask) is not copied again per call; what
+    // a call produced moves into the next call's map.
+    let mut split_in = BTreeMap::from([
+        (names::HIDDEN_STATES.to_string(), Tensor::F32(hidden)),
+        (
+            names::ATTENTION_BIAS.to_string(),
+            Tensor::F32(f32_in(t, "attention_bias")?.clone()),
+        ),
+    ]);
     let (mut keys, mut values) = (Vec::new(), Vec::new());
     for split in &host.llm_splits {
-        let out = call(
-            split,
-            BTreeMap::from([
-                (names::HIDDEN_STATES.into(), Tensor::F32(hidden)),
-                (names::ATTENTION_BIAS.into(), bias.clone()),
-            ]),
-        )?;
-        hidden = keep(
+        let mut out = call(split, &split_in)?;
+        let hidden = keep(
             format!("{split}/{}", names::HIDDEN_OUT),
-            f32_out(&out, split, names::HIDDEN_OUT)?,
+            f32_out(&mut out, split, names::HIDDEN_OUT)?,
         );
+        split_in.insert(names::HIDDEN_STATES.into(), Tensor::F32(hidden));
         let k = keep(
             format!("{split}/{}", names::KEYS),
-            f32_out(&out, split, names::KEYS)?,
+            f32_out(&mut out, split, names::KEYS)?,
         );
         let v = keep(
             format!("{split}/{}", names::VALUES),
-            f32_out(&out, split, names::VALUES)?,
+            f32_out(&mut out, split, names::VALUES)?,
         );
         keys.push(k);
         values.push(v);
     }
-    let keys = concat_layers(&keys)?;
-    let values = concat_layers(&values)?;
-
-    let ctx_out = call(
-        &host.action_context,
-        BTreeMap::from([
-            (names::KEYS.into(), Tensor::F32(keys.clone())),
-            (names::VALUES.into(), Tensor::F32(values.clone())),
-        ]),
-    )?;
+    let mut ctx_in = BTreeMap::from([
+        (names::KEYS.to_string(), Tensor::F32(concat_layers(&keys)?)),
+        (
+            names::VALUES.to_string(),
+            Tensor::F32(concat_layers(&values)?),
+        ),
+    ]);
+    let mut ctx_out = call(&host.action_context, &ctx_in)?;
     let k_ctx = keep(
         format!("{}/{}", host.action_context, names::K_CTX),
-        f32_out(&ctx_out, &host.action_context, names::K_CTX)?,
+        f32_out(&mut ctx_out, &host.action_context, names::K_CTX)?,
     );
     let v_ctx = keep(
         format!("{}/{}", host.action_context, names::V_CTX),
-        f32_out(&ctx_out, &host.action_context, names::V_CTX)?,
+        f32_out(&mut ctx_out, &host.action_context, names::V_CTX)?,
+    );
+    let take = |m: &mut BTreeMap<String, Tensor>, name: &str| match m.remove(name) {
+        Some(Tensor::F32(a)) => a,
+        _ => unreachable!("`{name}` was put in as f32 above"),
+    };
+    let (keys, values) = (
+        take(&mut ctx_in, names::KEYS),
+        take(&mut ctx_in, names::VALUES),
     );
 
     let pad = f32_in(t, "action_dim_is_pad")?;
     let mut x = f32_in(t, "initial_noise")?.clone();
     zero_padded_dims(&mut x, pad)?;
-    let (k_ctx, v_ctx) = (Tensor::F32(k_ctx), Tensor::F32(v_ctx));
-    let (mask, pad_t) = (
-        Tensor::F32(f32_in(t, "encoder_attention_mask")?.clone()),
-        Tensor::F32(pad.clone()),
-    );
+    let mut step_in = BTreeMap::from([
+        (names::K_CTX.to_string(), Tensor::F32(k_ctx)),
+        (names::V_CTX.to_string(), Tensor::F32(v_ctx)),
+        (
+            names::ENCODER_MASK.to_string(),
+            Tensor::F32(f32_in(t, "encoder_attention_mask")?.clone()),
+        ),
+        (
+            names::ACTION_DIM_IS_PAD.to_string(),
+            Tensor::F32(pad.clone()),
+        ),
+    ]);
     for (i, &step_t) in host.timesteps.iter().enumerate() {
-        let step_in = BTreeMap::from([
-            (names::TRAJECTORY.into(), Tensor::F32(x)),
-            (
-                names::TIMESTEP.into(),
-                Tensor::F32(ArrayD::from_elem(IxDyn(&[1]), step_t)),
-            ),
-            (names::K_CTX.into(), k_ctx.clone()),
-            (names::V_CTX.into(), v_ctx.clone()),
-            (names::ENCODER_MASK.into(), mask.clone()),
-            (names::ACTION_DIM_IS_PAD.into(), pad_t.clone()),
-        ]);
+        step_in.insert(names::TRAJECTORY.into(), Tensor::F32(x));
+        step_in.insert(
+            names::TIMESTEP.into(),
+            Tensor::F32(ArrayD::from_elem(IxDyn(&[1]), step_t)),
+        );
         x = f32_out(
-            &call(&host.action_step, step_in)?,
+            &mut call(&host.action_step, &step_in)?,
             &host.action_step,
             names::NEXT_TRAJECTORY,
         )?;
@@ -295,9 +306,11 @@ fn i64_in<'t>(trace: &'t BTreeMap<String, Tensor>, key: &str) -> Result<&'t Arra
     }
 }
 
-fn f32_out(out: &BTreeMap<String, Tensor>, comp: &str, name: &str) -> Result<ArrayD<f32>> {
-    match out.get(name) {
-        Some(Tensor::F32(a)) => Ok(a.clone()),
+/// Takes the output out of the map: boundary tensors are megabytes at full width and the map
+/// is dropped right after, so a copy would be pure host overhead.
+fn f32_out(out: &mut BTreeMap<String, Tensor>, comp: &str, name: &str) -> Result<ArrayD<f32>> {
+    match out.remove(name) {
+        Some(Tensor::F32(a)) => Ok(a),
         Some(Tensor::F16(a)) => Ok(a.mapv(f32::from)),
         Some(other) => bail!("{comp}: output `{name}` is {}, expected f32", other.dtype()),
         None => bail!("{comp}: produced no output `{name}`"),

@@ -1,6 +1,7 @@
 //! The sessions a chain run calls its components through: all loaded up front (resident, the
 //! device's mode) or opened per call (streaming), with load and run times recorded.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -78,13 +79,13 @@ impl<'a> ChainSessions<'a> {
     pub fn call(
         &mut self,
         name: &str,
-        inputs: BTreeMap<String, Tensor>,
+        inputs: &BTreeMap<String, Tensor>,
     ) -> Result<BTreeMap<String, Tensor>> {
         // On the HTP, `mask = true` inputs are clamped to fp16's range first, as on the device.
         let comp = self.model.components.iter().find(|c| c.name() == name);
         let inputs = match (&self.backend, comp) {
-            (Backend::QnnHtp(_), Some(c)) => crate::fp16::clamp_masks(c, &inputs),
-            _ => inputs,
+            (Backend::QnnHtp(_), Some(c)) => Cow::Owned(crate::fp16::clamp_masks(c, inputs)),
+            _ => Cow::Borrowed(inputs),
         };
         let mut streamed = if self.streaming {
             Some(self.open(name)?)

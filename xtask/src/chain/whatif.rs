@@ -45,7 +45,7 @@ pub fn dispatch(
     fp32_sessions: Option<&mut ChainSessions<'_>>,
     fp32: &BTreeSet<String>,
     name: &str,
-    inputs: BTreeMap<String, Tensor>,
+    inputs: &BTreeMap<String, Tensor>,
 ) -> Result<BTreeMap<String, Tensor>> {
     match fp32_sessions {
         Some(cpu) if fp32.contains(name) => {
@@ -78,10 +78,10 @@ impl Memo {
         fp32_sessions: Option<&mut ChainSessions<'_>>,
         fp32: &BTreeSet<String>,
         name: &str,
-        inputs: BTreeMap<String, Tensor>,
+        inputs: &BTreeMap<String, Tensor>,
     ) -> Result<BTreeMap<String, Tensor>> {
         let on_fp32 = fp32_sessions.is_some() && fp32.contains(name);
-        let key = (name.to_string(), on_fp32, digest(&inputs));
+        let key = (name.to_string(), on_fp32, digest(inputs));
         if lookup && let Some(out) = self.outputs.get(&key) {
             self.hits += 1;
             return Ok(out.clone());

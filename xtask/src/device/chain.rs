@@ -96,7 +96,7 @@ pub fn run_and_report(
             .find(|c| c.name() == comp_name)
             .with_context(|| format!("no component `{comp_name}`"))?;
         // As on every HTP run: `mask = true` inputs clamped to fp16's range first.
-        let ins = crate::fp16::clamp_masks(comp, &ins);
+        let ins = crate::fp16::clamp_masks(comp, ins);
         let n = calls.entry(comp_name.to_string()).or_default();
         *n += 1;
         let log = crate::toolchain::sdk::steps::log_path(

@@ -24,6 +24,10 @@ pub struct BenchChain {
     iters: usize,
     #[arg(long, default_value_t = 3)]
     warmup: usize,
+    /// Interleaved rounds of Rust, Python and Python-without-spinning; ratios are per round,
+    /// then the median is reported (a shared 2-core machine drifts by 10-20% between minutes).
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
 }
 
 impl BenchChain {
@@ -34,82 +38,55 @@ impl BenchChain {
             (tiny_project(&ctx.root, "chain/tiny")?, "tiny")
         };
         let python = python_env(&ctx.root)?;
-        let (iters, warmup) = (self.iters.to_string(), self.warmup.to_string());
-
-        xtask_in(
-            &project,
-            &[
-                "run",
-                "--backend",
-                "ort",
-                "--model",
-                model,
-                "--iters",
-                &iters,
-                "--warmup",
-                &warmup,
-            ],
-        )?;
-        let rust: serde_json::Value = serde_json::from_slice(&std::fs::read(
-            project.join(format!("reports/{model}/run-ort.json")),
-        )?)?;
-        let rust_p50 = rust["latency"]
-            .as_array()
-            .and_then(|l| l.iter().find(|x| x["name"] == "end-to-end"))
-            .and_then(|x| x["p50_ms"].as_f64())
-            .context("no end-to-end latency")?;
-        let rust_host = rust["host_fraction"].as_f64().unwrap_or(f64::NAN);
-
-        let python_chain = |extra: &[&str]| -> Result<(f64, f64)> {
-            let out_json = project.join(format!("python-chain-{model}.json"));
-            let script = ctx.root.join("xtask/scripts/chain_ort.py");
-            let mut args = vec![
-                script.display().to_string(),
-                "--root".into(),
-                project.display().to_string(),
-                "--model".into(),
-                model.into(),
-            ];
-            args.extend([
-                "--iters".into(),
-                iters.clone(),
-                "--warmup".into(),
-                warmup.clone(),
-                "--out".into(),
-                out_json.display().to_string(),
-            ]);
-            args.extend(extra.iter().map(|s| s.to_string()));
-            duct::cmd(&python, &args)
-                .stdout_null()
-                .run()
-                .context("the Python baseline chain failed")?;
-            let py: serde_json::Value = serde_json::from_slice(&std::fs::read(&out_json)?)?;
-            let samples = |key: &str| -> Vec<f64> {
-                py[key]
-                    .as_array()
-                    .map(|a| a.iter().filter_map(|v| v.as_f64()).collect())
-                    .unwrap_or_default()
-            };
-            let p50 = median(&samples("chain_ms"));
-            Ok((p50, median(&samples("host_ms")) / p50))
+        let timing = Timing {
+            iters: self.iters,
+            warmup: self.warmup,
         };
-        let (py_p50, py_host) = python_chain(&[])?;
-        let (py_nospin_p50, _) = python_chain(&["--no-spinning"])?;
+
+        // Rounds interleave the three chains so that a slow minute of a shared machine falls
+        // on all of them, not on whichever ran then; the ratio is taken per round.
+        let mut rounds = Vec::new();
+        for round in 1..=self.rounds.max(1) {
+            let rust = rust_chain(&project, model, &timing)?;
+            let py = python_chain(ctx, &python, &project, model, &timing, &[])?;
+            let py_nospin =
+                python_chain(ctx, &python, &project, model, &timing, &["--no-spinning"])?;
+            if self.rounds > 1 {
+                crate::outln!(
+                    "  round {round}: Rust {:.2} ms, Python {:.2} ms ({:.3}), Python no-spin {:.2} ms ({:.3})",
+                    rust.p50_ms,
+                    py.p50_ms,
+                    rust.p50_ms / py.p50_ms,
+                    py_nospin.p50_ms,
+                    rust.p50_ms / py_nospin.p50_ms
+                );
+            }
+            rounds.push((rust, py, py_nospin));
+        }
+        let med = |f: &dyn Fn(&(ChainTime, ChainTime, ChainTime)) -> f64| {
+            median(&rounds.iter().map(f).collect::<Vec<_>>())
+        };
+        let rust_p50 = med(&|r| r.0.p50_ms);
+        let py_p50 = med(&|r| r.1.p50_ms);
+        let py_nospin_p50 = med(&|r| r.2.p50_ms);
+        let ratio_py = med(&|r| r.0.p50_ms / r.1.p50_ms);
+        let ratio_nospin = med(&|r| r.0.p50_ms / r.2.p50_ms);
+        let rust_host = med(&|r| r.0.host_fraction);
+        let py_host = med(&|r| r.1.host_fraction);
 
         let alone = components_alone(ctx, &project, model, self.warmup, self.iters)?;
         crate::outln!(
-            "chain on ORT CPU, model `{model}`, {} timed runs after {} warm-up (p50 / median):",
+            "chain on ORT CPU, model `{model}`, {} round(s) of {} timed runs after {} warm-up (p50, median over rounds):",
+            rounds.len(),
             self.iters,
             self.warmup
         );
         crate::outln!("  Rust chain (xtask run)        {rust_p50:>10.2} ms");
         crate::outln!(
-            "  Python onnxruntime chain      {py_p50:>10.2} ms   Rust/Python = {:.3}   (ORT defaults)",
-            rust_p50 / py_p50
+            "  Python onnxruntime chain      {py_p50:>10.2} ms   Rust/Python = {ratio_py:.3}   (ORT defaults)"
         );
         crate::outln!(
-            "  Python, spinning disabled     {py_nospin_p50:>10.2} ms   Rust/Python = {:.3}   (same session settings as Rust)",
-            rust_p50 / py_nospin_p50
+            "  Python, spinning disabled     {py_nospin_p50:>10.2} ms   Rust/Python = {ratio_nospin:.3}   (same session settings as Rust)"
         );
         crate::outln!(
             "  host share of end-to-end      Rust {:.1}%   Python {:.1}%",
@@ -122,6 +99,91 @@ impl BenchChain {
         );
         Ok(Outcome::Success)
     }
+}
+
+struct Timing {
+    iters: usize,
+    warmup: usize,
+}
+
+/// One chain's p50 end-to-end latency and the share of it spent on the host.
+struct ChainTime {
+    p50_ms: f64,
+    host_fraction: f64,
+}
+
+/// `xtask run --backend ort` in the project, read back from its JSON report.
+fn rust_chain(project: &std::path::Path, model: &str, timing: &Timing) -> Result<ChainTime> {
+    let (iters, warmup) = (timing.iters.to_string(), timing.warmup.to_string());
+    xtask_in(
+        project,
+        &[
+            "run",
+            "--backend",
+            "ort",
+            "--model",
+            model,
+            "--iters",
+            &iters,
+            "--warmup",
+            &warmup,
+        ],
+    )?;
+    let rust: serde_json::Value = serde_json::from_slice(&std::fs::read(
+        project.join(format!("reports/{model}/run-ort.json")),
+    )?)?;
+    let p50_ms = rust["latency"]
+        .as_array()
+        .and_then(|l| l.iter().find(|x| x["name"] == "end-to-end"))
+        .and_then(|x| x["p50_ms"].as_f64())
+        .context("no end-to-end latency")?;
+    Ok(ChainTime {
+        p50_ms,
+        host_fraction: rust["host_fraction"].as_f64().unwrap_or(f64::NAN),
+    })
+}
+
+/// The plain Python onnxruntime chain (`xtask/scripts/chain_ort.py`) on the same ONNX files.
+fn python_chain(
+    ctx: &Ctx,
+    python: &std::path::Path,
+    project: &std::path::Path,
+    model: &str,
+    timing: &Timing,
+    extra: &[&str],
+) -> Result<ChainTime> {
+    let out_json = project.join(format!("python-chain-{model}.json"));
+    let script = ctx.root.join("xtask/scripts/chain_ort.py");
+    let mut args = vec![
+        script.display().to_string(),
+        "--root".into(),
+        project.display().to_string(),
+        "--model".into(),
+        model.into(),
+        "--iters".into(),
+        timing.iters.to_string(),
+        "--warmup".into(),
+        timing.warmup.to_string(),
+        "--out".into(),
+        out_json.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    duct::cmd(python, &args)
+        .stdout_null()
+        .run()
+        .context("the Python baseline chain failed")?;
+    let py: serde_json::Value = serde_json::from_slice(&std::fs::read(&out_json)?)?;
+    let samples = |key: &str| -> Vec<f64> {
+        py[key]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_f64()).collect())
+            .unwrap_or_default()
+    };
+    let p50_ms = median(&samples("chain_ms"));
+    Ok(ChainTime {
+        p50_ms,
+        host_fraction: median(&samples("host_ms")) / p50_ms,
+    })
 }
 
 /// Each component alone (only its session loaded), p50 over `iters`, summed over the calls a
