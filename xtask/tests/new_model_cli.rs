@@ -28,11 +28,12 @@ fn line_of(p: &Scratch, start: &str) -> usize {
         + 1
 }
 
-fn run_ort(p: &Scratch) -> common::Run {
+/// One untimed chain run on `backend`.
+fn run_on(p: &Scratch, backend: &str) -> common::Run {
     p.run(&[
         "run",
         "--backend",
-        "ort",
+        backend,
         "--model",
         MODEL,
         "--iters",
@@ -53,17 +54,7 @@ fn the_uneven_three_step_model_passes_parity_and_run_on_ort_and_cpu() {
         assert_eq!(comps.len(), 7);
         assert!(comps.iter().all(|c| c["pass"] == true), "{parity}");
 
-        let run = p.run(&[
-            "run",
-            "--backend",
-            backend,
-            "--model",
-            MODEL,
-            "--iters",
-            "1",
-            "--warmup",
-            "0",
-        ]);
+        let run = run_on(&p, backend);
         run.assert_code(0);
         assert!(
             run.stdout.contains(
@@ -137,7 +128,7 @@ fn the_recipes_de_normalisation_decides_the_actions() {
     ] {
         let p = Scratch::with_model(MODEL);
         edit_recipe(&p, from, to);
-        let run = run_ort(&p);
+        let run = run_on(&p, "ort");
         run.assert_code(1);
         assert!(
             run.stdout.contains("FAIL actions: "),
@@ -168,7 +159,7 @@ fn the_trace_key_mapping_is_what_finds_the_tensors() {
     // Mapped to the wrong (existing) tensor: the quantiles swap, the actions fail.
     let p = Scratch::with_model(MODEL);
     edit_recipe(&p, "q01 = \"norm_low\"", "q01 = \"norm_high\"");
-    let run = run_ort(&p);
+    let run = run_on(&p, "ort");
     run.assert_code(1);
     assert!(run.stdout.contains("FAIL actions: "), "{}", run.all());
 
@@ -180,7 +171,7 @@ fn the_trace_key_mapping_is_what_finds_the_tensors() {
         "initial_noise = \"x0_noize\"",
     );
     let line = line_of(&p, "initial_noise =");
-    let run = run_ort(&p);
+    let run = run_on(&p, "ort");
     run.assert_refused(2, &format!(
             "golden/{MODEL}/trace.npz has no tensor of the name the recipe maps to:\n  `x0_noize`, which {RECIPE}:{line}: host.trace_keys.initial_noise names for our `initial_noise`"
         ));
@@ -193,7 +184,7 @@ fn the_trace_key_mapping_is_what_finds_the_tensors() {
     // The step template too: one name per step.
     let p = Scratch::with_model(MODEL);
     edit_recipe(&p, "= \"flow_step_{i}_output\"", "= \"flow_step_{i}_out\"");
-    let run = run_ort(&p);
+    let run = run_on(&p, "ort");
     run.assert_refused(2, "`flow_step_2_out`, which")
         .assert_refused(2, "names for our `trajectory_step2_out`");
 
@@ -204,7 +195,7 @@ fn the_trace_key_mapping_is_what_finds_the_tensors() {
     let start = text.find("\n[host.trace_keys]\n").unwrap();
     let end = start + 1 + text[start + 1..].find("\n\n").unwrap();
     std::fs::write(&path, format!("{}{}", &text[..start], &text[end..])).unwrap();
-    let run = run_ort(&p);
+    let run = run_on(&p, "ort");
     run.assert_refused(
         2,
         &format!("golden/{MODEL}/trace.npz: the golden has no host tensors [\"prompt_embeds\""),
