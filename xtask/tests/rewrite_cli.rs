@@ -175,12 +175,17 @@ fn a_recipe_rewrite_raises_the_qnn_cpu_cosine_and_is_fingerprinted_and_stated() 
         run.assert_code(0);
         serde_json::from_str(&run.stdout).unwrap()
     };
-    let convert = &plan(&p)["components"][0]["steps"][0];
-    assert_eq!(
-        convert["reasons"],
-        serde_json::json!([{ "reason": "part_new", "part": "graph rewrites" }]),
-        "{convert}"
-    );
+    // The convert step's plan entry, asserting it is dirty for `reason` on the rewrites part.
+    let convert_dirty_for = |p: &Scratch, reason: &str| -> serde_json::Value {
+        let convert = plan(p)["components"][0]["steps"][0].clone();
+        assert_eq!(
+            convert["reasons"],
+            serde_json::json!([{ "reason": reason, "part": "graph rewrites" }]),
+            "{convert}"
+        );
+        convert
+    };
+    let convert = convert_dirty_for(&p, "part_new");
     assert_eq!(
         convert["key_parts"]["graph rewrites"],
         "decompose_gelu_tanh v1"
@@ -238,12 +243,7 @@ fn a_recipe_rewrite_raises_the_qnn_cpu_cosine_and_is_fingerprinted_and_stated() 
 
     // Removing the rewrite: dirty again, named; the QNN CPU cosine falls back.
     write_recipe(&p, "");
-    let convert = &plan(&p)["components"][0]["steps"][0];
-    assert_eq!(
-        convert["reasons"],
-        serde_json::json!([{ "reason": "part_removed", "part": "graph rewrites" }]),
-        "{convert}"
-    );
+    convert_dirty_for(&p, "part_removed");
     assert_eq!(
         parity(&p, "cpu"),
         cpu_before,
