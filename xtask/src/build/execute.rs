@@ -121,7 +121,8 @@ pub fn execute_plans(
                     // one component at a time until the full-width bench showed it).
                     let next = queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
                     let Some(i) = next else { break };
-                    let built = build_component(env, comps[i], &plans[i], force, verbose);
+                    let onnx_mb = lengths[i].1;
+                    let built = build_component(env, comps[i], &plans[i], onnx_mb, force, verbose);
                     results
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
@@ -141,6 +142,7 @@ fn build_component(
     env: &BuildEnv<'_>,
     comp: &Component,
     plan: &ComponentPlan,
+    onnx_mb: f64,
     force: bool,
     verbose: bool,
 ) -> ComponentBuild {
@@ -150,7 +152,6 @@ fn build_component(
     let mut steps = Vec::new();
     let mut failed: Option<String> = None;
     let mut upstream_ran = false;
-    let onnx_mb = schedule::onnx_mb(env.root, plan);
     for step in &plan.steps {
         let label = step.kind.label();
         if let Some(why) = &failed {

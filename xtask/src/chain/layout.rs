@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use super::pipeline::names;
+use crate::recipe::host::DimMode;
 use crate::recipe::{HostSection, Model};
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -27,7 +28,7 @@ pub struct SplitLayers {
 }
 
 impl ChainLayout {
-    pub fn of(model: &Model, host: &HostSection) -> anyhow::Result<Self> {
+    pub fn of(model: &Model, host: &HostSection, denorm: &[DimMode]) -> Self {
         let layers_of = |split: &str| {
             let comp = model.components.iter().find(|c| c.name() == split)?;
             let keys = comp
@@ -45,16 +46,12 @@ impl ChainLayout {
                 layers: layers_of(s),
             })
             .collect();
-        Ok(ChainLayout {
+        ChainLayout {
             llm_layers: llm_splits.iter().map(|s| s.layers).sum(),
             llm_splits,
             timesteps: host.timesteps.clone(),
-            denorm: host
-                .denorm_modes()?
-                .iter()
-                .map(|m| m.name().to_string())
-                .collect(),
-        })
+            denorm: denorm.iter().map(|m| m.name().to_string()).collect(),
+        }
     }
 
     /// One line: "4 LLM splits of 1+3+2+2 = 8 layers · 3 Euler steps (t = 0, 0.33333334,

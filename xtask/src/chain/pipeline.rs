@@ -147,14 +147,9 @@ pub fn run_chain_fed(
         format!("{}/{}", host.action_context, names::V_CTX),
         f32_out(&mut ctx_out, &host.action_context, names::V_CTX)?,
     );
-    let take = |m: &mut BTreeMap<String, Tensor>, name: &str| match m.remove(name) {
-        Some(Tensor::F32(a)) => a,
-        _ => unreachable!("`{name}` was put in as f32 above"),
-    };
-    let (keys, values) = (
-        take(&mut ctx_in, names::KEYS),
-        take(&mut ctx_in, names::VALUES),
-    );
+    // The concatenated K/V moved into the context call's inputs; the chain reports them too.
+    let keys = f32_out(&mut ctx_in, &host.action_context, names::KEYS)?;
+    let values = f32_out(&mut ctx_in, &host.action_context, names::VALUES)?;
 
     let pad = f32_in(t, "action_dim_is_pad")?;
     let mut x = f32_in(t, "initial_noise")?.clone();
@@ -191,12 +186,7 @@ pub fn run_chain_fed(
             .to_owned()
             .into_dyn(),
     );
-    let actions = denormalize(
-        &used,
-        f32_in(t, "q01")?,
-        f32_in(t, "q99")?,
-        &host.denorm_modes()?,
-    )?;
+    let actions = denormalize(&used, f32_in(t, "q01")?, f32_in(t, "q99")?, &inputs.denorm)?;
     keep("actions".into(), actions);
     Ok(ChainResult {
         boundaries,

@@ -144,7 +144,7 @@ pub fn run_and_report(
         }
         .into(),
         versions: crate::report::ToolVersions::of(&rt),
-        layout: super::layout::ChainLayout::of(model, &host)?,
+        layout: super::layout::ChainLayout::of(model, &host, &inputs.denorm),
         iters: opts.iters,
         warmup: opts.warmup,
         boundaries,

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::pipeline::names;
-use crate::recipe::host::{HOST_INPUT_KEYS, STEP_OUT, trace_keys};
+use crate::recipe::host::{DimMode, HOST_INPUT_KEYS, STEP_OUT, trace_keys};
 use crate::recipe::validate::at_entry;
 use crate::recipe::{HostSection, Model};
 use crate::tensor::{Tensor, read_npz};
@@ -24,6 +24,8 @@ pub fn step_out_key(i: usize) -> String {
 pub struct HostInputs {
     pub pixel_values: Tensor,
     pub trace: BTreeMap<String, Tensor>,
+    /// What happens to each used action dim, resolved once here rather than per chain run.
+    pub denorm: Vec<DimMode>,
 }
 
 /// Loads the chain's inputs and checks the host tensors are there, with a clear error if not.
@@ -67,6 +69,7 @@ pub fn load_host_inputs(root: &Path, model: &Model, host: &HostSection) -> Resul
     Ok(HostInputs {
         pixel_values,
         trace,
+        denorm: host.denorm_modes()?,
     })
 }
 

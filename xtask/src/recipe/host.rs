@@ -158,12 +158,14 @@ impl HostSection {
                 ),
             );
         }
-        let known = DimMode::ALL.map(DimMode::name).join("\", \"");
         let mode = |table, key: &str, value: &str| {
             DimMode::parse(value).ok_or_else(|| Misplaced {
                 table,
                 key: key.into(),
-                message: format!("= {value:?} is not a de-normalisation mode (known: \"{known}\")"),
+                message: format!(
+                    "= {value:?} is not a de-normalisation mode (known: \"{}\")",
+                    DimMode::ALL.map(DimMode::name).join("\", \"")
+                ),
             })
         };
         let mut modes = vec![mode("host.denorm", "default", &spec.default)?; used];

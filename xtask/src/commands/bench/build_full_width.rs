@@ -1,4 +1,4 @@
-//! `cargo xtask bench build --full-width` (opt-in, long: about an hour and a half on 2
+//! `cargo xtask bench build --full-width` (opt-in, long: about 35 minutes on 2
 //! cores): builds the full-width synthetic model's contexts with `--jobs 1`, then again with
 //! `--jobs 2` (both `--force`, same project), and prints the wall times, their ratio, and per
 //! step: seconds, peak RSS, the RSS the step added, the scheduler's estimate and the
