@@ -94,6 +94,11 @@ class Chain:
         self.initial_noise = t["initial_noise"].astype(np.float32)
         self.q01 = t["q01"].astype(np.float32)
         self.q99 = t["q99"].astype(np.float32)
+        # Which dims are clipped / de-normalised, worked out once (not inside the timed chain).
+        self.clip_dims = [d for d, m in enumerate(self.denorm) if m in ("clip+denorm", "clip")]
+        self.denorm_dims = [d for d, m in enumerate(self.denorm) if m in ("clip+denorm", "denorm")]
+        self.denorm_low = self.q01[self.denorm_dims]
+        self.denorm_span = self.q99[self.denorm_dims] - self.q01[self.denorm_dims]
         self.expected_actions = t["actions"].astype(np.float32)
         vg = self.recipes[self.vision]["golden"]["file"]
         with np.load(root / vg, allow_pickle=False) as z:
@@ -158,11 +163,9 @@ class Chain:
             })
         # 6. de-normalise (float32), each dim as its mode says
         a = x[:, :, : self.action_dim_used].copy()
-        for d, mode in enumerate(self.denorm):
-            if mode in ("clip+denorm", "clip"):
-                a[..., d] = np.clip(a[..., d], -1.0, 1.0)
-            if mode in ("clip+denorm", "denorm"):
-                a[..., d] = (a[..., d] + np.float32(1.0)) * (self.q99[d] - self.q01[d]) / np.float32(2.0) + self.q01[d]
+        c, n = self.clip_dims, self.denorm_dims
+        a[..., c] = np.clip(a[..., c], -1.0, 1.0)
+        a[..., n] = (a[..., n] + np.float32(1.0)) * self.denorm_span / np.float32(2.0) + self.denorm_low
         return a
 
     def timed_chain(self):

@@ -21,11 +21,7 @@ fn edit_recipe(p: &Scratch, from: &str, to: &str) {
 
 /// 1-based line of the first line of the scratch model.toml that starts with `start`.
 fn line_of(p: &Scratch, start: &str) -> usize {
-    let text = std::fs::read_to_string(p.path(RECIPE)).unwrap();
-    text.lines()
-        .position(|l| l.starts_with(start))
-        .unwrap_or_else(|| panic!("{start:?} not in {RECIPE}"))
-        + 1
+    common::line_of(&std::fs::read_to_string(p.path(RECIPE)).unwrap(), start)
 }
 
 /// One untimed chain run on `backend`.

@@ -123,11 +123,7 @@ fn unknown_recipe_key_names_file_line_and_key() {
         .unwrap()
         .replace("fp16 = true", "fp16 = true\nturbo_mode = 1");
     std::fs::write(&path, &text).unwrap();
-    let line = text
-        .lines()
-        .position(|l| l.starts_with("turbo_mode"))
-        .unwrap()
-        + 1;
+    let line = common::line_of(&text, "turbo_mode");
     let run = p.run(&["parity", "--backend", "ort"]);
     run.assert_code(2);
     assert!(

@@ -16,7 +16,7 @@ use crate::tensor::{Tensor, read_npz};
 
 /// Our name of Euler step `i`'s output in the trace.
 pub fn step_out_key(i: usize) -> String {
-    STEP_OUT.replace("{i}", &i.to_string())
+    crate::recipe::host::step_name(STEP_OUT, i)
 }
 
 /// Everything the chain starts from: the vision input and the trace's tensors, under our

@@ -39,6 +39,11 @@ pub fn trace_keys() -> impl Iterator<Item = &'static str> {
 /// Our name of Euler step `{i}`'s output trajectory (the mapped name must hold `{i}` too).
 pub const STEP_OUT: &str = "trajectory_step{i}_out";
 
+/// A per-step name template (`{i}`, as in `STEP_OUT`) for Euler step `i`.
+pub fn step_name(template: &str, i: usize) -> String {
+    template.replace("{i}", &i.to_string())
+}
+
 /// `[host.denorm]`: the mode of every used action dim unless `dims` names it.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -56,7 +61,7 @@ fn default_mode() -> String {
 
 /// What happens to one action dimension after the last Euler step: whether it is clipped to
 /// [-1, 1], and whether it is then mapped from [-1, 1] to [q01, q99].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DimMode {
     ClipDenorm,
     /// Clipped, not de-normalised (a gripper whose command is in [-1, 1]).
@@ -202,7 +207,7 @@ impl HostSection {
     pub fn trace_key(&self, ours: &str, step: Option<usize>) -> String {
         let name = self.trace_keys.get(ours).map_or(ours, String::as_str);
         match step {
-            Some(i) => name.replace("{i}", &i.to_string()),
+            Some(i) => step_name(name, i),
             None => name.to_string(),
         }
     }

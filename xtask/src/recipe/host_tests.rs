@@ -92,10 +92,7 @@ fn bad_dim_specs_are_refused_at_their_line() {
             "host.denorm.dims.1: dim 1 is given twice",
         ),
     ];
-    for (tail, want) in cases {
-        let e = err(&model_toml(&format!("{base}{tail}")));
-        assert!(e.contains(want), "{tail}: {e}");
-    }
+    assert_each_refused(base, &cases);
     let e = err(&model_toml(
         "gripper_dim = 3\nnorm_mode='q01_q99'\n[host.denorm]\ndims = { 3 = 'clip' }\n",
     ));
@@ -144,6 +141,11 @@ fn bad_trace_keys_are_refused_at_their_line() {
             "m.toml:20: host.trace_keys.q01 = \" \": a trace tensor needs a name",
         ),
     ];
+    assert_each_refused(base, &cases);
+}
+
+/// Each `base + tail` model is refused with an error containing its `want`.
+fn assert_each_refused(base: &str, cases: &[(&str, &str)]) {
     for (tail, want) in cases {
         let e = err(&model_toml(&format!("{base}{tail}")));
         assert!(e.contains(want), "{tail}: {e}");

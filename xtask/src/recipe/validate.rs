@@ -38,9 +38,14 @@ pub fn at(path: &Path, text: &str, table: &str, key: &str, nth: usize) -> String
     } else {
         format!("{table}.{key}")
     };
-    match key_line(text, table, key, nth) {
-        Some(line) => format!("{}:{line}: {dotted}", path.display()),
-        None => format!("{}: {dotted}", path.display()),
+    located(path, key_line(text, table, key, nth), &dotted)
+}
+
+/// "file:line: what", or "file: what" when the line is not known.
+fn located(path: &Path, line: Option<usize>, what: &str) -> String {
+    match line {
+        Some(line) => format!("{}:{line}: {what}", path.display()),
+        None => format!("{}: {what}", path.display()),
     }
 }
 
@@ -52,10 +57,7 @@ pub fn at_entry(path: &Path, text: &str, table: &str, key: &str) -> String {
         let (parent, name) = table.rsplit_once('.')?;
         key_line(text, parent, name, 0)
     });
-    match line {
-        Some(line) => format!("{}:{line}: {table}.{key}", path.display()),
-        None => format!("{}: {table}.{key}", path.display()),
-    }
+    located(path, line, &format!("{table}.{key}"))
 }
 
 /// A cosine threshold: finite, within [-1, 1].

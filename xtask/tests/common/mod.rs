@@ -270,3 +270,12 @@ pub fn run_sdk(p: &Scratch, sdk_root: &Path, args: &[&str], env: &[(&str, &str)]
     }
     Run::from(cmd.output().unwrap())
 }
+
+/// The 1-based number of the first line of `text` starting with `start` (the line an error
+/// about that key must name).
+pub fn line_of(text: &str, start: &str) -> usize {
+    text.lines()
+        .position(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("no line starts with {start:?}"))
+        + 1
+}
