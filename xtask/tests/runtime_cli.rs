@@ -141,3 +141,24 @@ fn doctor_fails_when_a_needed_backend_is_not_usable() {
     );
     run(Some("ort,cpu")).assert_code(0);
 }
+
+/// A thread count the shared ORT pool cannot use is refused by name, not replaced by the
+/// default behind the user's back.
+#[test]
+fn a_bad_ort_thread_count_is_refused_by_name() {
+    let p = Scratch::tiny();
+    for bad in ["0", "two"] {
+        let out = p
+            .command(&["parity", "--backend", "ort", "--only", "vision"])
+            .env("XTASK_ORT_THREADS", bad)
+            .output()
+            .unwrap();
+        common::Run::from(out).assert_refused(2, &format!("XTASK_ORT_THREADS=\"{bad}\""));
+    }
+    let ok = p
+        .command(&["parity", "--backend", "ort", "--only", "vision"])
+        .env("XTASK_ORT_THREADS", "1")
+        .output()
+        .unwrap();
+    common::Run::from(ok).assert_code(0);
+}

@@ -363,10 +363,13 @@ impl CheckedSession {
 /// `XTASK_ORT_SPIN=1` / `XTASK_ORT_THREADS=N` change it, to measure (`bench chain`).
 fn shared_thread_pool() -> Result<ort::environment::GlobalThreadPoolOptions> {
     let spin = std::env::var("XTASK_ORT_SPIN").is_ok_and(|v| v == "1");
-    let threads = std::env::var("XTASK_ORT_THREADS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2);
+    let threads = match std::env::var("XTASK_ORT_THREADS") {
+        Err(_) => 2,
+        Ok(v) => match v.parse::<usize>() {
+            Ok(n) if n > 0 => n,
+            _ => bail!("XTASK_ORT_THREADS={v:?}: expected a number of threads, 1 or more"),
+        },
+    };
     ort::environment::GlobalThreadPoolOptions::default()
         .with_intra_threads(threads)
         .and_then(|o| o.with_spin_control(spin))
