@@ -8,7 +8,7 @@
 use anyhow::{Result, bail};
 
 use super::{BackendArg, Ctx, Outcome, require_files};
-use crate::conformance::{DEFAULT_SEED, SweepJob, report, sweep};
+use crate::conformance::{DEFAULT_SEED, SweepJob, report, seed_flag, sweep};
 use crate::runtime::Runtime;
 use crate::runtime::bootstrap::ensure_runtime;
 
@@ -48,6 +48,7 @@ impl Conformance {
             && self.op.is_empty()
             && backends.len() == 2
             && self.seed == DEFAULT_SEED;
+        let command = self.command_line(&backends);
         let report = sweep(&SweepJob {
             root: &ctx.root,
             model: &sel.model,
@@ -56,7 +57,7 @@ impl Conformance {
             backends,
             ops: self.op.clone(),
             seed: self.seed,
-            command: self.command_line(),
+            command,
         })?;
         let dir = crate::project::reports_dir(&ctx.root, &self.sel.model);
         let stem = if full {
@@ -76,8 +77,9 @@ impl Conformance {
         Ok(Outcome::Success)
     }
 
-    /// The command as given, without machine paths (`--root` is not part of it).
-    fn command_line(&self) -> String {
+    /// The command as given, without machine paths (`--root` is not part of it); `backends`
+    /// are the QNN backends `--backend` selected, in the order `run` measures them.
+    fn command_line(&self, backends: &[BackendArg]) -> String {
         let mut cmd = format!("cargo xtask conformance --model {}", self.sel.model);
         if !self.sel.only.is_empty() {
             cmd += &format!(" --only {}", self.sel.only.join(","));
@@ -85,17 +87,10 @@ impl Conformance {
         if !self.op.is_empty() {
             cmd += &format!(" --op {}", self.op.join(","));
         }
-        let names: Vec<&str> = [(BackendArg::Cpu, "cpu"), (BackendArg::Htp, "htp")]
-            .iter()
-            .filter(|(b, _)| self.backend.contains(b))
-            .map(|(_, n)| *n)
-            .collect();
-        if names.len() != 2 {
+        if backends.len() != 2 {
+            let names: Vec<&str> = backends.iter().map(|b| b.label()).collect();
             cmd += &format!(" --backend {}", names.join(","));
         }
-        if self.seed != DEFAULT_SEED {
-            cmd += &format!(" --seed {}", self.seed);
-        }
-        cmd
+        cmd + &seed_flag(self.seed)
     }
 }

@@ -147,11 +147,7 @@ impl Doctor {
         let needed: Vec<&str> = self
             .need
             .iter()
-            .map(|b| match b {
-                super::BackendArg::Ort => "ort",
-                super::BackendArg::Cpu => "cpu",
-                super::BackendArg::Htp => "htp",
-            })
+            .map(|b| b.label())
             .filter(|b| unusable.contains(b))
             .collect();
         if needed.is_empty() {

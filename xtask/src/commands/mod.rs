@@ -162,6 +162,17 @@ pub enum BackendArg {
     Htp,
 }
 
+impl BackendArg {
+    /// The backend's name as flags, reports and messages spell it: `ort`, `cpu` or `htp`.
+    pub fn label(self) -> &'static str {
+        match self {
+            BackendArg::Ort => "ort",
+            BackendArg::Cpu => "cpu",
+            BackendArg::Htp => "htp",
+        }
+    }
+}
+
 /// The backend of a command that runs built artifacts for the whole model (`parity`, `run`):
 /// on the HTP those are context binaries, whose graph options were compiled in by build-ctx
 /// from each component's `[context]`, so the target names only the model's device.

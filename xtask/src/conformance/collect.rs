@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 
 use super::graph::{attr_set, constant_tensors, op_label, swept_nodes};
 use crate::onnx::extract::{SingleNode, elem_name, elem_type_of, index_graph, single_node_model};
-use crate::onnx::proto::parse_model;
+use crate::onnx::proto::{OnnxSummary, parse_model};
 use crate::onnx::writer::WrapperTensor;
 use crate::recipe::Component;
 use crate::runtime::{Backend, Runtime};
@@ -42,7 +42,8 @@ impl Group {
 }
 
 /// Adds the groups of one component's graph to `groups` (nodes whose key is already there
-/// join that group). `ops` keeps only those operator types (all when empty).
+/// join that group). `ops` keeps only those operator types (all when empty). Returns the
+/// graph as parsed, so the caller need not read the ONNX again (e.g. for its external data).
 pub fn collect(
     root: &Path,
     work: &Path,
@@ -50,7 +51,7 @@ pub fn collect(
     comp: &Component,
     ops: &[String],
     groups: &mut Vec<Group>,
-) -> Result<()> {
+) -> Result<OnnxSummary> {
     let onnx = root.join(&comp.file.component.onnx);
     let bytes = std::fs::read(&onnx).with_context(|| format!("cannot read {}", onnx.display()))?;
     let graph = parse_model(&bytes)?;
@@ -61,7 +62,7 @@ pub fn collect(
         .filter(|&i| ops.is_empty() || ops.contains(&graph.nodes[i].op_type))
         .collect();
     if swept.is_empty() {
-        return Ok(());
+        return Ok(graph);
     }
     let golden = crate::parity::component::load_golden(root, comp)?;
     // What the HTP is fed: marked masks clamped (as lint-fp16 and the chain do).
@@ -95,6 +96,12 @@ pub fn collect(
         dims: t.shape(),
         elem_type: elem_type_of(t.dtype()),
     };
+    // Each group's key → its index in `groups` (the order of `groups` is kept).
+    let mut known: BTreeMap<String, usize> = groups
+        .iter()
+        .enumerate()
+        .map(|(at, g)| (g.key(), at))
+        .collect();
     for i in swept {
         let node = &graph.nodes[i];
         let mut one = SingleNode {
@@ -159,14 +166,16 @@ pub fn collect(
             data,
             fixed,
         };
-        if let Some(known) = groups.iter_mut().find(|g| g.key() == group.key()) {
-            known.nodes.push(site);
+        let key = group.key();
+        if let Some(&at) = known.get(&key) {
+            groups[at].nodes.push(site);
             continue;
         }
         crate::atomic::write_atomic(&group.model_path, &single_node_model(&bytes, &index, &one)?)?;
+        known.insert(key, groups.len());
         groups.push(group);
     }
-    Ok(())
+    Ok(graph)
 }
 
 /// The feeds of one input set: changed float data inputs, real fixed ones.

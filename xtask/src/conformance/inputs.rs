@@ -7,9 +7,6 @@ use ndarray::ArrayD;
 use crate::onnx::writer::seeded_weights;
 use crate::tensor::Tensor;
 
-/// fp16's largest finite value.
-pub const FP16_MAX: f32 = 65504.0;
-
 /// The magnitude of the `large` set: far beyond typical activations, inside fp16's range.
 pub const LARGE: f32 = 1e4;
 
@@ -76,7 +73,7 @@ pub fn make(set: &str, real: &Tensor, seed: u64) -> Option<Tensor> {
         "zeros" => vec![0.0; values.len()],
         "negative" => shuffled().into_iter().map(|v| -v.abs()).collect(),
         "large" => scaled(LARGE),
-        "fp16-max" => scaled(FP16_MAX),
+        "fp16-max" => scaled(crate::fp16::FP16_MAX as f32),
         _ => return None,
     };
     let shape = real.shape();

@@ -140,7 +140,7 @@ pub fn judge(b: &Bound, name: &str, reference: &Tensor, actual: &Tensor) -> Judg
         .iter()
         .filter(|v| v.is_finite())
         .fold(0.0f64, |p, v| p.max(v.abs()));
-    if b.precision == "fp16" && peak > f64::from(super::inputs::FP16_MAX) {
+    if b.precision == "fp16" && peak > crate::fp16::FP16_MAX {
         judged.verdict = Verdict::Range;
         judged.wrong = format!(
             "the reference `{name}` reaches |x| = {peak:.4e}, beyond fp16's 65504: not representable on the HTP"

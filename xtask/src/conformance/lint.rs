@@ -69,6 +69,14 @@ pub fn lint(root: &Path, model: &str, comps: &[&Component], report: &Path) -> Re
     };
     let memo_path = root.join("target/xtask-hash-memo.json");
     let mut memo = HashMemo::load(&memo_path);
+    // Each node the report measured (`component/node`) → the shapes of its group (the first
+    // group that lists it).
+    let mut measured: BTreeMap<&str, &str> = BTreeMap::new();
+    for g in report.iter().flat_map(|r| &r.ops) {
+        for site in &g.nodes {
+            measured.entry(site.as_str()).or_insert(g.shapes.as_str());
+        }
+    }
     let mut nodes = 0;
     for comp in comps {
         let onnx = root.join(&comp.file.component.onnx);
@@ -77,7 +85,7 @@ pub fn lint(root: &Path, model: &str, comps: &[&Component], report: &Path) -> Re
         let swept = swept_nodes(&graph, &consts);
         nodes += swept.len();
         let Some(report) = &report else { continue };
-        let now = super::input_hash_with(root, comp, &mut memo)?;
+        let now = super::input_hash_with(root, comp, &graph.external_data, &mut memo)?;
         match report.inputs.iter().find(|h| h.component == comp.name()) {
             None => warnings.push(Warning::new(format!(
                 "{}: not measured by {shown}; run `{rerun}`",
@@ -99,11 +107,7 @@ pub fn lint(root: &Path, model: &str, comps: &[&Component], report: &Path) -> Re
         for i in swept {
             let node = &graph.nodes[i];
             let site = format!("{}/{}", comp.name(), node.name);
-            let shapes = report
-                .ops
-                .iter()
-                .find(|g| g.nodes.contains(&site))
-                .map(|g| g.shapes.clone());
+            let shapes = measured.get(site.as_str()).map(|s| s.to_string());
             by_key
                 .entry((op_label(node), attr_set(node), shapes))
                 .or_default()
@@ -147,7 +151,6 @@ pub fn lint(root: &Path, model: &str, comps: &[&Component], report: &Path) -> Re
 /// on edge-case inputs only.
 fn findings(rows: &[&Row]) -> Vec<(String, bool)> {
     let mut backends: Vec<&str> = rows.iter().map(|r| r.backend.as_str()).collect();
-    backends.dedup();
     backends.sort();
     backends.dedup();
     let mut out = Vec::new();

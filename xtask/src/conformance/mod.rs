@@ -51,15 +51,23 @@ pub fn sweep(job: &SweepJob<'_>) -> Result<ConformanceReport> {
     let model_name = &job.model.file.model.name;
     let mut groups = Vec::new();
     let mut hashes = Vec::new();
+    let memo_path = job.root.join("target/xtask-hash-memo.json");
+    let mut memo = crate::hashing::HashMemo::load(&memo_path);
     for comp in &job.comps {
         let work = job
             .root
             .join("target/conformance")
             .join(model_name)
             .join(comp.name());
-        collect(job.root, &work, job.rt, comp, &job.ops, &mut groups)?;
-        hashes.push(input_hash(job.root, comp)?);
+        let graph = collect(job.root, &work, job.rt, comp, &job.ops, &mut groups)?;
+        hashes.push(input_hash_with(
+            job.root,
+            comp,
+            &graph.external_data,
+            &mut memo,
+        )?);
     }
+    memo.save(&memo_path)?;
     crate::outln!(
         "conformance {model_name}: {} operator group(s) from {} component(s)",
         groups.len(),
@@ -71,7 +79,7 @@ pub fn sweep(job: &SweepJob<'_>) -> Result<ConformanceReport> {
         let line: Vec<String> = job
             .backends
             .iter()
-            .map(|b| backend_summary(label(*b), &found))
+            .map(|b| backend_summary(b.label(), &found))
             .collect();
         crate::outln!(
             "[{}/{}] {} {{{}}} ({}): {}",
@@ -100,7 +108,7 @@ pub fn sweep(job: &SweepJob<'_>) -> Result<ConformanceReport> {
                 what: what.to_string(),
             })
             .collect(),
-        bounds: job.backends.iter().map(|b| bound(label(*b))).collect(),
+        bounds: job.backends.iter().map(|b| bound(b.label())).collect(),
         ops: groups
             .iter()
             .map(|g| OpGroup {
@@ -114,14 +122,6 @@ pub fn sweep(job: &SweepJob<'_>) -> Result<ConformanceReport> {
         rows,
         seconds: started.elapsed().as_secs_f64(),
     })
-}
-
-fn label(b: crate::commands::BackendArg) -> &'static str {
-    match b {
-        crate::commands::BackendArg::Htp => "htp",
-        crate::commands::BackendArg::Cpu => "cpu",
-        crate::commands::BackendArg::Ort => "ort",
-    }
 }
 
 /// `cpu ok` or `cpu DEVIATES on real, random (worst max-abs 1.2e-3)`.
@@ -157,19 +157,24 @@ fn backend_summary(backend: &str, rows: &[Row]) -> String {
 /// The command that measures `group` again, alone.
 fn repro(model: &str, g: &Group, seed: u64) -> String {
     let op = g.op.rsplit("::").next().unwrap_or(&g.op);
-    let seed = if seed == DEFAULT_SEED {
-        String::new()
-    } else {
-        format!(" --seed {seed}")
-    };
     format!(
-        "cargo xtask conformance --model {model} --only {} --op {op}{seed}",
-        g.component
+        "cargo xtask conformance --model {model} --only {} --op {op}{}",
+        g.component,
+        seed_flag(seed)
     )
 }
 
 /// The seed of the committed reports.
 pub const DEFAULT_SEED: u64 = 13;
+
+/// ` --seed N` for a command line, empty for the default seed (which the command need not say).
+pub fn seed_flag(seed: u64) -> String {
+    if seed == DEFAULT_SEED {
+        String::new()
+    } else {
+        format!(" --seed {seed}")
+    }
+}
 
 /// Every row of one group: per backend, per input set (one `-` row when the backend refused
 /// the operator).
@@ -200,14 +205,14 @@ fn measure(job: &SweepJob<'_>, g: &Group) -> Result<Vec<Row>> {
             return Ok(job
                 .backends
                 .iter()
-                .map(|b| row(label(*b), "-", Judged::failed(Verdict::Error, text.clone())))
+                .map(|b| row(b.label(), "-", Judged::failed(Verdict::Error, text.clone())))
                 .collect());
         }
     };
     let mut sessions = Vec::new();
     for b in &job.backends {
         let backend = crate::commands::backend_for_component(job.model, comp, *b)?;
-        sessions.push((label(*b), job.rt.open(&g.model_path, &backend).map_err(why)));
+        sessions.push((b.label(), job.rt.open(&g.model_path, &backend).map_err(why)));
     }
     let sets: Vec<&str> = if g.data.is_empty() {
         vec!["real"]
@@ -322,22 +327,17 @@ fn short_reason(root: &Path, e: &anyhow::Error) -> String {
 }
 
 /// The hashes of a component's ONNX and its external data, as the report records them.
-pub fn input_hash(root: &Path, comp: &Component) -> Result<InputHash> {
-    let mut memo = crate::hashing::HashMemo::load(&root.join("target/xtask-hash-memo.json"));
-    let hash = input_hash_with(root, comp, &mut memo)?;
-    memo.save(&root.join("target/xtask-hash-memo.json"))?;
-    Ok(hash)
-}
-
+/// `locations` are the external-data locations of the graph as already parsed
+/// (`OnnxSummary::external_data`), so the ONNX is not parsed again.
 pub fn input_hash_with(
     root: &Path,
     comp: &Component,
+    locations: &[String],
     memo: &mut crate::hashing::HashMemo,
 ) -> Result<InputHash> {
     let onnx = root.join(&comp.file.component.onnx);
-    let summary = crate::onnx::proto::read_summary(&onnx)?;
     let mut external_data = Vec::new();
-    for loc in &summary.external_data {
+    for loc in locations {
         external_data.push((loc.clone(), memo.sha256(&onnx.with_file_name(loc))?));
     }
     Ok(InputHash {
