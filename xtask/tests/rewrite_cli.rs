@@ -106,6 +106,22 @@ fn write_recipe(p: &Scratch, rewrite: &str) {
 
 const REWRITE: &str = "\n[rewrite]\napply = [\"decompose_gelu_tanh\"]\n";
 
+/// The fixture's build on SoC 77.
+const BUILD: [&str; 5] = ["build-ctx", "--soc", "77", "--model", MODEL];
+
+/// The `--dry-run --json` plan of the fixture's build, with `extra` arguments.
+fn dry_run_plan(p: &Scratch, extra: &[&str]) -> serde_json::Value {
+    let args: Vec<&str> = BUILD
+        .iter()
+        .chain(extra)
+        .chain(&["--dry-run", "--json"])
+        .copied()
+        .collect();
+    let run = p.run(&args);
+    run.assert_code(0);
+    serde_json::from_str(&run.stdout).unwrap()
+}
+
 /// `parity --backend <b>` on the fixture: (cosine, max abs error, session model) of `y`.
 fn parity(p: &Scratch, backend: &str) -> (f64, f64, String) {
     p.run(&["parity", "--backend", backend, "--model", MODEL])
@@ -132,8 +148,7 @@ fn a_recipe_rewrite_raises_the_qnn_cpu_cosine_and_is_fingerprinted_and_stated() 
     let onnx_sha = sha256_hex(&onnx);
     let ort_before = parity(&p, "ort");
     let cpu_before = parity(&p, "cpu");
-    p.run(&["build-ctx", "--soc", "77", "--model", MODEL])
-        .assert_code(0);
+    p.run(&BUILD).assert_code(0);
     let htp_before = parity(&p, "htp");
 
     write_recipe(&p, REWRITE);
@@ -162,22 +177,9 @@ fn a_recipe_rewrite_raises_the_qnn_cpu_cosine_and_is_fingerprinted_and_stated() 
     assert!(ort_with.0 > 1.0 - 1e-12, "{ort_with:?}");
 
     // The fingerprint: the convert step is dirty because of the rewrite, the rest follows.
-    let plan = |p: &Scratch| -> serde_json::Value {
-        let run = p.run(&[
-            "build-ctx",
-            "--soc",
-            "77",
-            "--model",
-            MODEL,
-            "--dry-run",
-            "--json",
-        ]);
-        run.assert_code(0);
-        serde_json::from_str(&run.stdout).unwrap()
-    };
     // The convert step's plan entry, asserting it is dirty for `reason` on the rewrites part.
     let convert_dirty_for = |p: &Scratch, reason: &str| -> serde_json::Value {
-        let convert = plan(p)["components"][0]["steps"][0].clone();
+        let convert = dry_run_plan(p, &[])["components"][0]["steps"][0].clone();
         assert_eq!(
             convert["reasons"],
             serde_json::json!([{ "reason": reason, "part": "graph rewrites" }]),
@@ -190,7 +192,7 @@ fn a_recipe_rewrite_raises_the_qnn_cpu_cosine_and_is_fingerprinted_and_stated() 
         convert["key_parts"]["graph rewrites"],
         "decompose_gelu_tanh v1"
     );
-    let built = p.run(&["build-ctx", "--soc", "77", "--model", MODEL]);
+    let built = p.run(&BUILD);
     built.assert_code(0);
     let md = std::fs::read_to_string(p.path(&format!("reports/{MODEL}/build-soc77.md"))).unwrap();
     assert!(md.contains("## Graph rewrites"), "{md}");
@@ -272,7 +274,7 @@ fn unknown_or_unmatched_rewrites_are_refused_with_file_and_line() {
         &p,
         "\n[rewrite]\napply = [\"decompose_gelu_tanh\", \"decompose_gelu_tanh\"]\n",
     );
-    let run = p.run(&["build-ctx", "--soc", "77", "--model", MODEL]);
+    let run = p.run(&BUILD);
     run.assert_refused(
         2,
         &format!("mlp.toml:{line}: rewrite.apply: rewrite \"decompose_gelu_tanh\" is listed twice"),
@@ -296,15 +298,7 @@ fn unknown_or_unmatched_rewrites_are_refused_with_file_and_line() {
 fn the_sdk_toolchain_converts_the_rewritten_copy() {
     let p = Scratch::tiny();
     let cpu_cosine = |p: &Scratch| -> f64 {
-        let args = [
-            "build-ctx",
-            "--soc",
-            "77",
-            "--model",
-            MODEL,
-            "--toolchain",
-            "sdk",
-        ];
+        let args = [BUILD.as_slice(), &["--toolchain", "sdk"]].concat();
         common::run_sdk(p, &common::double_root(), &args, &[]).assert_code(0);
         let record = read_json(&p.path(&format!("ctx/{MODEL}/mlp.record.json")));
         record["steps"]["cpu_parity"]["detail"]["result"]["outputs"][0]["metrics"]["cosine"]
@@ -319,19 +313,7 @@ fn the_sdk_toolchain_converts_the_rewritten_copy() {
     assert!(after > before, "{before} -> {after}");
     let log = std::fs::read_to_string(p.path(&format!("reports/{MODEL}/logs/mlp-convert.log")))
         .unwrap_or_default();
-    let plan = p.run(&[
-        "build-ctx",
-        "--soc",
-        "77",
-        "--model",
-        MODEL,
-        "--toolchain",
-        "sdk",
-        "--dry-run",
-        "--json",
-    ]);
-    plan.assert_code(0);
-    let plan: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
+    let plan = dry_run_plan(&p, &["--toolchain", "sdk"]);
     let command = plan["components"][0]["steps"][0]["commands"][0]
         .as_str()
         .unwrap()

@@ -32,6 +32,22 @@ fn run_file(rt: &Runtime, path: &std::path::Path, backend: &Backend, x: &Tensor)
     out.remove("y").unwrap()
 }
 
+/// The graph with `decompose_gelu_tanh` applied, written as `<name>-rewritten.onnx`, run on a
+/// backend; and what the rewrite replaced.
+fn run_rewritten(
+    rt: &Runtime,
+    g: &Graph,
+    backend: &Backend,
+    x: &Tensor,
+    dir: &std::path::Path,
+) -> (Tensor, Vec<decompose::Applied>) {
+    let (bytes, applied) =
+        decompose::apply(&g.to_bytes(20), &["decompose_gelu_tanh".into()]).unwrap();
+    let path = dir.join(format!("{}-rewritten.onnx", g.name));
+    std::fs::write(&path, bytes).unwrap();
+    (run_file(rt, &path, backend, x), applied)
+}
+
 fn against(actual: &Tensor, reference: &Tensor) -> Metrics {
     compare(&actual.to_f64_vec(), &reference.to_f64_vec(), 0.0, 0.0)
 }
@@ -92,16 +108,12 @@ fn the_decomposition_equals_the_operator_on_ort_and_fixes_it_on_qnn_cpu() {
             };
             let x = f32_tensor(shape, values.clone());
             let original = run(&rt, &g, &Backend::OrtCpu, &x, dir.path());
-            let (bytes, applied) =
-                decompose::apply(&g.to_bytes(20), &["decompose_gelu_tanh".into()]).unwrap();
+            let (rewritten, applied) = run_rewritten(&rt, &g, &Backend::OrtCpu, &x, dir.path());
             assert_eq!(
                 applied[0].nodes.len(),
                 1,
                 "{gname}: only the tanh Gelu is replaced"
             );
-            let path = dir.path().join(format!("{gname}-rewritten.onnx"));
-            std::fs::write(&path, bytes).unwrap();
-            let rewritten = run_file(&rt, &path, &Backend::OrtCpu, &x);
             let m = against(&rewritten, &original);
             // Elementwise, relative to the value where it is large (1e20 stays 1e20).
             let worst = rewritten
@@ -132,10 +144,8 @@ fn the_decomposition_equals_the_operator_on_ort_and_fixes_it_on_qnn_cpu() {
     let x = f32_tensor(&[4, 64], seeded_weights(256, 1, 4.0));
     let reference = run(&rt, &g, &Backend::OrtCpu, &x, dir.path());
     let before = against(&run(&rt, &g, &Backend::QnnCpu, &x, dir.path()), &reference);
-    let (bytes, _) = decompose::apply(&g.to_bytes(20), &["decompose_gelu_tanh".into()]).unwrap();
-    let path = dir.path().join("qnn-rewritten.onnx");
-    std::fs::write(&path, bytes).unwrap();
-    let after = against(&run_file(&rt, &path, &Backend::QnnCpu, &x), &reference);
+    let (rewritten, _) = run_rewritten(&rt, &g, &Backend::QnnCpu, &x, dir.path());
+    let after = against(&rewritten, &reference);
     eprintln!(
         "QNN CPU vs ORT: Gelu(tanh) cosine {:.12} max abs {:.3e}; decomposed cosine {:.12} max abs {:.3e}",
         before.cosine, before.max_abs_err, after.cosine, after.max_abs_err

@@ -253,7 +253,7 @@ fn run_step(
         soc: &env.soc,
         artifacts: &plan.artifacts,
         staging: staging.path(),
-        rt: Some(env.rt),
+        rt: env.rt,
     };
     // The compiler's stages as progress and heartbeats (context steps compile for minutes).
     let watch = (step.kind == StepKind::Context).then(|| {

@@ -249,16 +249,14 @@ fn rewrites_markdown(r: &BuildReport, md: &mut String) {
     if rows.is_empty() {
         return;
     }
-    let _ = writeln!(
-        md,
-        "\n## Graph rewrites\n\nQNN converted a rewritten copy of these ONNX graphs (in `target/rewrite/<model>/<component>/`; the committed ONNX is unchanged; `parity --backend ort` judges it).\n\n{}",
-        crate::onnx::decompose::markdown_header("component")
+    let table = crate::onnx::decompose::rewrites_table(
+        "component",
+        rows.iter().flat_map(|(comp, check)| check.cells(comp)),
     );
-    for (comp, check) in rows {
-        for row in check.markdown_rows(&comp) {
-            let _ = writeln!(md, "{row}");
-        }
-    }
+    let _ = write!(
+        md,
+        "\n## Graph rewrites\n\nQNN converted a rewritten copy of these ONNX graphs (in `target/rewrite/<model>/<component>/`; the committed ONNX is unchanged; `parity --backend ort` judges it).\n\n{table}"
+    );
 }
 
 fn step_detail(s: &StepOutcome) -> String {

@@ -186,7 +186,7 @@ impl Context {
             "optimization_level": ctx.optimization_level,
             "vtcm_mb": ctx.vtcm_mb,
         });
-        detail["graph_name_honoured"] = graph_name_honoured(&detail, &ctx.graph_name);
+        detail["graph_name_honoured"] = graph_name_honoured(tc, &detail, &ctx.graph_name);
         Ok(StepRun {
             moves: vec![
                 (bin.clone(), job.artifacts.bin.clone()),
@@ -197,24 +197,18 @@ impl Context {
     }
 }
 
-/// Whether the binary's graph carries the recipe's `graph_name`, and if not, why. The
-/// embedded toolchain (ORT's QNN EP) names the graph after its partition
-/// (`QNNExecutionProvider_…`, a hash that no longer depends on the checkout path) and has no
-/// option to set it; the SDK's tools name it after the DLC.
-fn graph_name_honoured(detail: &serde_json::Value, asked: &str) -> serde_json::Value {
+/// Whether the binary's graph carries the recipe's `graph_name`, and if not, why (the
+/// toolchain says: `Toolchain::graph_name_note`).
+fn graph_name_honoured(
+    tc: &dyn Toolchain,
+    detail: &serde_json::Value,
+    asked: &str,
+) -> serde_json::Value {
     let inside = detail["graph_name"].as_str().unwrap_or("");
     if inside == asked {
         return serde_json::json!({ "recipe": asked, "honoured": true });
     }
-    let why = if detail["facts"]["toolchain"] == "embedded" {
-        format!(
-            "the binary's graph is named `{inside}`: the embedded toolchain (ORT's QNN EP) \
-             names the graph after its partition and offers no option to set it; the name does \
-             not depend on the checkout path. Build with --toolchain sdk to get `{asked}`"
-        )
-    } else {
-        format!("the toolchain's binary names its graph `{inside}`, not `{asked}`")
-    };
+    let why = tc.graph_name_note(inside, asked);
     serde_json::json!({ "recipe": asked, "honoured": false, "why": why })
 }
 
@@ -224,12 +218,9 @@ fn check_rewrites(job: &StepJob<'_>) -> Result<Option<crate::onnx::decompose::Re
     if job.comp.file.rewrite.apply.is_empty() {
         return Ok(None);
     }
-    let rt = job
-        .rt
-        .context("internal: the runtime that checks rewritten graphs on ORT was not loaded")?;
     let golden = load_golden(job.root, job.comp)?;
-    let check = crate::onnx::decompose::check_on_ort(rt, job.root, job.model, job.comp, &golden)?
-        .context("internal: rewrites asked for but none checked")?;
+    let check =
+        crate::onnx::decompose::check_on_ort(job.rt, job.root, job.model, job.comp, &golden)?;
     if !check.ort_pass {
         bail!(
             "the rewritten graph {} fails its ONNX Runtime parity gate ({}): a rewrite must not \
@@ -241,23 +232,15 @@ fn check_rewrites(job: &StepJob<'_>) -> Result<Option<crate::onnx::decompose::Re
     Ok(Some(check))
 }
 
-/// What the DLC is and how far it was checked. The embedded toolchain has no DLC runner, so
-/// its DLC is never run: its structure is checked (a zip with the QNN IR `model` member) and
-/// the graph it came from was checked against the recipe before the build; the CPU-parity
-/// step runs the ONNX. The SDK toolchain's CPU-parity step runs the DLC itself.
+/// What the DLC is and how far it was checked (`Toolchain::dlc_validation`): the embedded
+/// toolchain has no DLC runner, so its DLC's structure is checked and the CPU-parity step runs
+/// the ONNX; the SDK toolchain's CPU-parity step runs the DLC itself.
 fn convert_facts(tc: &dyn Toolchain, comp: &Component) -> serde_json::Value {
-    let label = tc.label();
-    let validation = if label.starts_with("qairt-sdk") {
-        "run numerically: the CPU-parity step runs this DLC with qnn-net-run on libQnnCpu.so"
-    } else {
-        "structure only: a QNN IR zip with its `model` member, from an ONNX whose graph I/O \
-         matched the recipe; not run (the embedded toolchain runs the ONNX for CPU parity)"
-    };
     serde_json::json!({
-        "toolchain": label,
+        "toolchain": tc.label(),
         "float_bitwidth": comp.file.convert.float_bitwidth,
         "preserve_io_datatype": comp.file.convert.preserve_io_datatype,
-        "dlc_validation": validation,
+        "dlc_validation": tc.dlc_validation(),
     })
 }
 

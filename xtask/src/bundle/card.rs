@@ -376,15 +376,13 @@ fn rewrites_section(b: &BundleInfo, md: &mut String) {
     if with.is_empty() {
         return;
     }
-    let _ = writeln!(
+    let table = crate::onnx::decompose::rewrites_table(
+        "context",
+        with.iter().flat_map(|(c, r)| r.cells(&c.name)),
+    );
+    let _ = write!(
         md,
         "\nGraph rewrites: QNN built these contexts from a rewritten copy of the ONNX in `onnx/` \
-         (which is the original), checked on ONNX Runtime against the golden:\n\n{}",
-        crate::onnx::decompose::markdown_header("context")
+         (which is the original), checked on ONNX Runtime against the golden:\n\n{table}"
     );
-    for (c, r) in with {
-        for row in r.markdown_rows(&c.name) {
-            let _ = writeln!(md, "{row}");
-        }
-    }
 }

@@ -249,10 +249,7 @@ fn session_models(
                 }
             }
             // QNN's CPU backend runs what the build converts: the rewritten copy, if any.
-            Backend::QnnCpu => {
-                crate::onnx::decompose::qnn_onnx(root, &model.file.model.name, comp)?.0
-            }
-            Backend::OrtCpu => root.join(&comp.file.component.onnx),
+            _ => crate::onnx::decompose::onnx_for(root, &model.file.model.name, comp, backend)?,
         };
         out.insert(comp.name().to_string(), path);
     }

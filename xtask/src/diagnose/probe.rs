@@ -134,14 +134,9 @@ pub fn write_exposed_copy(
         std::fs::remove_dir_all(work)?;
     }
     std::fs::create_dir_all(work)?;
-    // ORT refuses external data that resolves outside the model's folder (a symlink does), so
-    // the data is hard-linked (same filesystem) or copied.
     for loc in &graph.external_data {
-        let (from, to) = (original.with_file_name(loc), work.join(loc));
-        if std::fs::hard_link(&from, &to).is_err() {
-            std::fs::copy(&from, &to)
-                .with_context(|| format!("cannot copy external data {loc}"))?;
-        }
+        crate::onnx::link_external_data(&original.with_file_name(loc), &work.join(loc))
+            .with_context(|| format!("cannot copy external data {loc}"))?;
     }
     let copy = work.join(original.file_name().context("onnx name")?);
     std::fs::write(&copy, add_graph_outputs(bytes, names)?)?;

@@ -63,12 +63,7 @@ pub(super) fn parse_attribute(bytes: &[u8]) -> Result<(String, AttrValue)> {
                     .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
             ),
             (8, Wire::Varint(i)) => ints.push(i as i64),
-            (8, Wire::Bytes(packed)) => {
-                let mut f = Fields::new(packed);
-                while f.pos < packed.len() {
-                    ints.push(f.varint()? as i64);
-                }
-            }
+            (8, Wire::Bytes(packed)) => ints.extend(super::proto::packed_varints(packed)?),
             (9, Wire::Bytes(b)) => strs.push(String::from_utf8_lossy(b).into_owned()),
             (20, Wire::Varint(k)) => kind = k,
             _ => {}

@@ -135,12 +135,18 @@ pub fn node_bytes(n: &Node) -> Vec<u8> {
 
 /// A float32 `TensorProto` stored inline (`raw_data`); `dims` empty = a scalar.
 pub fn float_initializer(name: &str, dims: &[usize], values: &[f32]) -> Vec<u8> {
+    let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    raw_initializer(name, dims, 1, &raw)
+}
+
+/// A `TensorProto` stored inline: dims (1), data_type (2, ONNX `TensorProto.DataType`), name
+/// (8), `raw` little-endian data (9); `dims` empty = a scalar.
+pub fn raw_initializer(name: &str, dims: &[usize], elem_type: u64, raw: &[u8]) -> Vec<u8> {
     let mut t = Vec::new();
     dims.iter().for_each(|d| put_int(&mut t, 1, *d as i64));
-    put_int(&mut t, 2, 1);
+    put_int(&mut t, 2, elem_type as i64);
     put_bytes(&mut t, 8, name.as_bytes());
-    let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    put_bytes(&mut t, 9, &raw);
+    put_bytes(&mut t, 9, raw);
     t
 }
 

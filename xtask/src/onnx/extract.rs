@@ -8,10 +8,12 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
 
-use super::proto::{Fields, Wire};
-use super::rewrite::{put_bytes, put_varint, rewrite_fields};
+use super::builder::raw_initializer;
+pub use super::proto::elem_type_of;
+use super::proto::{Fields, Wire, packed_varints};
+use super::rewrite::{put_bytes, rewrite_fields};
 use super::writer::{WrapperTensor, value_info_typed};
-use crate::tensor::{DType, Tensor};
+use crate::tensor::Tensor;
 
 /// An initializer as stored: its `TensorProto` bytes, element type and dims.
 #[derive(Debug, Clone)]
@@ -57,12 +59,7 @@ fn initializer(bytes: &[u8]) -> Result<(String, Initializer<'_>)> {
     for field in Fields::new(bytes) {
         match field? {
             (1, Wire::Varint(d)) => dims.push(d as i64),
-            (1, Wire::Bytes(packed)) => {
-                let mut f = Fields::new(packed);
-                while f.pos < packed.len() {
-                    dims.push(f.varint()? as i64);
-                }
-            }
+            (1, Wire::Bytes(packed)) => dims.extend(packed_varints(packed)?),
             (2, Wire::Varint(t)) => elem_type = t as i32,
             (8, Wire::Bytes(b)) => name = String::from_utf8_lossy(b).into_owned(),
             _ => {}
@@ -76,16 +73,6 @@ fn initializer(bytes: &[u8]) -> Result<(String, Initializer<'_>)> {
             dims,
         },
     ))
-}
-
-/// ONNX `TensorProto.DataType` of the tool's dtypes.
-pub fn elem_type_of(dtype: DType) -> u64 {
-    match dtype {
-        DType::F32 => 1,
-        DType::F16 => 10,
-        DType::I64 => 7,
-        DType::Bool => 9,
-    }
 }
 
 /// The short name of an ONNX element type, for keys and reports.
@@ -106,16 +93,7 @@ pub fn elem_name(elem_type: i32) -> String {
 
 /// A tensor as an inline `TensorProto` (raw little-endian data).
 pub fn tensor_proto(name: &str, t: &Tensor) -> Vec<u8> {
-    let mut out = Vec::new();
-    for d in t.shape() {
-        put_varint(&mut out, 1 << 3);
-        put_varint(&mut out, d as u64);
-    }
-    put_varint(&mut out, 2 << 3);
-    put_varint(&mut out, elem_type_of(t.dtype()));
-    put_bytes(&mut out, 8, name.as_bytes());
-    put_bytes(&mut out, 9, &t.to_le_bytes());
-    out
+    raw_initializer(name, &t.shape(), elem_type_of(t.dtype()), &t.to_le_bytes())
 }
 
 /// What the single-node model holds besides the node.

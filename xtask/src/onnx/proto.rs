@@ -77,16 +77,23 @@ pub type IoContract = (
     Vec<(String, Option<crate::tensor::DType>, Vec<i64>)>,
 );
 
-/// ONNX `TensorProto.DataType` → the dtypes the tool handles.
+/// ONNX `TensorProto.DataType` of the tool's dtypes.
+pub fn elem_type_of(dtype: crate::tensor::DType) -> u64 {
+    use crate::tensor::DType;
+    match dtype {
+        DType::F32 => 1,
+        DType::F16 => 10,
+        DType::I64 => 7,
+        DType::Bool => 9,
+    }
+}
+
+/// ONNX `TensorProto.DataType` → the dtypes the tool handles (the inverse of `elem_type_of`).
 fn dtype_of_elem(elem: i32) -> Option<crate::tensor::DType> {
     use crate::tensor::DType;
-    match elem {
-        1 => Some(DType::F32),
-        10 => Some(DType::F16),
-        7 => Some(DType::I64),
-        9 => Some(DType::Bool),
-        _ => None,
-    }
+    [DType::F32, DType::F16, DType::I64, DType::Bool]
+        .into_iter()
+        .find(|&d| i64::from(elem) == elem_type_of(d) as i64)
 }
 
 pub fn read_summary(path: &Path) -> Result<OnnxSummary> {
@@ -309,6 +316,16 @@ impl<'a> Fields<'a> {
         self.pos += n;
         Ok(Wire::Fixed)
     }
+}
+
+/// The values of a packed repeated integer field (its `Wire::Bytes`), as written: varints.
+pub(super) fn packed_varints(packed: &[u8]) -> Result<Vec<i64>> {
+    let mut f = Fields::new(packed);
+    let mut values = Vec::new();
+    while f.pos < packed.len() {
+        values.push(f.varint()? as i64);
+    }
+    Ok(values)
 }
 
 impl<'a> Iterator for Fields<'a> {

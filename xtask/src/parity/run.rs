@@ -33,10 +33,7 @@ pub fn run_one(
             }
             // QNN's CPU backend runs what the build converts (the rewritten copy, if any);
             // ORT judges the recipe's ONNX, the graph's meaning.
-            Backend::QnnCpu => {
-                crate::onnx::decompose::qnn_onnx(root, &model.file.model.name, comp)?.0
-            }
-            Backend::OrtCpu => root.join(&comp.file.component.onnx),
+            _ => crate::onnx::decompose::onnx_for(root, &model.file.model.name, comp, backend)?,
         };
         let mut result = run_component(
             rt,

@@ -105,6 +105,22 @@ impl Toolchain for Embedded<'_> {
             detail: serde_json::to_value(info)?,
         })
     }
+
+    /// ORT's QNN EP names the graph after its partition (`QNNExecutionProvider_…`, a hash that
+    /// no longer depends on the checkout path) and has no option to set it.
+    fn graph_name_note(&self, inside: &str, asked: &str) -> String {
+        format!(
+            "the binary's graph is named `{inside}`: the embedded toolchain (ORT's QNN EP) \
+             names the graph after its partition and offers no option to set it; the name does \
+             not depend on the checkout path. Build with --toolchain sdk to get `{asked}`"
+        )
+    }
+
+    /// No DLC runner here: the DLC's structure is checked and the CPU-parity step runs the ONNX.
+    fn dlc_validation(&self) -> &'static str {
+        "structure only: a QNN IR zip with its `model` member, from an ONNX whose graph I/O \
+         matched the recipe; not run (the embedded toolchain runs the ONNX for CPU parity)"
+    }
 }
 
 /// The ONNX QNN gets: the recipe's, or its rewritten copy.

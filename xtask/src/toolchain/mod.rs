@@ -67,7 +67,7 @@ pub struct StepJob<'a> {
     /// A fresh staging folder inside `ctx/<model>/` (same filesystem as the artifacts).
     pub staging: &'a Path,
     /// The embedded runtime, whatever the toolchain: it checks a rewritten graph on ORT.
-    pub rt: Option<&'a crate::runtime::Runtime>,
+    pub rt: &'a crate::runtime::Runtime,
 }
 
 /// The ONNX the QNN steps of `comp` get, project-relative, as renderings name it: the
@@ -105,6 +105,12 @@ pub trait Toolchain: Sync {
     fn cpu_parity(&self, job: &StepJob<'_>, golden: &GoldenIo) -> Result<ComponentResult>;
     /// The HTP context binary and its EPContext wrapper; `files` = [binary, wrapper], checked.
     fn context(&self, job: &StepJob<'_>) -> Result<Staged>;
+    /// Why the binary's graph is named `inside` rather than the recipe's `asked`.
+    fn graph_name_note(&self, inside: &str, asked: &str) -> String {
+        format!("the toolchain's binary names its graph `{inside}`, not `{asked}`")
+    }
+    /// How far the convert step's DLC is checked (the record's `dlc_validation`).
+    fn dlc_validation(&self) -> &'static str;
 }
 
 /// A render-only toolchain for a fingerprint's `toolchain` label (planning and freshness

@@ -36,23 +36,37 @@ pub fn qnn_onnx(root: &Path, model: &str, comp: &Component) -> Result<(PathBuf, 
     }
     let bytes =
         std::fs::read(&original).with_context(|| format!("cannot read {}", original.display()))?;
-    let (rewritten, applied) = super::apply(&bytes, names).with_context(|| {
+    let context = || {
         format!(
             "{}: [rewrite] of {}",
             comp.recipe_path.display(),
             comp.file.component.onnx.display()
         )
-    })?;
+    };
+    // Parsed once: the first rewrite reads its nodes, the copy its external data.
+    let summary = parse_model(&bytes).with_context(context)?;
+    let (rewritten, applied) =
+        super::apply_parsed(&bytes, Some(&summary), names).with_context(context)?;
     let copy = root.join(qnn_onnx_rel(model, comp));
     let dir = copy.parent().context("rewrite folder")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    for loc in parse_model(&bytes)?.external_data {
-        link_beside(&original.with_file_name(&loc), &dir.join(&loc))?;
+    for loc in &summary.external_data {
+        link_beside(&original.with_file_name(loc), &dir.join(loc))?;
     }
     if std::fs::read(&copy).ok().as_deref() != Some(rewritten.as_slice()) {
         crate::atomic::write_atomic(&copy, &rewritten)?;
     }
     Ok((copy, applied))
+}
+
+/// The ONNX a session on `backend` runs for `comp`: on ORT's CPU EP the recipe's file (what
+/// the graph means), on a QNN backend what the build converts (`qnn_onnx`: the rewritten copy,
+/// if any).
+pub fn onnx_for(root: &Path, model: &str, comp: &Component, backend: &Backend) -> Result<PathBuf> {
+    match backend {
+        Backend::OrtCpu => Ok(root.join(&comp.file.component.onnx)),
+        _ => Ok(qnn_onnx(root, model, comp)?.0),
+    }
 }
 
 /// `to` becomes a hard link of `from` (a copy across filesystems), replaced atomically, unless
@@ -69,10 +83,8 @@ fn link_beside(from: &Path, to: &Path) -> Result<()> {
     }
     let tmp = to.with_extension(format!("tmp-{}", std::process::id()));
     let _ = std::fs::remove_file(&tmp);
-    if std::fs::hard_link(from, &tmp).is_err() {
-        std::fs::copy(from, &tmp)
-            .with_context(|| format!("cannot copy external data {}", from.display()))?;
-    }
+    crate::onnx::link_external_data(from, &tmp)
+        .with_context(|| format!("cannot copy external data {}", from.display()))?;
     std::fs::rename(&tmp, to).with_context(|| format!("cannot place {}", to.display()))
 }
 
@@ -114,49 +126,54 @@ impl RewriteCheck {
         ort.join(", ")
     }
 
-    /// Markdown table rows `| who | rewrite | replaced nodes | what | copy on ORT |`, one per
-    /// rewrite (the build report and the model card show the same table).
-    pub fn markdown_rows(&self, who: &str) -> Vec<String> {
+    /// The cells of one row per rewrite of the `rewrites_table`, `who` (a component or
+    /// context) in the first column.
+    pub fn cells(&self, who: &str) -> Vec<Vec<String>> {
         let ort = self.ort_figures();
         self.applied
             .iter()
             .map(|a| {
-                format!(
-                    "| `{who}` | {} v{} | {} | {} | {} |",
-                    a.name,
-                    a.version,
-                    a.nodes.len(),
-                    a.what.replace('|', "\\|"),
-                    ort
-                )
+                vec![
+                    format!("`{who}`"),
+                    format!("{} v{}", a.name, a.version),
+                    a.nodes.len().to_string(),
+                    a.what.clone(),
+                    ort.clone(),
+                ]
             })
             .collect()
     }
 }
 
-/// The header of `markdown_rows`' table, `who` naming the first column.
-pub fn markdown_header(who: &str) -> String {
-    format!(
-        "| {who} | rewrite | replaced nodes | what | rewritten copy on ORT vs golden |\n|---|---|---|---|---|"
+/// The table of rewrites `| who | rewrite | replaced nodes | what | copy on ORT |` from
+/// `RewriteCheck::cells` (the build report and the model card show the same table),
+/// `who_header` naming the first column.
+pub fn rewrites_table(who_header: &str, rows: impl IntoIterator<Item = Vec<String>>) -> String {
+    crate::report::md_table(
+        &[
+            who_header,
+            "rewrite",
+            "replaced nodes",
+            "what",
+            "rewritten copy on ORT vs golden",
+        ],
+        rows,
     )
 }
 
-/// Runs the rewritten copy of `comp` on ORT's CPU EP with the golden inputs (None without
-/// `[rewrite]`).
+/// Runs the rewritten copy of `comp` on ORT's CPU EP with the golden inputs (asked only when
+/// the recipe has `[rewrite]`).
 pub fn check_on_ort(
     rt: &Runtime,
     root: &Path,
     model: &Model,
     comp: &Component,
     golden: &GoldenIo,
-) -> Result<Option<RewriteCheck>> {
-    if comp.file.rewrite.apply.is_empty() {
-        return Ok(None);
-    }
+) -> Result<RewriteCheck> {
     let (copy, applied) = qnn_onnx(root, &model.file.model.name, comp)?;
     let result = run_component(rt, model, comp, golden, &copy, &Backend::OrtCpu, false)
         .context("the rewritten copy on ONNX Runtime's CPU EP")?;
-    Ok(Some(RewriteCheck {
+    Ok(RewriteCheck {
         applied,
         onnx: crate::project::rel(root, &copy),
         ort: result
@@ -165,5 +182,5 @@ pub fn check_on_ort(
             .map(|o| (o.name.clone(), o.metrics.cosine, o.metrics.max_abs_err))
             .collect(),
         ort_pass: result.pass,
-    }))
+    })
 }

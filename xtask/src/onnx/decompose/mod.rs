@@ -13,9 +13,11 @@ use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::onnx::builder::Node;
-use crate::onnx::proto::{OnnxNode, OnnxSummary};
+use crate::onnx::proto::{OnnxNode, OnnxSummary, parse_model};
 
-pub use copy::{REWRITE_DIR, RewriteCheck, check_on_ort, markdown_header, qnn_onnx, qnn_onnx_rel};
+pub use copy::{
+    REWRITE_DIR, RewriteCheck, check_on_ort, onnx_for, qnn_onnx, qnn_onnx_rel, rewrites_table,
+};
 pub use splice::Namer;
 
 /// One rewrite of the catalogue.
@@ -109,13 +111,31 @@ pub fn matching_nodes(summary: &OnnxSummary, rewrite: &Rewrite) -> Result<Vec<St
 /// Applies the named rewrites in order to a serialized model. A rewrite that replaces nothing
 /// is an error: a recipe asking for it is mistaken about its graph.
 pub fn apply(model: &[u8], names: &[String]) -> Result<(Vec<u8>, Vec<Applied>)> {
+    apply_parsed(model, None, names)
+}
+
+/// `apply`, given `model` already parsed when the caller has it (the first rewrite reads its
+/// nodes from it; each later one parses what the previous one wrote).
+fn apply_parsed(
+    model: &[u8],
+    parsed: Option<&OnnxSummary>,
+    names: &[String],
+) -> Result<(Vec<u8>, Vec<Applied>)> {
     let mut bytes = model.to_vec();
     let mut applied = Vec::new();
-    for name in names {
+    for (i, name) in names.iter().enumerate() {
         let Some(rewrite) = find(name) else {
             bail!("unknown rewrite `{name}`; known rewrites: {}", known_list());
         };
-        let (out, nodes) = splice::replace_nodes(&bytes, rewrite)?;
+        let reparsed;
+        let summary = match parsed {
+            Some(s) if i == 0 => s,
+            _ => {
+                reparsed = parse_model(&bytes)?;
+                &reparsed
+            }
+        };
+        let (out, nodes) = splice::replace_nodes(&bytes, summary, rewrite)?;
         if nodes.is_empty() {
             bail!(
                 "rewrite `{name}` matches no node of the graph ({})",

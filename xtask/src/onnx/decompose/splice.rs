@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 
 use super::Rewrite;
 use crate::onnx::builder::{float_initializer, node_bytes};
-use crate::onnx::proto::{Fields, OnnxNode, OnnxSummary, Wire, parse_model, parse_node};
+use crate::onnx::proto::{Fields, OnnxNode, OnnxSummary, Wire, parse_node};
 use crate::onnx::rewrite::put_bytes;
 
 /// Fresh tensor and node names for expansions: `<base>/<rewrite>/<part>`, refused when the
@@ -54,9 +54,13 @@ pub fn node_label(node: &OnnxNode) -> String {
 }
 
 /// The model with every node `rewrite` handles replaced; the replaced nodes' labels.
-pub(super) fn replace_nodes(model: &[u8], rewrite: &Rewrite) -> Result<(Vec<u8>, Vec<String>)> {
-    let summary = parse_model(model)?;
-    let mut namer = Namer::new(&summary);
+/// `summary` is `model` parsed.
+pub(super) fn replace_nodes(
+    model: &[u8],
+    summary: &OnnxSummary,
+    rewrite: &Rewrite,
+) -> Result<(Vec<u8>, Vec<String>)> {
+    let mut namer = Namer::new(summary);
     let mut replaced = Vec::new();
     let mut out = Vec::with_capacity(model.len());
     let mut fields = Fields::new(model);

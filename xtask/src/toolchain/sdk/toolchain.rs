@@ -156,4 +156,9 @@ impl Toolchain for Sdk {
             detail: serde_json::json!({ "graph_name": made.graph_name, "ep_sdk_version": made.build_id, "bin_file": bin_name, "toolchain": self.label() }),
         })
     }
+
+    /// The CPU-parity step runs the DLC itself.
+    fn dlc_validation(&self) -> &'static str {
+        "run numerically: the CPU-parity step runs this DLC with qnn-net-run on libQnnCpu.so"
+    }
 }
