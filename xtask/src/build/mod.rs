@@ -62,7 +62,7 @@ impl BuildRequest<'_> {
 /// Plans the request, then prints it (dry run), judges it (`--require-fresh`) or executes it.
 pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     req.validate()?;
-    let memo_path = root.join("target/xtask-hash-memo.json");
+    let memo_path = crate::hashing::HashMemo::path_in(root);
     // --require-fresh is a release-grade check: every file is re-hashed in full (an artifact
     // edited in place with its size and mtime restored fools the memo's shortcut).
     let mut memo = if req.require_fresh {

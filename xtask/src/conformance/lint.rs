@@ -67,7 +67,7 @@ pub fn lint(root: &Path, model: &str, comps: &[&Component], report: &Path) -> Re
         )));
         None
     };
-    let memo_path = root.join("target/xtask-hash-memo.json");
+    let memo_path = crate::hashing::HashMemo::path_in(root);
     let mut memo = HashMemo::load(&memo_path);
     // Each node the report measured (`component/node`) → the shapes of its group (the first
     // group that lists it).

@@ -51,7 +51,7 @@ pub fn sweep(job: &SweepJob<'_>) -> Result<ConformanceReport> {
     let model_name = &job.model.file.model.name;
     let mut groups = Vec::new();
     let mut hashes = Vec::new();
-    let memo_path = job.root.join("target/xtask-hash-memo.json");
+    let memo_path = crate::hashing::HashMemo::path_in(job.root);
     let mut memo = crate::hashing::HashMemo::load(&memo_path);
     for comp in &job.comps {
         let work = job

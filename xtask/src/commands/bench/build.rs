@@ -61,7 +61,7 @@ impl BenchBuild {
         ] {
             let cold = time_build(root, model)?;
             let noop = time_build(root, model)?;
-            std::fs::remove_file(root.join("target/xtask-hash-memo.json"))?;
+            std::fs::remove_file(crate::hashing::HashMemo::path_in(root))?;
             let rehash = time_build(root, model)?;
             crate::outln!(
                 "{label:<28} {cold:>10.2}s {noop:>10.3}s {:>9.4} {rehash:>21.3}s {:>9.4}",
