@@ -1,20 +1,21 @@
 //! The library behind `cargo xtask`: every domain of the tool, used by the CLI in `main.rs`
-//! and by the test-support binaries under `tests/support/`.
+//! and by the test doubles of the `xtask-test-doubles` workspace member (`test-doubles/`).
 //!
 //! Read first: `recipe` (what a model is), `build` (plan → steps → execute), `toolchain`
 //! (who runs a step), `parity` (how numbers are judged), then `chain` and `bundle`.
 
 pub mod atomic;
 pub mod bad_input;
-pub mod build;
 pub mod bundle;
 pub mod chain;
 pub mod commands;
 pub mod conformance;
+pub mod ctx_build;
 pub mod device;
 pub mod diagnose;
 pub mod fp16;
 pub mod hashing;
+pub mod htp_target;
 pub mod onnx;
 pub mod parity;
 pub mod proc;
@@ -22,6 +23,6 @@ pub mod project;
 pub mod recipe;
 pub mod report;
 pub mod runtime;
-pub mod target;
 pub mod tensor;
 pub mod toolchain;
+pub mod vocab;

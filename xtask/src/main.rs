@@ -96,8 +96,8 @@ fn main() -> ExitCode {
         }
     });
     match result {
-        Ok(commands::Outcome::Success) => ExitCode::SUCCESS,
-        Ok(commands::Outcome::GateFailed) => ExitCode::from(1),
+        Ok(xtask::vocab::Outcome::Success) => ExitCode::SUCCESS,
+        Ok(xtask::vocab::Outcome::GateFailed) => ExitCode::from(1),
         Err(err) => {
             eprintln!("error: {err:#}");
             ExitCode::from(2)

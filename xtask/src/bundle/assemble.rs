@@ -21,7 +21,7 @@ pub fn component_files(
     root: &Path,
     model: &Model,
     comp: &Component,
-    art: &crate::build::plan::Artifacts,
+    art: &crate::ctx_build::plan::Artifacts,
 ) -> Result<Placement> {
     let name = comp.name();
     let file_name = |p: &Path| {
@@ -65,7 +65,7 @@ pub fn component_files(
             "dlc",
         ));
     }
-    for ext in crate::build::plan::external_data(root, &comp.file.component.onnx)? {
+    for ext in crate::ctx_build::plan::external_data(root, &comp.file.component.onnx)? {
         files.push((
             root.join(&ext),
             format!("onnx/{name}/{}", file_name(&ext)),

@@ -5,10 +5,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use crate::build::fingerprint::ComponentRecord;
+use crate::ctx_build::fingerprint::ComponentRecord;
 use crate::hashing::HashMemo;
+use crate::htp_target::soc::Soc;
 use crate::recipe::Component;
-use crate::target::soc::Soc;
 
 /// What is wrong with a component's built binary and wrapper, whatever its freshness: the
 /// binary must hash to what its context step recorded, and the wrapper's EPContext node must
@@ -18,7 +18,7 @@ pub fn broken_artifacts(
     comp: &Component,
     record: &ComponentRecord,
     soc: &Soc,
-    art: &crate::build::plan::Artifacts,
+    art: &crate::ctx_build::plan::Artifacts,
     memo: &mut HashMemo,
 ) -> Vec<String> {
     let mut broken = Vec::new();

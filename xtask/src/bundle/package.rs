@@ -11,14 +11,14 @@ use super::assemble::{Placement, assemble, component_files};
 use super::card::{BundleComponent, BundleInfo, htp_figures, latency_figures, render};
 use super::checks::{broken_artifacts, usable_report};
 use super::manifest::Manifest;
-use crate::build::fingerprint::{ComponentRecord, Freshness};
-use crate::build::fresh::runtime_versions;
-use crate::build::plan::plan_component;
+use crate::ctx_build::fingerprint::{ComponentRecord, Freshness};
+use crate::ctx_build::fresh::runtime_versions;
+use crate::ctx_build::plan::plan_component;
 use crate::hashing::{HashMemo, sha256_bytes, sha256_file};
+use crate::htp_target::soc::Soc;
 use crate::recipe::{Component, Model};
 use crate::runtime::Runtime;
 use crate::runtime::bootstrap::{QNN_WHEEL, ensure_runtime};
-use crate::target::soc::Soc;
 
 /// What to package: the model's selected components for one SoC, into `out`.
 pub struct PackageRequest<'a> {
@@ -67,8 +67,8 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
     let mut components = Vec::new();
     let mut newest_context = 0u64;
     for comp in comps {
-        let art = crate::build::plan::artifacts(model_name, comp.name(), soc);
-        let built = crate::build::fresh::as_built(
+        let art = crate::ctx_build::plan::artifacts(model_name, comp.name(), soc);
+        let built = crate::ctx_build::fresh::as_built(
             versions.clone(),
             &ComponentRecord::load(&root.join(&art.record)),
         );
@@ -215,7 +215,7 @@ fn bundle_component(
     comp: &Component,
     record: &ComponentRecord,
     soc: &Soc,
-    art: &crate::build::plan::Artifacts,
+    art: &crate::ctx_build::plan::Artifacts,
 ) -> Result<BundleComponent> {
     let cpu = record.steps.get("cpu_parity").with_context(|| {
         format!(

@@ -240,7 +240,7 @@ fn session_models(
     for comp in &model.components {
         let path = match backend {
             Backend::QnnHtp(_) => {
-                match crate::build::fresh::fresh_context_wrapper(root, rt, model, comp) {
+                match crate::ctx_build::fresh::fresh_context_wrapper(root, rt, model, comp) {
                     Ok(p) => p,
                     Err(e) => {
                         problems.push(format!("  {}: {e:#}", comp.name()));

@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result, bail};
 
-use super::{BackendArg, Ctx, Outcome, backend_for_component, require_files, select_components};
+use super::{BackendKind, Ctx, Outcome, backend_for_component, require_files, select_components};
 use crate::diagnose::bisect::{BisectJob, bisect};
 use crate::diagnose::bisect_report::{html, markdown, print_summary};
 use crate::parity::component::load_golden;
@@ -17,7 +17,7 @@ pub struct Bisect {
     /// The component to bisect.
     component: String,
     #[arg(long, value_enum)]
-    backend: BackendArg,
+    backend: BackendKind,
     #[arg(long, default_value = "tiny")]
     model: String,
     /// Find the first tensor whose cosine against the reference falls below this. Without
@@ -37,7 +37,7 @@ impl Bisect {
         if self.max_outputs < 2 {
             bail!("--max-outputs must be at least 2");
         }
-        if self.backend == BackendArg::Ort {
+        if self.backend == BackendKind::Ort {
             bail!("bisect compares a QNN backend against ORT's CPU EP: use --backend cpu or htp");
         }
         let model = load_model(&ctx.root, &self.model)?;

@@ -1,11 +1,11 @@
 //! `cargo xtask build-ctx --soc 77`: per component, ONNX → DLC (QNN IR backend), QNN
 //! CPU-backend parity gated on cosine, then the HTP context binary and its EPContext wrapper.
-//! The flags; the work is `crate::build::build` (plan, then execute only the dirty steps).
+//! The flags; the work is `crate::ctx_build::build` (plan, then execute only the dirty steps).
 
 use anyhow::Result;
 
-use super::{Ctx, Outcome, ToolchainArg};
-use crate::build::{BuildRequest, build};
+use super::{Ctx, Outcome, ToolchainKind};
+use crate::ctx_build::{BuildRequest, build};
 
 #[derive(clap::Args)]
 pub struct BuildCtx {
@@ -19,7 +19,7 @@ pub struct BuildCtx {
     jobs: usize,
     /// Memory the running steps may use together (e.g. 16G, 12000M); a step whose estimate
     /// does not fit waits. Default: MemAvailable of /proc/meminfo when the build starts.
-    #[arg(long, value_parser = crate::build::schedule::parse_memory_mb)]
+    #[arg(long, value_parser = crate::ctx_build::schedule::parse_memory_mb)]
     max_memory: Option<f64>,
     /// Run every step even when fresh.
     #[arg(long)]
@@ -29,7 +29,7 @@ pub struct BuildCtx {
     dry_run: bool,
     /// Which tools run the steps: the embedded QNN 2.47 runtime, or the QAIRT SDK's tools.
     #[arg(long, value_enum, default_value = "embedded")]
-    toolchain: ToolchainArg,
+    toolchain: ToolchainKind,
     /// Use an installed QAIRT SDK whose version differs from the recipe's `qairt`.
     #[arg(long)]
     allow_sdk_version: bool,

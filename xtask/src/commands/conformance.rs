@@ -7,7 +7,7 @@
 
 use anyhow::{Result, bail};
 
-use super::{BackendArg, Ctx, Outcome, require_files};
+use super::{BackendKind, Ctx, Outcome, require_files};
 use crate::conformance::{DEFAULT_SEED, SweepJob, report, seed_flag, sweep};
 use crate::runtime::Runtime;
 use crate::runtime::bootstrap::ensure_runtime;
@@ -21,7 +21,7 @@ pub struct Conformance {
     op: Vec<String>,
     /// The QNN backends to measure (comma-separated).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "cpu,htp")]
-    backend: Vec<BackendArg>,
+    backend: Vec<BackendKind>,
     /// Seed of the random input sets.
     #[arg(long, default_value_t = DEFAULT_SEED)]
     seed: u64,
@@ -29,13 +29,13 @@ pub struct Conformance {
 
 impl Conformance {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
-        if self.backend.contains(&BackendArg::Ort) {
+        if self.backend.contains(&BackendKind::Ort) {
             bail!(
                 "conformance measures QNN backends against ORT's CPU EP: use --backend cpu and/or htp"
             );
         }
         let mut backends = Vec::new();
-        for b in [BackendArg::Cpu, BackendArg::Htp] {
+        for b in [BackendKind::Cpu, BackendKind::Htp] {
             if self.backend.contains(&b) {
                 backends.push(b);
             }
@@ -79,7 +79,7 @@ impl Conformance {
 
     /// The command as given, without machine paths (`--root` is not part of it); `backends`
     /// are the QNN backends `--backend` selected, in the order `run` measures them.
-    fn command_line(&self, backends: &[BackendArg]) -> String {
+    fn command_line(&self, backends: &[BackendKind]) -> String {
         let mut cmd = format!("cargo xtask conformance --model {}", self.sel.model);
         if !self.sel.only.is_empty() {
             cmd += &format!(" --only {}", self.sel.only.join(","));

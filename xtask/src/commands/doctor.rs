@@ -24,7 +24,7 @@ pub struct Doctor {
     repair_runtime: bool,
     /// The backends that must be usable for exit 0 (default: all that recipes use).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "ort,cpu,htp")]
-    need: Vec<super::BackendArg>,
+    need: Vec<super::BackendKind>,
     /// Check a board over ssh instead (`ssh://user@host[:port][/workdir]`): its arch, QAIRT
     /// SDK version, HTP libraries and free disk (see README "Validate on a board").
     #[arg(long, value_name = "ssh://user@host[:port][/workdir]")]

@@ -20,18 +20,13 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 
+pub use crate::htp_target::{backend_for, backend_for_component, target_soc};
 use crate::recipe::{Component, Model};
-use crate::runtime::{Backend, HtpTarget};
+pub use crate::vocab::{BackendKind, Outcome, ToolchainKind};
 
 pub struct Ctx {
     pub root: PathBuf,
     pub verbose: bool,
-}
-
-#[derive(Debug, PartialEq, Eq)]
-pub enum Outcome {
-    Success,
-    GateFailed,
 }
 
 /// `--model` and `--only`, shared by every command that works on a model's components.
@@ -76,11 +71,6 @@ impl Selection {
             .filter(|c| self.only.is_empty() || self.only.iter().any(|o| o == c.name()))
             .collect()
     }
-}
-
-/// The SoC of `--soc` (an id or chip name), or the model's own target when absent.
-pub fn target_soc(model: &Model, soc: Option<&str>) -> Result<crate::target::soc::Soc> {
-    crate::target::soc::parse_soc(soc.unwrap_or(&model.file.target.soc.to_string()))
 }
 
 /// The components named by `--only` (all when empty), in pipeline order.
@@ -149,67 +139,4 @@ fn require_present(ctx: &Ctx, model: &Model, comps: &[&Component]) -> Result<()>
         missing.len(),
         missing.join("\n")
     )
-}
-
-/// The backend a command runs on.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BackendArg {
-    /// ONNX Runtime's CPU execution provider on the ONNX graphs.
-    Ort,
-    /// The QNN CPU backend on the ONNX graphs.
-    Cpu,
-    /// The built HTP context binaries (emulated on x86_64, the NPU on a device).
-    Htp,
-}
-
-impl BackendArg {
-    /// The backend's name as flags, reports and messages spell it: `ort`, `cpu` or `htp`.
-    pub fn label(self) -> &'static str {
-        match self {
-            BackendArg::Ort => "ort",
-            BackendArg::Cpu => "cpu",
-            BackendArg::Htp => "htp",
-        }
-    }
-}
-
-/// The backend of a command that runs built artifacts for the whole model (`parity`, `run`):
-/// on the HTP those are context binaries, whose graph options were compiled in by build-ctx
-/// from each component's `[context]`, so the target names only the model's device.
-pub fn backend_for(model: &Model, arg: BackendArg) -> Backend {
-    match arg {
-        BackendArg::Ort => Backend::OrtCpu,
-        BackendArg::Cpu => Backend::QnnCpu,
-        BackendArg::Htp => Backend::QnnHtp(HtpTarget::for_built_contexts(
-            model.file.target.soc,
-            model.file.target.htp_arch,
-        )),
-    }
-}
-
-/// The backend of a command that compiles one component's ONNX graph (bisect on the HTP):
-/// the HTP target comes from the component's `[context]` on the model's SoC.
-pub fn backend_for_component(model: &Model, comp: &Component, arg: BackendArg) -> Result<Backend> {
-    Ok(match arg {
-        BackendArg::Htp => {
-            let soc = target_soc(model, None)?;
-            Backend::QnnHtp(HtpTarget::from_recipe(&soc, &comp.file.context))
-        }
-        other => backend_for(model, other),
-    })
-}
-
-/// The bisect command to suggest when a gate fails.
-pub fn bisect_hint(model: &str, comp: &Component, backend: &str) -> String {
-    format!(
-        "cargo xtask bisect {} --backend {backend} --model {model}",
-        comp.name()
-    )
-}
-
-/// Which tools run a step: the embedded QNN 2.47 runtime, or the QAIRT SDK's tools.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ToolchainArg {
-    Embedded,
-    Sdk,
 }

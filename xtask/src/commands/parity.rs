@@ -3,7 +3,7 @@
 
 use anyhow::{Result, bail};
 
-use super::{BackendArg, Ctx, Outcome, backend_for, require_files};
+use super::{BackendKind, Ctx, Outcome, backend_for, require_files};
 use crate::parity::component::{ComponentResult, GoldenIo};
 use crate::parity::report::{ParityReport, print_component, write_parity_report};
 use crate::parity::run::run_one;
@@ -13,7 +13,7 @@ use crate::runtime::{Backend, Runtime};
 #[derive(clap::Args)]
 pub struct Parity {
     #[arg(long, value_enum)]
-    backend: BackendArg,
+    backend: BackendKind,
     #[command(flatten)]
     sel: super::ModelArgs,
     /// Feed `mask = true` inputs to the HTP unclamped (shows what fp16 does to them).
@@ -22,7 +22,7 @@ pub struct Parity {
     /// Run with the QAIRT SDK's `qnn-net-run` (DLC on the CPU backend, `--retrieve_context`
     /// on the HTP, profiled) instead of the embedded runtime.
     #[arg(long, value_enum, default_value = "embedded")]
-    toolchain: super::ToolchainArg,
+    toolchain: super::ToolchainKind,
     /// Inferences per component in the one profiled `qnn-net-run` call of `--toolchain sdk
     /// --backend htp` (an input list of N lines); the report gives their distribution.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
@@ -45,11 +45,11 @@ impl Parity {
             return self.run_on_device(ctx, &rt, model, &comps, &backend, url);
         }
         let sdk = match self.toolchain {
-            super::ToolchainArg::Embedded => None,
-            super::ToolchainArg::Sdk if backend == Backend::OrtCpu => {
+            super::ToolchainKind::Embedded => None,
+            super::ToolchainKind::Sdk if backend == Backend::OrtCpu => {
                 bail!("--toolchain sdk runs QNN backends: use --backend cpu or htp")
             }
-            super::ToolchainArg::Sdk => {
+            super::ToolchainKind::Sdk => {
                 let sdk = crate::toolchain::sdk::Sdk::detect()?;
                 let mut tools = vec!["qnn-net-run"];
                 if matches!(backend, Backend::QnnHtp(_)) {
@@ -88,7 +88,7 @@ impl Parity {
             if gate_failed && backend != Backend::OrtCpu {
                 crate::outln!(
                     "      hint: find where it diverges with `{}`",
-                    super::bisect_hint(&self.sel.model, comp, backend.label())
+                    crate::diagnose::bisect_hint(&self.sel.model, comp, backend.kind())
                 );
             }
             results.push(result);
@@ -124,7 +124,7 @@ impl Parity {
         if !matches!(backend, Backend::QnnHtp(_)) {
             bail!("--device runs the built context binaries: use --backend htp");
         }
-        if self.toolchain == super::ToolchainArg::Sdk {
+        if self.toolchain == super::ToolchainKind::Sdk {
             bail!("--device uses the device's own QAIRT SDK: leave out --toolchain sdk");
         }
         let device = crate::device::Device::connect(url)?;
@@ -135,9 +135,9 @@ impl Parity {
         // A lost device ends the command (exit 2); a component that fails on it is a FAIL row.
         let lost: std::cell::RefCell<Option<String>> = Default::default();
         for comp in comps {
-            let art = crate::build::plan::artifacts(&self.sel.model, comp.name(), &soc);
+            let art = crate::ctx_build::plan::artifacts(&self.sel.model, comp.name(), &soc);
             let on_device = |golden: &GoldenIo| -> Result<ComponentResult> {
-                crate::build::fresh::fresh_context_wrapper(&ctx.root, rt, model, comp)?;
+                crate::ctx_build::fresh::fresh_context_wrapper(&ctx.root, rt, model, comp)?;
                 let inputs = if self.no_clamp {
                     golden.inputs.clone()
                 } else {
@@ -240,7 +240,7 @@ impl Parity {
         golden: &crate::parity::component::GoldenIo,
     ) -> Result<ComponentResult> {
         let soc = super::target_soc(model, None)?;
-        let art = crate::build::plan::artifacts(&self.sel.model, comp.name(), &soc);
+        let art = crate::ctx_build::plan::artifacts(&self.sel.model, comp.name(), &soc);
         let work = ctx.root.join("target/sdk-parity");
         std::fs::create_dir_all(&work)?;
         let staging = tempfile::tempdir_in(&work)?;
@@ -253,7 +253,7 @@ impl Parity {
         };
         let (actual, latency, ran) = match backend {
             Backend::QnnHtp(_) => {
-                crate::build::fresh::fresh_context_wrapper(&ctx.root, rt, model, comp)?;
+                crate::ctx_build::fresh::fresh_context_wrapper(&ctx.root, rt, model, comp)?;
                 let inputs = if self.no_clamp {
                     golden.inputs.clone()
                 } else {

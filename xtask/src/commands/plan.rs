@@ -10,10 +10,10 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::{Ctx, Outcome};
-use crate::build::plan::artifacts;
 use crate::bundle::fetch::{component_patterns, glob_match};
+use crate::ctx_build::plan::artifacts;
+use crate::htp_target::soc::parse_soc;
 use crate::recipe::{Component, Model};
-use crate::target::soc::parse_soc;
 
 #[path = "plan_sizing.rs"]
 mod sizing;
@@ -145,7 +145,7 @@ fn input_bytes(
     if crate::recipe::missing_files(root, comp).is_empty() {
         let size = |p: &Path| std::fs::metadata(root.join(p)).map_or(0, |m| m.len());
         let mut weights = size(onnx);
-        for data in crate::build::plan::external_data(root, onnx)? {
+        for data in crate::ctx_build::plan::external_data(root, onnx)? {
             weights += size(&data);
         }
         let mut total = weights + size(&comp.file.golden.file);

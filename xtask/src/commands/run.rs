@@ -4,14 +4,14 @@
 
 use anyhow::Result;
 
-use super::{BackendArg, Ctx, Outcome, backend_for, require_files, select_components};
+use super::{BackendKind, Ctx, Outcome, backend_for, require_files, select_components};
 use crate::chain::run::{RunOptions, host_section, run_and_report};
 use crate::recipe::load_model;
 
 #[derive(clap::Args)]
 pub struct Run {
     #[arg(long, value_enum)]
-    backend: BackendArg,
+    backend: BackendKind,
     #[arg(long, default_value = "tiny")]
     model: String,
     /// Timed chain runs.
@@ -51,7 +51,7 @@ impl Run {
         host_section(&model)?;
         require_files(ctx, &model, &select_components(&model, &[])?)?;
         if let Some(url) = &self.device {
-            if self.backend != super::BackendArg::Htp {
+            if self.backend != super::BackendKind::Htp {
                 anyhow::bail!("--device runs the built context binaries: use --backend htp");
             }
             if self.iters == 0 {

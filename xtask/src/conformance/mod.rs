@@ -38,7 +38,7 @@ pub struct SweepJob<'a> {
     pub comps: Vec<&'a Component>,
     pub rt: &'a Runtime,
     /// `cpu` and/or `htp`.
-    pub backends: Vec<crate::commands::BackendArg>,
+    pub backends: Vec<crate::vocab::BackendKind>,
     /// Operator types to measure (all when empty).
     pub ops: Vec<String>,
     pub seed: u64,
@@ -92,7 +92,7 @@ pub fn sweep(job: &SweepJob<'_>) -> Result<ConformanceReport> {
         );
         rows.extend(found);
     }
-    let htp_used = job.backends.contains(&crate::commands::BackendArg::Htp);
+    let htp_used = job.backends.contains(&crate::vocab::BackendKind::Htp);
     Ok(ConformanceReport {
         model: model_name.clone(),
         command: job.command.clone(),
@@ -211,7 +211,7 @@ fn measure(job: &SweepJob<'_>, g: &Group) -> Result<Vec<Row>> {
     };
     let mut sessions = Vec::new();
     for b in &job.backends {
-        let backend = crate::commands::backend_for_component(job.model, comp, *b)?;
+        let backend = crate::htp_target::backend_for_component(job.model, comp, *b)?;
         sessions.push((b.label(), job.rt.open(&g.model_path, &backend).map_err(why)));
     }
     let sets: Vec<&str> = if g.data.is_empty() {

@@ -67,14 +67,14 @@ pub fn run_and_report(
 ) -> Result<DeviceRunReport> {
     let host = host_section(model)?;
     let inputs = load_host_inputs(root, model, &host)?;
-    let soc = crate::commands::target_soc(model, None)?;
+    let soc = crate::htp_target::target_soc(model, None)?;
     let name = &model.file.model.name;
     let mut bins = BTreeMap::new();
     let mut problems = Vec::new();
     for comp in &model.components {
-        match crate::build::fresh::fresh_context_wrapper(root, rt, model, comp) {
+        match crate::ctx_build::fresh::fresh_context_wrapper(root, rt, model, comp) {
             Ok(_) => {
-                let art = crate::build::plan::artifacts(name, comp.name(), &soc);
+                let art = crate::ctx_build::plan::artifacts(name, comp.name(), &soc);
                 bins.insert(comp.name().to_string(), root.join(art.bin));
             }
             Err(e) => problems.push(format!("  {}: {e:#}", comp.name())),

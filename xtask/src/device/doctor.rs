@@ -3,7 +3,7 @@
 use anyhow::Result;
 
 use super::{Device, SDK_FILES};
-use crate::commands::Outcome;
+use crate::vocab::Outcome;
 
 /// Prints the device's arch, SDK, HTP libraries and free disk; a gate failure when it cannot
 /// run `qairt` context binaries (connection errors are errors).

@@ -29,7 +29,7 @@ pub fn run_one(
         }
         let session_model = match backend {
             Backend::QnnHtp(_) => {
-                crate::build::fresh::fresh_context_wrapper(root, rt, model, comp)?
+                crate::ctx_build::fresh::fresh_context_wrapper(root, rt, model, comp)?
             }
             // QNN's CPU backend runs what the build converts (the rewritten copy, if any);
             // ORT judges the recipe's ONNX, the graph's meaning.

@@ -13,5 +13,5 @@ pub mod values;
 pub mod version;
 pub mod wheels;
 
-pub use crate::target::HtpTarget;
+pub use crate::htp_target::HtpTarget;
 pub use session::{Backend, Runtime};

@@ -21,7 +21,7 @@ use super::compile_config::stable_model_dir;
 pub use super::placement::Placement;
 use super::placement::{parse_placement, require_all_on_qnn};
 use super::values::{from_ort_value, input_view, outlet_contract};
-use crate::target::HtpTarget;
+use crate::htp_target::HtpTarget;
 use crate::tensor::{DType, Tensor};
 
 pub const QNN_EP: &str = "QNNExecutionProvider";
@@ -38,12 +38,17 @@ pub enum Backend {
 }
 
 impl Backend {
-    pub fn label(&self) -> &'static str {
+    /// Which of the three backends this is (the word reports and flags use).
+    pub fn kind(&self) -> crate::vocab::BackendKind {
         match self {
-            Backend::OrtCpu => "ort",
-            Backend::QnnCpu => "cpu",
-            Backend::QnnHtp(_) => "htp",
+            Backend::OrtCpu => crate::vocab::BackendKind::Ort,
+            Backend::QnnCpu => crate::vocab::BackendKind::Cpu,
+            Backend::QnnHtp(_) => crate::vocab::BackendKind::Htp,
         }
+    }
+
+    pub fn label(&self) -> &'static str {
+        self.kind().label()
     }
 }
 

@@ -5,13 +5,13 @@
 use anyhow::{Context, Result};
 
 use super::{Rendered, STAGING, Staged, StepJob, Toolchain};
-use crate::build::plan::{Artifacts, StepKind};
+use crate::ctx_build::plan::{Artifacts, StepKind};
+use crate::htp_target::HtpTarget;
+use crate::htp_target::soc::Soc;
 use crate::parity::component::{ComponentResult, GoldenIo, run_component};
 use crate::recipe::Component;
 use crate::runtime::session::{backend_ep_options, context_session_config, dump_dlc_ep_options};
 use crate::runtime::{Backend, Runtime};
-use crate::target::HtpTarget;
-use crate::target::soc::Soc;
 
 /// The embedded runtime; `rt` is None when only rendering (dry run, freshness checks).
 pub struct Embedded<'a> {

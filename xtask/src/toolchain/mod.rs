@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::build::plan::{Artifacts, StepKind};
+use crate::ctx_build::plan::{Artifacts, StepKind};
 use crate::hashing::sha256_bytes;
+use crate::htp_target::soc::Soc;
 use crate::parity::component::{ComponentResult, GoldenIo};
 use crate::recipe::{Component, Model};
-use crate::target::soc::Soc;
 
 pub mod embedded;
 pub mod sdk;

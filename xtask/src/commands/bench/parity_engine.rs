@@ -103,6 +103,6 @@ impl ParityEngineOnce {
             "{}",
             serde_json::json!({ "seconds": seconds, "peak_rss_mb": crate::chain::run::peak_rss_mb(), "outputs": outputs })
         );
-        Ok(crate::commands::Outcome::Success)
+        Ok(crate::vocab::Outcome::Success)
     }
 }

@@ -17,9 +17,9 @@ use super::{
     NativeIo, Sdk, backend_extensions_config, context_generator_args, converter_args, net_run_args,
     run_tool, skip_simplification,
 };
+use crate::htp_target::soc::Soc;
 use crate::onnx::writer::epcontext_wrapper;
 use crate::recipe::Component;
-use crate::target::soc::Soc;
 use crate::tensor::{DType, Tensor};
 
 pub use super::raw::{from_raw, output_file, raw_bytes};
@@ -58,7 +58,7 @@ pub fn convert(job: &Job<'_>) -> Result<PathBuf> {
     let dlc = job.staging.join(format!("{}.dlc", job.comp.name()));
     let onnx_rel = &job.comp.file.component.onnx;
     let mut external_bytes = 0;
-    for ext in crate::build::plan::external_data(job.root, onnx_rel)? {
+    for ext in crate::ctx_build::plan::external_data(job.root, onnx_rel)? {
         external_bytes += std::fs::metadata(job.root.join(&ext))
             .with_context(|| format!("external data {} of {}", ext.display(), onnx_rel.display()))?
             .len();
@@ -214,7 +214,7 @@ pub fn context_configs(
     vec![
         (
             htp.clone(),
-            crate::target::HtpTarget::from_recipe(soc, &comp.file.context).sdk_config(),
+            crate::htp_target::HtpTarget::from_recipe(soc, &comp.file.context).sdk_config(),
         ),
         (ext, backend_extensions_config(sdk, &htp)),
     ]

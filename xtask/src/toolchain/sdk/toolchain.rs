@@ -11,10 +11,10 @@ use super::{
     HOST, NativeIo, SKIP_SIMPLIFICATION_ABOVE_BYTES, Sdk, context_generator_args, converter_args,
     net_run_args,
 };
-use crate::build::plan::{Artifacts, StepKind};
+use crate::ctx_build::plan::{Artifacts, StepKind};
+use crate::htp_target::soc::Soc;
 use crate::parity::component::{ComponentResult, GoldenIo, judge_outputs};
 use crate::recipe::Component;
-use crate::target::soc::Soc;
 use crate::toolchain::{Rendered, STAGING, Staged, StepJob, Toolchain};
 
 /// The SDK root as rendered (and as the dry run shows it when no SDK is installed).

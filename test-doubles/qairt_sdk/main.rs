@@ -1,0 +1,211 @@
+//! TEST DOUBLE of the QAIRT SDK's tools (`qairt-converter`, `qnn-net-run`,
+//! `qnn-context-binary-generator`, `qnn-context-binary-utility`, `qnn-profile-viewer`), used
+//! only by the tests through the scripts in `test-doubles/qairt-sdk-root/bin/`. The
+//! real SDK cannot be installed here; this binary stands in for it and computes real numbers
+//! with the embedded QNN 2.47 runtime (ONNX Runtime's QNN EP, CPU and emulated HTP backends).
+//!
+//! Real behaviours it reproduces, and where they come from (see
+//! the team notes `real-tool-formats.md`; [C] = the tool's docs or source, [O] = observed):
+//! - Strict command lines: an unknown flag is an error (exit 2), a missing required one exits 1.
+//! - `qairt-converter --float_bitwidth 16` stores fp16 weights: every float32 initializer of
+//!   the graph the DLC carries is rounded to fp16 (and back, so the CPU backend runs it);
+//!   `--preserve_io_datatype` keeps int64/fp16/bool I/O in their types; without it int64 I/O
+//!   becomes int32 [?: the double's assumption] (Qualcomm SDK docs, doc 80-63442-2 [C]).
+//!   `--onnx_skip_simplification` is accepted (quic/efficient-transformers passes it [O]).
+//! - `qnn-net-run` (Qualcomm docs and sample apps [C]): the input list has one line per
+//!   inference of space-separated `name:=path`; outputs go to
+//!   `<output_dir>/Result_<i>/<raw tensor name>.raw`, a `/` in a name making subfolders.
+//!   Files are float32 unless native I/O is asked for: an input whose DLC type is not float32
+//!   (with `--preserve_io_datatype`) must come as a native file with `--use_native_input_files`
+//!   or `--native_input_tensor_names`, or the run fails; every file's byte count must match its
+//!   tensor. Outputs are native with `--use_native_output_files` or
+//!   `--output_data_type native_only`. `--profiling_level basic|detailed` writes
+//!   `<output_dir>/qnn-profiling-data_0.log`.
+//! - `qnn-profile-viewer --output x.csv` [O, 2.47 usage; header as ORT's QNN EP writes it]:
+//!   preamble lines, the header `Msg Timestamp,Message,Time,Unit of Measurement,Timing
+//!   Source,Event Level,Event Identifier`, one row per event with a timestamp first; per
+//!   inference one EXECUTE row with `NETRUN` and one with `BACKEND` timing source (US), plus
+//!   CYCLES/COUNT rows, and LOAD/INIT/DEINIT rows around them.
+//! - `qnn-context-binary-utility --json_file` writes the legacy layout `info.buildId`,
+//!   `info.graphs[].info.{graphName, graphInputs[], graphOutputs[]}` with
+//!   `.info.{name, dataType (string), dimensions}` (ORT's `gen_qnn_ctx_onnx_model.py` [C]).
+//!
+//! What it cannot reproduce, and how it stands in (documented design):
+//! - It is not Qualcomm's converter nor its HTP compiler. Its DLC is a zip holding the real QNN
+//!   IR `model` the embedded runtime dumps, plus `xtask-test-double/graph.onnx` (the graph as
+//!   converted: external data inlined, fp16-rounded weights with `--float_bitwidth 16`) and
+//!   `xtask-test-double/converter.json` (the flags and the DLC's I/O types). `qnn-net-run
+//!   --dlc_path` and the context generator work on that carried graph, never on the source
+//!   ONNX: a wrong or swapped DLC gives wrong numbers.
+//! - Its context binary is exactly the real QNN context bytes the embedded runtime compiles
+//!   from the DLC's graph (so ONNX Runtime loads it through the tool's EPContext wrapper; a
+//!   trailer after the QNN bytes was tried and QNN 2.47 refuses it: "Failed to get context
+//!   binary info"). Parsing those bytes as the real utility does (libQnnSystem's
+//!   `QnnSystemContext_getBinaryInfo`) is not reproduced. Instead the generator records what
+//!   the utility reports (graph name, build id, the DLC's I/O types) under the sha256 of the
+//!   exact bytes it wrote, in the project's `target/qairt-sdk-test-double/contexts/`
+//!   (content-addressed: nothing is found by file name). The utility and `qnn-net-run
+//!   --retrieve_context` hash the binary they are given: a binary this double did not write,
+//!   or one changed by a single byte since, has no record and is an error (exit 1). They also
+//!   check that the graph name and every I/O tensor name of the record occur in the binary's
+//!   own bytes (QNN stores them there), so a record cannot describe another binary.
+//! - The profiling log is the double's own text format (the real one is binary); only the CSV
+//!   the viewer writes follows the real layout. The preamble lines' wording is illustrative.
+//!   NETRUN = the whole inference as the tool sees it (input files read, run, outputs
+//!   written); BACKEND = the session run alone; the CYCLES value is not a real cycle count.
+//! - `--output_data_type float_and_native` and `--unified_qairt_format` are not reproduced
+//!   (refused), since their file naming / layout are not verified.
+//! - `QAIRT_DOUBLE_FAIL=<tool>:exit1|hang|no-output` makes one tool misbehave;
+//!   `qnn-context-binary-generator:corrupt` flips one byte of the QNN bytes it writes.
+
+mod context;
+mod converter;
+mod dtypes;
+mod net_run;
+mod onnx_edit;
+mod profile;
+
+use context::*;
+use converter::*;
+use dtypes::*;
+use net_run::*;
+use onnx_edit::*;
+use profile::*;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use xtask::htp_target::HtpTarget;
+use xtask::onnx::rewrite::put_bytes;
+use xtask::runtime::bootstrap::ensure_runtime;
+use xtask::runtime::{Backend, Runtime};
+use xtask::tensor::{DType, Tensor};
+
+/// The converted graph the DLC carries (what net-run and the context generator work on).
+pub(crate) const GRAPH_MEMBER: &str = "xtask-test-double/graph.onnx";
+/// The converter's flags and the DLC's I/O (names, QNN data types, dims).
+pub(crate) const FLAGS_MEMBER: &str = "xtask-test-double/converter.json";
+/// Where the generator records what the utility reports, by sha256 of the binary's bytes.
+pub(crate) const CONTEXTS: &str = "target/qairt-sdk-test-double/contexts";
+
+/// `qairt-sdk-test-double <tool> <args…>`, run from the project root (the scripts in
+/// `test-doubles/qairt-sdk-root/bin/` call it under each tool's name).
+fn main() -> std::process::ExitCode {
+    let mut argv = std::env::args().skip(1);
+    let tool = argv.next().unwrap_or_default();
+    let args: Vec<String> = argv.collect();
+    match run(&tool, &args) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{tool}: ERROR: {e:#}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
+fn run(tool: &str, raw_args: &[String]) -> Result<()> {
+    let (valued, flags): (&[&str], &[&str]) = match tool {
+        "qairt-converter" => (
+            &[
+                "--input_network",
+                "--output_path",
+                "--float_bitwidth",
+                "--float_bias_bitwidth",
+            ],
+            &["--preserve_io_datatype", "--onnx_skip_simplification"],
+        ),
+        "qnn-net-run" => (
+            &[
+                "--backend",
+                "--model",
+                "--dlc_path",
+                "--retrieve_context",
+                "--input_list",
+                "--output_dir",
+                "--profiling_level",
+                "--native_input_tensor_names",
+                "--output_data_type",
+            ],
+            &["--use_native_input_files", "--use_native_output_files"],
+        ),
+        "qnn-context-binary-generator" => (
+            &[
+                "--backend",
+                "--model",
+                "--dlc_path",
+                "--binary_file",
+                "--output_dir",
+                "--config_file",
+            ],
+            &[],
+        ),
+        "qnn-context-binary-utility" => (&["--context_binary", "--json_file"], &[]),
+        "qnn-profile-viewer" => (&["--input_log", "--output"], &[]),
+        other => bail!("{other}: not a tool this test double stands in for"),
+    };
+    let args = parse_strict(tool, raw_args, valued, flags)?;
+    let fail = std::env::var("QAIRT_DOUBLE_FAIL").unwrap_or_default();
+    let mode = fail.strip_prefix(&format!("{tool}:")).unwrap_or("");
+    match mode {
+        "exit1" => {
+            eprintln!("{tool}: ERROR: simulated failure (test double)");
+            std::process::exit(1);
+        }
+        "hang" => loop {
+            std::thread::sleep(std::time::Duration::from_secs(60));
+        },
+        "no-output" => return Ok(()),
+        _ => {}
+    }
+    match tool {
+        "qnn-context-binary-utility" => return utility(&args),
+        "qnn-profile-viewer" => return profile_viewer(&args),
+        _ => {}
+    }
+    // The embedded runtime of the project the tools are run from (its `target/qnn-runtime/`).
+    let root = std::env::current_dir()?;
+    let rt = Runtime::load(ensure_runtime(&root)?)?;
+    match tool {
+        "qairt-converter" => convert(&rt, &args),
+        "qnn-net-run" => net_run(&rt, &args),
+        _ => generate(&rt, &args, mode == "corrupt"),
+    }
+}
+
+/// A required flag's value, as the real tools require it.
+pub(crate) fn need<'a>(a: &'a BTreeMap<String, String>, flag: &str) -> Result<&'a str> {
+    a.get(flag)
+        .map(String::as_str)
+        .with_context(|| format!("missing required argument {flag}"))
+}
+
+fn parse_strict(
+    tool: &str,
+    argv: &[String],
+    valued: &[&str],
+    flags: &[&str],
+) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    let mut it = argv.iter();
+    while let Some(a) = it.next() {
+        if valued.contains(&a.as_str()) {
+            let v = it
+                .next()
+                .with_context(|| format!("{tool}: {a} needs a value"))?;
+            out.insert(a.clone(), v.clone());
+        } else if flags.contains(&a.as_str()) {
+            out.insert(a.clone(), String::new());
+        } else {
+            eprintln!("{tool}: ERROR: unrecognized argument {a}");
+            std::process::exit(2);
+        }
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data types

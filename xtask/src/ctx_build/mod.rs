@@ -1,0 +1,207 @@
+//! Building a component's artifacts: plan (pure), fingerprints, the steps, their execution,
+//! and the freshness checks that parity, package and verify share. `build` is what
+//! `cargo xtask build-ctx` runs: plan every component, then print the plan (dry run), judge it
+//! (`--require-fresh`) or execute its dirty steps.
+
+pub mod compile_watch;
+pub mod execute;
+pub mod fingerprint;
+pub mod fresh;
+pub mod plan;
+pub mod print;
+pub mod progress;
+pub mod report;
+pub mod rss;
+pub mod schedule;
+pub mod steps;
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use anyhow::{Result, bail};
+
+use crate::hashing::HashMemo;
+use crate::htp_target::soc::Soc;
+use crate::recipe::{Component, Model};
+use crate::runtime::Runtime;
+use crate::runtime::bootstrap::ensure_runtime;
+use crate::toolchain::Toolchain;
+use crate::toolchain::embedded::Embedded;
+use crate::toolchain::sdk::Sdk;
+use crate::vocab::{Outcome, ToolchainKind};
+use plan::{ComponentPlan, Versions, plan_component};
+
+/// What to build and how (the flags of `build-ctx`).
+pub struct BuildRequest<'a> {
+    pub model: &'a Model,
+    pub soc: Soc,
+    pub comps: Vec<&'a Component>,
+    pub jobs: usize,
+    /// `--max-memory` in MB; None: `MemAvailable` when the build starts.
+    pub max_memory_mb: Option<f64>,
+    pub force: bool,
+    pub dry_run: bool,
+    /// With `dry_run`: print the plan as JSON instead of text.
+    pub json: bool,
+    pub require_fresh: bool,
+    pub toolchain: ToolchainKind,
+    pub allow_sdk_version: bool,
+    pub verbose: bool,
+}
+
+impl BuildRequest<'_> {
+    /// Refuses what no build can do, before anything is looked at on disk.
+    pub fn validate(&self) -> Result<()> {
+        if self.jobs == 0 {
+            bail!("--jobs must be at least 1");
+        }
+        execute::refuse_weight_sharing_groups(&self.comps)
+    }
+}
+
+/// Plans the request, then prints it (dry run), judges it (`--require-fresh`) or executes it.
+pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
+    req.validate()?;
+    let memo_path = crate::hashing::HashMemo::path_in(root);
+    // --require-fresh is a release-grade check: every file is re-hashed in full (an artifact
+    // edited in place with its size and mtime restored fools the memo's shortcut).
+    let mut memo = if req.require_fresh {
+        HashMemo::full()
+    } else {
+        HashMemo::load(&memo_path)
+    };
+    if req.dry_run || req.require_fresh {
+        let rt = if req.require_fresh {
+            Some(Runtime::load(ensure_runtime(root)?)?)
+        } else {
+            None
+        };
+        let mut versions = match &rt {
+            Some(rt) => fresh::runtime_versions(rt)?,
+            None => versions_for_dry_run(root),
+        };
+        let toolchain = planning_toolchain(req);
+        versions.toolchain = toolchain.label();
+        let plans = plan_all(root, req, &versions, &mut memo)?;
+        if req.json {
+            let doc = print::plan_json(req.model, &req.soc, &versions, toolchain.label(), &plans);
+            crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
+        } else {
+            print::print_plan(req.model, &plans, &versions, &req.soc, req.verbose);
+            print::print_commands(&toolchain.describe(), req.model, &plans);
+        }
+        memo.save(&memo_path)?;
+        let dirty = plans
+            .iter()
+            .flat_map(|p| &p.steps)
+            .filter(|s| !s.is_fresh())
+            .count();
+        if req.require_fresh && dirty > 0 {
+            crate::outln!("--require-fresh: {dirty} step(s) are not fresh");
+            return Ok(Outcome::GateFailed);
+        }
+        return Ok(Outcome::Success);
+    }
+    let name = &req.model.file.model.name;
+    let ctx_dir = crate::project::ctx_dir(root, name);
+    let _lock = execute::lock_build_dir(&ctx_dir)?;
+    execute::remove_stale_staging(&ctx_dir)?;
+    let rt = Runtime::load(ensure_runtime(root)?)?;
+    let mut versions = fresh::runtime_versions(&rt)?;
+    let sdk;
+    let embedded = Embedded { rt: Some(&rt) };
+    let toolchain: &dyn Toolchain = match req.toolchain {
+        ToolchainKind::Embedded => &embedded,
+        ToolchainKind::Sdk => {
+            let found = Sdk::detect()?;
+            found.check_version(&req.model.file.target.qairt, req.allow_sdk_version)?;
+            sdk = found;
+            &sdk
+        }
+    };
+    versions.toolchain = toolchain.label();
+    let plans = plan_all(root, req, &versions, &mut memo)?;
+    let memo = Mutex::new(memo);
+    let progress = progress::Progress::new();
+    let budget = schedule::MemoryBudget::new(memory_limit_mb(req.max_memory_mb)?);
+    let env = execute::BuildEnv {
+        root,
+        model: req.model,
+        soc: req.soc,
+        toolchain,
+        rt: &rt,
+        memo: &memo,
+        progress: &progress,
+        budget: &budget,
+    };
+    let results =
+        execute::execute_plans(&env, &req.comps, &plans, req.force, req.jobs, req.verbose);
+    progress.clear();
+    memo.into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .save(&memo_path)?;
+    let report = report::BuildReport::new(name, &req.soc, &rt, &versions, results);
+    let dir = crate::project::reports_dir(root, name);
+    report::write_build_report(&dir, &report)?;
+    report.print_summary(&crate::project::rel(root, &dir));
+    Ok(if report.pass {
+        Outcome::Success
+    } else {
+        Outcome::GateFailed
+    })
+}
+
+/// The memory budget: `--max-memory`, else what the kernel says is available now.
+fn memory_limit_mb(asked: Option<f64>) -> Result<f64> {
+    match asked.or_else(schedule::available_mb) {
+        Some(mb) => Ok(mb),
+        None => bail!(
+            "cannot read MemAvailable from /proc/meminfo to size the memory budget: give --max-memory"
+        ),
+    }
+}
+
+/// The toolchain a plan that runs nothing describes: the installed SDK, else one at the
+/// `$QAIRT_SDK_ROOT` placeholder of the recipe's version; or the embedded runtime, unloaded.
+fn planning_toolchain(req: &BuildRequest<'_>) -> Box<dyn Toolchain> {
+    match req.toolchain {
+        ToolchainKind::Embedded => Box::new(Embedded { rt: None }),
+        ToolchainKind::Sdk => Box::new(
+            Sdk::detect().unwrap_or_else(|_| Sdk::placeholder(&req.model.file.target.qairt)),
+        ),
+    }
+}
+
+fn plan_all(
+    root: &Path,
+    req: &BuildRequest<'_>,
+    versions: &Versions,
+    memo: &mut HashMemo,
+) -> Result<Vec<ComponentPlan>> {
+    req.comps
+        .iter()
+        .map(|c| plan_component(root, req.model, c, &req.soc, versions, memo))
+        .collect()
+}
+
+/// A dry run never downloads: it uses the runtime if it is already here, else the pins.
+fn versions_for_dry_run(root: &Path) -> Versions {
+    let here = crate::runtime::bootstrap::runtime_if_present(root);
+    if let Some(v) = here
+        .and_then(|libs| Runtime::load(libs).ok())
+        .and_then(|rt| fresh::runtime_versions(&rt).ok())
+    {
+        return v;
+    }
+    Versions {
+        onnxruntime: format!(
+            "{} (pinned; runtime not fetched yet)",
+            crate::runtime::bootstrap::PINNED_ORT_VERSION
+        ),
+        qnn: format!(
+            "{} (pinned; runtime not fetched yet)",
+            crate::runtime::bootstrap::PINNED_QNN_VERSION
+        ),
+        toolchain: "embedded".into(),
+    }
+}

@@ -1,0 +1,139 @@
+//! Tests of the plan: which recipe edit dirties which step, and that what a toolchain
+//! renders (not the recipe) is what the context key hashes.
+use super::*;
+use crate::ctx_build::fingerprint::DirtyReason;
+use crate::toolchain::{Rendered, Toolchain};
+
+fn tiny() -> Model {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    crate::recipe::load_model(root, "tiny").unwrap()
+}
+
+fn versions(toolchain: &str) -> Versions {
+    Versions {
+        onnxruntime: "1.23".into(),
+        qnn: "2.47".into(),
+        toolchain: toolchain.into(),
+    }
+}
+
+fn hashes() -> InputHashes {
+    InputHashes {
+        onnx: Some(BTreeMap::from([("onnx".to_string(), "aa".to_string())])),
+        golden: Some("bb".into()),
+    }
+}
+
+fn rendered(tc: &dyn Toolchain, model: &Model, comp: &Component, soc: &Soc) -> [Rendered; 3] {
+    let art = artifacts(&model.file.model.name, comp.name(), soc);
+    StepKind::ALL.map(|k| tc.render(k, comp, soc, &art))
+}
+
+/// Which of the three steps' keys differ between two recipes of a component.
+fn changed(edit: impl Fn(&mut Component), toolchain: &str) -> [bool; 3] {
+    let model = tiny();
+    let soc = crate::htp_target::soc::parse_soc("77").unwrap();
+    let before = model.components[0].clone();
+    let mut after = before.clone();
+    edit(&mut after);
+    let tc = crate::toolchain::for_plan(toolchain);
+    let v = versions(toolchain);
+    let keys = |c: &Component| {
+        step_keys(
+            &model,
+            c,
+            &soc,
+            &v,
+            &rendered(tc.as_ref(), &model, c, &soc),
+            &hashes(),
+        )
+    };
+    let (a, b) = (keys(&before), keys(&after));
+    [0, 1, 2].map(|i| a[i].as_ref().unwrap().key != b[i].as_ref().unwrap().key)
+}
+
+#[test]
+fn a_parity_edit_dirties_cpu_parity_and_context_but_not_convert() {
+    for tc in ["embedded", "qairt-sdk 2.47.0"] {
+        let edit = |c: &mut Component| c.file.parity.min_cosine = 0.5;
+        assert_eq!(changed(edit, tc), [false, true, true], "{tc}");
+    }
+}
+
+#[test]
+fn a_context_edit_dirties_only_the_context_step() {
+    for tc in ["embedded", "qairt-sdk 2.47.0"] {
+        let edit = |c: &mut Component| c.file.context.optimization_level = 2;
+        assert_eq!(changed(edit, tc), [false, false, true], "{tc}");
+        let edit = |c: &mut Component| c.file.context.vtcm_mb = 4;
+        assert_eq!(changed(edit, tc), [false, false, true], "{tc}");
+    }
+}
+
+#[test]
+fn a_convert_edit_dirties_every_step() {
+    let edit = |c: &mut Component| c.file.convert.float_bitwidth = 16;
+    assert_eq!(changed(edit, "qairt-sdk 2.47.0"), [true, true, true]);
+}
+
+/// The seam of "fingerprints hash what was rendered": the same recipe with another
+/// rendering of the HTP EP options (or of the SDK's config file) dirties the context step,
+/// and the reason names the rendered part.
+#[test]
+fn a_change_in_what_is_rendered_dirties_the_context_step() {
+    let model = tiny();
+    let comp = &model.components[0];
+    let soc = crate::htp_target::soc::parse_soc("77").unwrap();
+    for (tc, part) in [
+        ("embedded", "rendered HTP EP options"),
+        ("qairt-sdk 2.47.0", "rendered HTP config file"),
+    ] {
+        let tool = crate::toolchain::for_plan(tc);
+        let v = versions(tc);
+        let r = rendered(tool.as_ref(), &model, comp, &soc);
+        let mut other = r.clone();
+        other[2]
+            .parts
+            .entry(part.to_string())
+            .and_modify(|p| p.push_str("extra_option=1\n"));
+        let old = step_keys(&model, comp, &soc, &v, &r, &hashes());
+        let new = step_keys(&model, comp, &soc, &v, &other, &hashes());
+        assert_eq!(old[0], new[0]);
+        assert_eq!(old[1], new[1]);
+        let record = crate::ctx_build::fingerprint::StepRecord {
+            key: old[2].clone().unwrap(),
+            outputs: BTreeMap::new(),
+            finished_unix: 0,
+            seconds: 0.0,
+            detail: serde_json::Value::Null,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let state = freshness(
+            dir.path(),
+            Some(&record),
+            new[2].as_ref().unwrap(),
+            &mut HashMemo::default(),
+        );
+        assert_eq!(
+            state,
+            Freshness::dirty(DirtyReason::PartChanged { part: part.into() }),
+            "{tc}"
+        );
+    }
+}
+
+#[test]
+fn renderings_use_placeholders_not_machine_paths() {
+    let model = tiny();
+    let comp = &model.components[0];
+    let soc = crate::htp_target::soc::parse_soc("77").unwrap();
+    for tc in ["embedded", "qairt-sdk 2.47.0"] {
+        let tool = crate::toolchain::for_plan(tc);
+        for r in rendered(tool.as_ref(), &model, comp, &soc) {
+            for text in r.parts.values().chain(&r.commands) {
+                assert!(!text.contains(env!("CARGO_MANIFEST_DIR")), "{text}");
+                assert!(!text.contains("/tmp"), "{text}");
+            }
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! How a plan is shown: the dry run's text (steps, inputs, outputs, fresh or why dirty), the
+//! commands and config files a toolchain will run, and the same plan as JSON for machines
+//! (`build-ctx --dry-run --json`).
+
+use serde::Serialize;
+
+use crate::ctx_build::fingerprint::{DirtyReason, Freshness};
+use crate::ctx_build::plan::{ComponentPlan, PlannedStep, StepKind, Versions};
+use crate::htp_target::soc::Soc;
+use crate::recipe::Model;
+
+pub fn print_plan(
+    model: &Model,
+    plans: &[ComponentPlan],
+    versions: &Versions,
+    soc: &Soc,
+    verbose: bool,
+) {
+    crate::outln!(
+        "plan: soc {} ({}, v{}), onnxruntime {}, QNN {}",
+        soc.id,
+        soc.chips.join("/"),
+        soc.htp_arch,
+        versions.onnxruntime,
+        versions.qnn
+    );
+    let mut all_missing = Vec::new();
+    for plan in plans {
+        crate::outln!("{}", plan.component);
+        for step in &plan.steps {
+            let state = match &step.freshness {
+                Freshness::Fresh => "fresh".to_string(),
+                Freshness::Dirty(reasons) => format!("dirty: {}", reasons.join("; ")),
+            };
+            crate::outln!("  {:<15} {state}", step.kind.label());
+            crate::outln!("      inputs:  {}", step.inputs.join(", "));
+            if !step.outputs.is_empty() {
+                crate::outln!("      outputs: {}", step.outputs.join(", "));
+            }
+            if verbose && let Some(key) = &step.key {
+                crate::outln!("      key:     {}", key.key);
+            }
+        }
+        for m in &plan.missing {
+            crate::outln!("  MISSING {m}");
+            all_missing.push(m.clone());
+        }
+    }
+    if all_missing.is_empty() {
+        crate::outln!("dry run: nothing was run");
+    } else {
+        crate::outln!(
+            "dry run: nothing was run; {} input file(s) are missing (listed above)",
+            all_missing.len()
+        );
+        let hint = model
+            .file
+            .model
+            .obtain
+            .as_deref()
+            .unwrap_or("see the model's recipes");
+        crate::outln!("how to obtain them: {hint}");
+    }
+}
+
+/// The exact commands and config files each step runs, when its toolchain runs commands
+/// (`toolchain` says whose: e.g. `QAIRT SDK 2.47.0 at $QAIRT_SDK_ROOT`).
+pub fn print_commands(toolchain: &str, model: &Model, plans: &[ComponentPlan]) {
+    let runs_commands = plans
+        .iter()
+        .flat_map(|p| &p.steps)
+        .any(|s| !s.rendered.commands.is_empty());
+    if !runs_commands {
+        return;
+    }
+    crate::outln!(
+        "{toolchain}: commands (run from the project root; STAGING = ctx/{}/.staging-<id>)",
+        model.file.model.name
+    );
+    for plan in plans {
+        crate::outln!("{}", plan.component);
+        for step in &plan.steps {
+            let label = match step.kind {
+                StepKind::Convert => "convert:",
+                StepKind::CpuParity => "cpu parity:",
+                StepKind::Context => "context:",
+            };
+            for (i, line) in step.rendered.commands.iter().enumerate() {
+                let label = if i == 0 { label } else { "" };
+                crate::outln!("  {label:<13}{line}");
+            }
+            for (path, json) in &step.rendered.files {
+                crate::outln!("  {path}: {json}");
+            }
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct PlanJson<'a> {
+    pub model: &'a str,
+    pub soc: &'a Soc,
+    pub versions: &'a Versions,
+    pub toolchain: String,
+    pub dirty_steps: usize,
+    pub components: Vec<ComponentJson<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct ComponentJson<'a> {
+    pub component: &'a str,
+    pub missing: &'a [String],
+    pub steps: Vec<StepJson<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct StepJson<'a> {
+    pub kind: StepKind,
+    pub label: &'static str,
+    pub record_name: &'a str,
+    pub fresh: bool,
+    /// Structured reasons (`{"reason": "part_changed", "part": "..."}`); empty when fresh.
+    pub reasons: &'a [DirtyReason],
+    pub inputs: &'a [String],
+    pub outputs: &'a [String],
+    /// None when an input file is missing.
+    pub key: Option<&'a str>,
+    pub key_parts: Option<&'a std::collections::BTreeMap<String, String>>,
+    pub commands: &'a [String],
+    pub files: &'a [(String, serde_json::Value)],
+}
+
+fn step_json(step: &PlannedStep) -> StepJson<'_> {
+    let reasons: &[DirtyReason] = match &step.freshness {
+        Freshness::Fresh => &[],
+        Freshness::Dirty(r) => &r.0,
+    };
+    StepJson {
+        kind: step.kind,
+        label: step.kind.label(),
+        record_name: &step.record_name,
+        fresh: step.is_fresh(),
+        reasons,
+        inputs: &step.inputs,
+        outputs: &step.outputs,
+        key: step.key.as_ref().map(|k| k.key.as_str()),
+        key_parts: step.key.as_ref().map(|k| &k.parts),
+        commands: &step.rendered.commands,
+        files: &step.rendered.files,
+    }
+}
+
+/// The plan as one JSON document.
+pub fn plan_json<'a>(
+    model: &'a Model,
+    soc: &'a Soc,
+    versions: &'a Versions,
+    toolchain: String,
+    plans: &'a [ComponentPlan],
+) -> PlanJson<'a> {
+    PlanJson {
+        model: &model.file.model.name,
+        soc,
+        versions,
+        toolchain,
+        dirty_steps: plans
+            .iter()
+            .flat_map(|p| &p.steps)
+            .filter(|s| !s.is_fresh())
+            .count(),
+        components: plans
+            .iter()
+            .map(|p| ComponentJson {
+                component: &p.component,
+                missing: &p.missing,
+                steps: p.steps.iter().map(step_json).collect(),
+            })
+            .collect(),
+    }
+}

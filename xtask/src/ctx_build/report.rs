@@ -1,0 +1,296 @@
+//! `reports/<model>/build-soc<N>.json` and `.md`: per component and step, status, duration,
+//! output sizes and sha256, graph name, QNN version, every output's cosine, gate result.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::ctx_build::fingerprint::StepRecord;
+use crate::ctx_build::plan::{PlannedStep, Versions};
+use crate::htp_target::soc::Soc;
+use crate::runtime::Runtime;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OutputFile {
+    pub path: String,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepStatus {
+    Ran,
+    Fresh,
+    Failed,
+    Skipped,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StepOutcome {
+    pub step: String,
+    pub status: StepStatus,
+    /// Why the step ran (dirty reasons) or why it failed / was skipped.
+    pub reasons: Vec<String>,
+    pub seconds: f64,
+    pub outputs: Vec<OutputFile>,
+    pub detail: serde_json::Value,
+    pub error: Option<String>,
+}
+
+impl StepOutcome {
+    pub fn fresh(step: &PlannedStep, record: Option<&StepRecord>, root: &Path) -> Self {
+        let outputs = record
+            .map(|r| {
+                r.outputs
+                    .iter()
+                    .map(|(path, sha)| OutputFile {
+                        path: path.clone(),
+                        bytes: std::fs::metadata(root.join(path)).map_or(0, |m| m.len()),
+                        sha256: sha.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        StepOutcome {
+            step: step.kind.label().into(),
+            status: StepStatus::Fresh,
+            reasons: vec![],
+            seconds: 0.0,
+            outputs,
+            detail: record.map(|r| r.detail.clone()).unwrap_or_default(),
+            error: None,
+        }
+    }
+
+    pub fn ran(
+        step: &PlannedStep,
+        reasons: Vec<String>,
+        seconds: f64,
+        outputs: Vec<OutputFile>,
+        detail: serde_json::Value,
+    ) -> Self {
+        StepOutcome {
+            step: step.kind.label().into(),
+            status: StepStatus::Ran,
+            reasons,
+            seconds,
+            outputs,
+            detail,
+            error: None,
+        }
+    }
+
+    pub fn failed(step: &PlannedStep, reasons: Vec<String>, seconds: f64, error: String) -> Self {
+        StepOutcome {
+            step: step.kind.label().into(),
+            status: StepStatus::Failed,
+            reasons,
+            seconds,
+            outputs: vec![],
+            detail: serde_json::Value::Null,
+            error: Some(error),
+        }
+    }
+
+    pub fn skipped(step: &PlannedStep, why: String) -> Self {
+        StepOutcome {
+            step: step.kind.label().into(),
+            status: StepStatus::Skipped,
+            reasons: vec![why],
+            seconds: 0.0,
+            outputs: vec![],
+            detail: serde_json::Value::Null,
+            error: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ComponentBuild {
+    pub component: String,
+    pub pass: bool,
+    pub steps: Vec<StepOutcome>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BuildReport {
+    pub model: String,
+    pub soc: Soc,
+    pub created_unix: u64,
+    pub onnxruntime: String,
+    pub qnn: String,
+    pub runtime_source: String,
+    pub components: Vec<ComponentBuild>,
+    pub pass: bool,
+}
+
+impl BuildReport {
+    pub fn new(
+        model: &str,
+        soc: &Soc,
+        rt: &Runtime,
+        versions: &Versions,
+        components: Vec<ComponentBuild>,
+    ) -> Self {
+        BuildReport {
+            model: model.into(),
+            soc: *soc,
+            created_unix: crate::report::now_unix(),
+            onnxruntime: versions.onnxruntime.clone(),
+            qnn: versions.qnn.clone(),
+            runtime_source: rt.libs.source.into(),
+            pass: components.iter().all(|c| c.pass),
+            components,
+        }
+    }
+
+    pub fn print_summary(&self, report_dir: &str) {
+        let count = |s: StepStatus| {
+            self.components
+                .iter()
+                .flat_map(|c| &c.steps)
+                .filter(|x| x.status == s)
+                .count()
+        };
+        crate::outln!(
+            "build-ctx {} soc {}: {} step(s) ran, {} fresh, {} failed, {} skipped; report {report_dir}/build-soc{}.md",
+            self.model,
+            self.soc.id,
+            count(StepStatus::Ran),
+            count(StepStatus::Fresh),
+            count(StepStatus::Failed),
+            count(StepStatus::Skipped),
+            self.soc.id
+        );
+        for c in self.components.iter().filter(|c| !c.pass) {
+            for s in c.steps.iter().filter(|s| s.status == StepStatus::Failed) {
+                crate::outln!(
+                    "FAILED {} at {}: {}",
+                    c.component,
+                    s.step,
+                    s.error.as_deref().unwrap_or("?")
+                );
+            }
+        }
+    }
+}
+
+pub fn write_build_report(dir: &Path, report: &BuildReport) -> Result<()> {
+    let stem = format!("build-soc{}", report.soc.id);
+    crate::report::write_json_and_markdown(dir, &stem, report, &build_markdown(report))
+}
+
+fn build_markdown(r: &BuildReport) -> String {
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "# build-ctx `{}` for soc {} ({}, Hexagon v{})\n",
+        r.model,
+        r.soc.id,
+        r.soc.chips.join(" / "),
+        r.soc.htp_arch
+    );
+    let _ = writeln!(
+        md,
+        "ONNX Runtime {} · QNN {} · runtime: {}\n",
+        r.onnxruntime, r.qnn, r.runtime_source
+    );
+    let _ = writeln!(
+        md,
+        "| component | step | status | seconds | outputs | detail |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    for c in &r.components {
+        for s in &c.steps {
+            let outputs: Vec<String> = s
+                .outputs
+                .iter()
+                .map(|o| {
+                    format!(
+                        "`{}` {} B sha256 `{}`",
+                        o.path,
+                        o.bytes,
+                        &o.sha256[..16.min(o.sha256.len())]
+                    )
+                })
+                .collect();
+            let detail = step_detail(s);
+            let _ = writeln!(
+                md,
+                "| `{}` | {} | {:?} | {:.2} | {} | {} |",
+                c.component,
+                s.step,
+                s.status,
+                s.seconds,
+                outputs.join("<br>"),
+                detail.replace('|', "\\|").replace('\n', " ")
+            );
+        }
+    }
+    rewrites_markdown(r, &mut md);
+    md
+}
+
+/// The graph rewrites each component's convert step applied (from its record), with the
+/// rewritten copy's figures on ORT: QNN built that copy, not the ONNX as committed.
+fn rewrites_markdown(r: &BuildReport, md: &mut String) {
+    let rows: Vec<(String, crate::onnx::decompose::RewriteCheck)> = r
+        .components
+        .iter()
+        .flat_map(|c| c.steps.iter().map(move |s| (c, s)))
+        .filter_map(|(c, s)| {
+            let check = serde_json::from_value(s.detail["facts"]["rewrites"].clone()).ok()?;
+            Some((c.component.clone(), check))
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let table = crate::onnx::decompose::rewrites_table(
+        "component",
+        rows.iter().flat_map(|(comp, check)| check.cells(comp)),
+    );
+    let _ = write!(
+        md,
+        "\n## Graph rewrites\n\nQNN converted a rewritten copy of these ONNX graphs (in `target/rewrite/<model>/<component>/`; the committed ONNX is unchanged; `parity --backend ort` judges it).\n\n{table}"
+    );
+}
+
+fn step_detail(s: &StepOutcome) -> String {
+    if let Some(e) = &s.error {
+        return format!("FAILED: {e}");
+    }
+    let mut parts = Vec::new();
+    if let Some(g) = s.detail.get("graph_name").and_then(|v| v.as_str()) {
+        let asked = &s.detail["graph_name_honoured"];
+        match (asked["honoured"].as_bool(), asked["recipe"].as_str()) {
+            (Some(false), Some(r)) => parts.push(format!(
+                "graph `{g}` (the recipe's `{r}` could not be honoured)"
+            )),
+            _ => parts.push(format!("graph `{g}`")),
+        }
+    } else if let Some(sum) = s.detail.get("summary").and_then(|v| v.as_str()) {
+        parts.push(sum.to_string());
+    } else if !s.reasons.is_empty() {
+        parts.push(s.reasons.join("; "));
+    }
+    if let Some(mb) = s.detail.get("peak_rss_mb").and_then(|v| v.as_f64()) {
+        parts.push(format!("peak RSS {mb:.0} MB"));
+    }
+    if let Some(stages) = s.detail.get("compile_stages").and_then(|v| v.as_array()) {
+        let slowest = stages
+            .iter()
+            .filter_map(|st| Some((st[0].as_str()?, st[1].as_f64()?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((name, secs)) = slowest {
+            parts.push(format!(
+                "{} compiler stages, slowest {name} {secs:.2} s",
+                stages.len()
+            ));
+        }
+    }
+    parts.join(" · ")
+}

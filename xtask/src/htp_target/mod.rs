@@ -1,0 +1,264 @@
+//! The HTP target of a build: the SoC table and the options rendered from a recipe.
+//!
+//! `HtpTarget` is the one place that turns a recipe's `[context]` section and a SoC into what
+//! a backend is told: the QNN EP provider options (embedded toolchain) and the HTP
+//! backend-extension config file (QAIRT SDK toolchain). Both renderings live side by side so
+//! they cannot drift apart; the tests check that they agree on every field.
+
+pub mod soc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::recipe::ContextSection;
+use soc::Soc;
+
+/// The graph options of a context build (a component's `[context]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HtpGraph {
+    pub name: String,
+    pub optimization_level: u8,
+    pub fp16: bool,
+    /// 0 = the backend's default (omitted from both renderings).
+    pub vtcm_mb: u32,
+}
+
+/// The HTP a session or context binary targets: the device, and the graph options when a
+/// graph is compiled (none when an already built context binary is loaded).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HtpTarget {
+    pub soc_model: u32,
+    pub htp_arch: u32,
+    pub graph: Option<HtpGraph>,
+}
+
+impl HtpTarget {
+    /// The target of compiling a component: its `[context]` options on `soc`.
+    pub fn from_recipe(soc: &Soc, ctx: &ContextSection) -> Self {
+        HtpTarget {
+            soc_model: soc.id,
+            htp_arch: soc.htp_arch,
+            graph: Some(HtpGraph {
+                name: ctx.graph_name.clone(),
+                optimization_level: ctx.optimization_level,
+                fp16: ctx.fp16,
+                vtcm_mb: ctx.vtcm_mb,
+            }),
+        }
+    }
+
+    /// The target of `doctor`'s HTP probe: its one-node ReLU graph compiled for SoC 77 (v73)
+    /// with the options every shipped recipe uses (O3, fp16, default VTCM).
+    pub fn probe() -> Self {
+        HtpTarget {
+            soc_model: 77,
+            htp_arch: 73,
+            graph: Some(HtpGraph {
+                name: "probe".into(),
+                optimization_level: 3,
+                fp16: true,
+                vtcm_mb: 0,
+            }),
+        }
+    }
+
+    /// The target of loading built context binaries (EPContext wrappers): their graphs were
+    /// compiled with each component's `[context]` options, which QNN reads from the binary,
+    /// so only the device is named.
+    pub fn for_built_contexts(soc_model: u32, htp_arch: u32) -> Self {
+        HtpTarget {
+            soc_model,
+            htp_arch,
+            graph: None,
+        }
+    }
+
+    /// The QNN EP provider options for the HTP, without the EP prefix and without
+    /// `backend_path` (the runtime adds where its libraries are).
+    pub fn ep_options(&self) -> Vec<(String, String)> {
+        let mut opts = vec![
+            ("soc_model".to_string(), self.soc_model.to_string()),
+            ("htp_arch".to_string(), self.htp_arch.to_string()),
+        ];
+        if let Some(g) = &self.graph {
+            opts.push((
+                "htp_graph_finalization_optimization_mode".into(),
+                g.optimization_level.to_string(),
+            ));
+            opts.push((
+                "enable_htp_fp16_precision".into(),
+                u8::from(g.fp16).to_string(),
+            ));
+            if g.vtcm_mb > 0 {
+                opts.push(("vtcm_mb".into(), g.vtcm_mb.to_string()));
+            }
+        }
+        opts
+    }
+
+    /// The HTP backend-extension config of the QAIRT SDK tools (`graphs`, `devices`).
+    pub fn sdk_config(&self) -> serde_json::Value {
+        let mut config = serde_json::json!({
+            "devices": [{ "soc_model": self.soc_model, "dsp_arch": format!("v{}", self.htp_arch) }],
+        });
+        if let Some(g) = &self.graph {
+            let mut graph = serde_json::json!({
+                "graph_names": [g.name],
+                "O": g.optimization_level,
+                "fp16_relaxed_precision": u8::from(g.fp16),
+            });
+            if g.vtcm_mb > 0 {
+                graph["vtcm_mb"] = g.vtcm_mb.into();
+            }
+            config["graphs"] = serde_json::json!([graph]);
+        }
+        config
+    }
+
+    /// The target an HTP backend-extension config describes (the inverse of `sdk_config`).
+    pub fn from_sdk_config(config: &serde_json::Value) -> anyhow::Result<Self> {
+        use anyhow::Context;
+        let device = &config["devices"][0];
+        let soc_model = device["soc_model"]
+            .as_u64()
+            .context("devices[0].soc_model")?
+            .try_into()
+            .context("devices[0].soc_model is out of range")?;
+        let htp_arch = device["dsp_arch"]
+            .as_str()
+            .and_then(|d| d.trim_start_matches('v').parse().ok())
+            .context("devices[0].dsp_arch")?;
+        let graph = match config["graphs"].get(0) {
+            None => None,
+            Some(g) => Some(HtpGraph {
+                name: g["graph_names"][0]
+                    .as_str()
+                    .context("graphs[0].graph_names")?
+                    .to_string(),
+                optimization_level: g["O"]
+                    .as_u64()
+                    .context("graphs[0].O")?
+                    .try_into()
+                    .context("graphs[0].O is out of range")?,
+                fp16: g["fp16_relaxed_precision"].as_u64() == Some(1),
+                vtcm_mb: g["vtcm_mb"]
+                    .as_u64()
+                    .unwrap_or(0)
+                    .try_into()
+                    .context("graphs[0].vtcm_mb is out of range")?,
+            }),
+        };
+        Ok(HtpTarget {
+            soc_model,
+            htp_arch,
+            graph,
+        })
+    }
+}
+
+/// The SoC of `--soc` (an id or chip name), or the model's own target when absent.
+pub fn target_soc(model: &crate::recipe::Model, soc: Option<&str>) -> anyhow::Result<Soc> {
+    soc::parse_soc(soc.unwrap_or(&model.file.target.soc.to_string()))
+}
+
+/// The backend of a command that runs built artifacts for the whole model (`parity`, `run`):
+/// on the HTP those are context binaries, whose graph options were compiled in by build-ctx
+/// from each component's `[context]`, so the target names only the model's device.
+pub fn backend_for(
+    model: &crate::recipe::Model,
+    kind: crate::vocab::BackendKind,
+) -> crate::runtime::Backend {
+    use crate::runtime::Backend;
+    use crate::vocab::BackendKind;
+    match kind {
+        BackendKind::Ort => Backend::OrtCpu,
+        BackendKind::Cpu => Backend::QnnCpu,
+        BackendKind::Htp => Backend::QnnHtp(HtpTarget::for_built_contexts(
+            model.file.target.soc,
+            model.file.target.htp_arch,
+        )),
+    }
+}
+
+/// The backend of a command that compiles one component's ONNX graph (bisect on the HTP):
+/// the HTP target comes from the component's `[context]` on the model's SoC.
+pub fn backend_for_component(
+    model: &crate::recipe::Model,
+    comp: &crate::recipe::Component,
+    kind: crate::vocab::BackendKind,
+) -> anyhow::Result<crate::runtime::Backend> {
+    Ok(match kind {
+        crate::vocab::BackendKind::Htp => {
+            let soc = target_soc(model, None)?;
+            crate::runtime::Backend::QnnHtp(HtpTarget::from_recipe(&soc, &comp.file.context))
+        }
+        other => backend_for(model, other),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(vtcm_mb: u32, fp16: bool) -> HtpTarget {
+        let soc = soc::parse_soc("77").unwrap();
+        HtpTarget::from_recipe(
+            &soc,
+            &ContextSection {
+                graph_name: "vision".into(),
+                optimization_level: 3,
+                fp16,
+                vtcm_mb,
+                weight_sharing_group: None,
+            },
+        )
+    }
+
+    /// Each EP option and the SDK config field that says the same thing.
+    fn agree(t: &HtpTarget) {
+        let ep: std::collections::BTreeMap<String, String> = t.ep_options().into_iter().collect();
+        let sdk = t.sdk_config();
+        let device = &sdk["devices"][0];
+        assert_eq!(ep["soc_model"], device["soc_model"].to_string());
+        assert_eq!(
+            format!("v{}", ep["htp_arch"]),
+            device["dsp_arch"].as_str().unwrap()
+        );
+        let graph = &sdk["graphs"][0];
+        assert_eq!(
+            ep["htp_graph_finalization_optimization_mode"],
+            graph["O"].to_string()
+        );
+        assert_eq!(
+            ep["enable_htp_fp16_precision"],
+            graph["fp16_relaxed_precision"].to_string()
+        );
+        assert_eq!(
+            ep.get("vtcm_mb").cloned(),
+            graph.get("vtcm_mb").map(|v| v.to_string())
+        );
+        assert_eq!(ep.len(), 4 + usize::from(ep.contains_key("vtcm_mb")));
+        assert_eq!(HtpTarget::from_sdk_config(&sdk).unwrap(), *t);
+    }
+
+    #[test]
+    fn ep_options_and_sdk_config_agree_on_every_field() {
+        for t in [target(0, true), target(8, true), target(0, false)] {
+            agree(&t);
+        }
+    }
+
+    #[test]
+    fn vtcm_zero_means_backend_default_on_both_sides() {
+        let t = target(0, true);
+        assert!(t.ep_options().iter().all(|(k, _)| k != "vtcm_mb"));
+        assert!(t.sdk_config()["graphs"][0].get("vtcm_mb").is_none());
+    }
+
+    #[test]
+    fn a_built_context_target_names_only_the_device() {
+        let t = HtpTarget::for_built_contexts(77, 73);
+        assert_eq!(t.ep_options().len(), 2);
+        assert!(t.sdk_config().get("graphs").is_none());
+        assert_eq!(HtpTarget::from_sdk_config(&t.sdk_config()).unwrap(), t);
+    }
+}

@@ -1,0 +1,295 @@
+//! Shared helpers of the CLI tests: a scratch copy of the project per test (so tests never
+//! touch the checkout's artifacts), the embedded runtime shared through a symlink, and a runner.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Once;
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Fetches the pinned runtime once (first test to get here), through the tool itself.
+fn ensure_runtime() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .args(["--root"])
+            .arg(repo_root())
+            .arg("doctor")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "doctor failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+}
+
+pub struct Scratch {
+    pub dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    /// A copy of recipes/, onnx/tiny and golden/tiny with the shared runtime linked in.
+    pub fn tiny() -> Self {
+        ensure_runtime();
+        let dir = tempfile::tempdir().unwrap();
+        let repo = repo_root();
+        for rel in ["recipes", "onnx/tiny", "golden/tiny"] {
+            copy_tree(&repo.join(rel), &dir.path().join(rel));
+        }
+        std::fs::create_dir_all(dir.path().join("target")).unwrap();
+        std::os::unix::fs::symlink(
+            repo.join("target/qnn-runtime"),
+            dir.path().join("target/qnn-runtime"),
+        )
+        .unwrap();
+        Scratch { dir }
+    }
+
+    /// `tiny()` plus another committed model's `onnx/<name>` and `golden/<name>`.
+    pub fn with_model(name: &str) -> Self {
+        let s = Scratch::tiny();
+        let repo = repo_root();
+        for rel in [format!("onnx/{name}"), format!("golden/{name}")] {
+            copy_tree(&repo.join(&rel), &s.path(&rel));
+        }
+        s
+    }
+
+    /// A copy of the tiny project with no runtime at all, for the offline tier: its commands
+    /// run with `XTASK_OFFLINE=1`, so any attempt to download the runtime fails.
+    pub fn offline() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = repo_root();
+        for rel in ["recipes", "onnx/tiny", "golden/tiny", ".github"] {
+            copy_tree(&repo.join(rel), &dir.path().join(rel));
+        }
+        std::fs::write(dir.path().join("Cargo.toml"), "[workspace]\n").unwrap();
+        Scratch { dir }
+    }
+
+    /// A copy of a fixture project under xtask/tests/fixtures/<name>.
+    pub fn fixture(name: &str) -> Self {
+        let s = Scratch::tiny();
+        copy_tree(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures")
+                .join(name),
+            s.dir.path(),
+        );
+        s
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// The tool on this scratch project, ready for more environment before it runs.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        cmd.arg("--root").arg(self.dir.path()).args(args);
+        if !self.dir.path().join("target/qnn-runtime").exists() {
+            cmd.env("XTASK_OFFLINE", "1");
+        }
+        cmd
+    }
+
+    /// `package --soc 77 --only <only> --out <project>/<out> <extra…>`.
+    pub fn package(&self, out: &str, only: &str, extra: &[&str]) -> Run {
+        let out = self.path(out);
+        let mut args = vec![
+            "package",
+            "--soc",
+            "77",
+            "--only",
+            only,
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        Run::from(self.command(args).output().unwrap())
+    }
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(out: Output) -> Self {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    pub fn all(&self) -> String {
+        format!("--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr)
+    }
+    #[track_caller]
+    pub fn assert_code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, code, "{}", self.all());
+        assert!(!self.stderr.contains("panicked"), "panic: {}", self.all());
+        self
+    }
+    /// Exited with `code` and said `needle` on stderr (the refusal tests' one assertion).
+    #[track_caller]
+    pub fn assert_refused(&self, code: i32, needle: &str) -> &Self {
+        self.assert_code(code);
+        assert!(
+            self.stderr.contains(needle),
+            "{needle:?} not in {}",
+            self.all()
+        );
+        self
+    }
+}
+
+pub fn copy_tree(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let rel = entry.path().strip_prefix(from).unwrap();
+        let dest = to.join(rel);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        }
+    }
+}
+
+pub fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(
+        &std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .unwrap()
+}
+
+/// Every (component, output, cosine) of a parity report.
+pub fn cosines(report: &serde_json::Value) -> Vec<(String, String, f64)> {
+    let mut out = Vec::new();
+    for c in report["components"].as_array().unwrap() {
+        for o in c["outputs"].as_array().unwrap() {
+            out.push((
+                c["component"].as_str().unwrap().to_string(),
+                o["name"].as_str().unwrap().to_string(),
+                o["metrics"]["cosine"].as_f64().unwrap(),
+            ));
+        }
+    }
+    out
+}
+
+/// Rewrites one array of a golden npz through `f` (f32 arrays only).
+pub fn edit_golden(path: &Path, key: &str, f: impl Fn(&mut ndarray::ArrayD<f32>)) {
+    use ndarray_npy::{NpzReader, NpzWriter};
+    let mut reader = NpzReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let names = reader.names().unwrap();
+    let mut arrays = Vec::new();
+    for name in names {
+        let mut a: ndarray::ArrayD<f32> = reader.by_name(&name).unwrap();
+        if name.trim_end_matches(".npy") == key {
+            f(&mut a);
+        }
+        arrays.push((name.trim_end_matches(".npy").to_string(), a));
+    }
+    let mut writer = NpzWriter::new(std::fs::File::create(path).unwrap());
+    for (name, a) in arrays {
+        writer.add_array(name, &a).unwrap();
+    }
+    writer.finish().unwrap();
+}
+
+/// Rewrites an npz without one of its arrays (the other members are copied as they are).
+pub fn drop_npz_key(path: &Path, key: &str) {
+    let bytes = std::fs::read(path).unwrap();
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
+    let mut writer = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    for i in 0..archive.len() {
+        let member = archive.by_index_raw(i).unwrap();
+        if member.name().trim_end_matches(".npy") != key {
+            writer.raw_copy_file(member).unwrap();
+        }
+    }
+    writer.finish().unwrap();
+}
+
+/// `PATH` with `dir` first, so a test double there shadows any real tool.
+pub fn path_with(dir: &Path) -> String {
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// sha256 of a file, hex.
+pub fn sha256_hex(path: &Path) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(std::fs::read(path).unwrap())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The QAIRT SDK test double (`test-doubles/qairt-sdk-root`, built from `test-doubles/qairt_sdk`).
+pub fn double_root() -> PathBuf {
+    repo_root().join("test-doubles/qairt-sdk-root")
+}
+
+/// The SDK double's binary, built by `cargo test` from the workspace root (the
+/// `xtask-test-doubles` member's own tests need it, so cargo builds it before any test runs).
+pub fn sdk_double_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/cli-<hash> → target/<profile>/qairt-sdk-test-double
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("qairt-sdk-test-double");
+    assert!(
+        bin.is_file(),
+        "the QAIRT SDK test double is not built at {}: run the tests from the workspace root \
+         (`cargo test --release`), or build it with `cargo build --release -p xtask-test-doubles`",
+        bin.display()
+    );
+    bin
+}
+
+/// The tool on `p` with the SDK at `sdk_root` (its tools first on `PATH`) and `env`.
+pub fn run_sdk(p: &Scratch, sdk_root: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = p.command(args);
+    cmd.env("PATH", path_with(&sdk_root.join("bin/x86_64-linux-clang")))
+        .env("QAIRT_SDK_ROOT", sdk_root)
+        .env("QAIRT_DOUBLE_BIN", crate::common::sdk_double_bin());
+    cmd.env_remove("QAIRT_DOUBLE_FAIL")
+        .env_remove("XTASK_SDK_TIMEOUT_SECS");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Run::from(cmd.output().unwrap())
+}
+
+/// The 1-based number of the first line of `text` starting with `start` (the line an error
+/// about that key must name).
+pub fn line_of(text: &str, start: &str) -> usize {
+    text.lines()
+        .position(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("no line starts with {start:?}"))
+        + 1
+}

@@ -1,0 +1,26 @@
+//! The CLI tests, one crate (one link) with a module per area. The offline tier (no runtime,
+//! no network) is the `offline_cli` module: `cargo test --release --test cli -- offline_cli::`.
+
+mod bisect_cli;
+mod bisect_rank_cli;
+mod build_ctx_cli;
+mod bundle_hardening_cli;
+#[allow(dead_code)]
+mod common;
+mod conformance_cli;
+mod device_ssh_cli;
+mod fp16_version_cli;
+mod hostile_cli;
+mod new_model_cli;
+mod offline_cli;
+mod parity_cli;
+mod refusals_cli;
+mod regenerate_cli;
+mod release_cli;
+mod rewrite_cli;
+mod rewrite_decompose;
+mod run_cli;
+mod runtime_cli;
+mod sdk_cli;
+mod whatif_cli;
+mod workflow_schema;

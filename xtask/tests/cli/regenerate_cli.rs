@@ -1,0 +1,180 @@
+//! The regeneration workflow's contract with `plan --json`: every field the workflow reads
+//! exists, and entries are sized from input bytes and the recipes' measured per-layer times.
+
+use crate::common;
+
+use common::Scratch;
+
+/// Every field of `plan --json` the workflow reads exists: `matrix.<key>` (also nested), the
+/// plan job's outputs used through `needs.plan.outputs.X` / `fromJson(...)`, and the fields its
+/// `jq` programs read from the plan (`.include[].X`, `\\(.X.Y)`).
+#[test]
+fn every_plan_field_the_workflow_reads_exists() {
+    let text =
+        std::fs::read_to_string(common::repo_root().join(".github/workflows/regenerate.yml"))
+            .unwrap();
+    let yaml: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let p = Scratch::tiny();
+    let plan: serde_json::Value = serde_json::from_str(
+        p.run(&["plan", "--json", "--large-runner", "big"])
+            .stdout
+            .trim(),
+    )
+    .unwrap();
+    let entries = plan["include"].as_array().unwrap();
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '.')
+            .collect::<String>()
+            .trim_end_matches('.')
+            .to_string()
+    };
+    let resolve = |path: &str| {
+        entries
+            .iter()
+            .all(|e| path.split('.').try_fold(e, |v, k| v.get(k)).is_some())
+    };
+    let mut checked = 0;
+    for part in text.split("matrix.").skip(1) {
+        let key = ident(part);
+        assert!(
+            resolve(&key),
+            "the workflow reads matrix.{key}, which plan --json lacks"
+        );
+        checked += 1;
+    }
+    let outputs = yaml["jobs"]["plan"]["outputs"].as_mapping().unwrap();
+    for part in text.split("needs.plan.outputs.").skip(1) {
+        let key = ident(part);
+        assert!(
+            outputs.contains_key(key.as_str()),
+            "the workflow reads needs.plan.outputs.{key}, which the plan job does not set"
+        );
+    }
+    for part in text.split("fromJson(").skip(1) {
+        let arg = part.split(')').next().unwrap();
+        assert!(
+            arg.starts_with("needs.plan.outputs."),
+            "fromJson({arg}) reads something other than the plan"
+        );
+    }
+    let mut plan_script = String::new();
+    for step in yaml["jobs"]["plan"]["steps"].as_sequence().unwrap() {
+        plan_script.push_str(step["run"].as_str().unwrap_or_default());
+    }
+    for part in plan_script.split(".include[].").skip(1) {
+        let key = ident(part);
+        assert!(
+            resolve(&key),
+            "the plan job's jq reads .include[].{key}, which plan --json lacks"
+        );
+        checked += 1;
+    }
+    for part in plan_script.split("\\(.").skip(1) {
+        let key = ident(part);
+        assert!(
+            resolve(&key),
+            "the plan job's jq reads .{key}, which plan --json lacks"
+        );
+        checked += 1;
+    }
+    assert!(
+        checked >= 15,
+        "expected the workflow to read the plan ({checked} reads)"
+    );
+    // The runner and timeout are what GitHub needs: a label and a number.
+    for e in entries {
+        assert!(e["runner"].as_str().is_some_and(|r| !r.is_empty()));
+        assert!(
+            e["timeout_minutes"]
+                .as_u64()
+                .is_some_and(|t| (1..=360).contains(&t))
+        );
+        assert_eq!(e["estimate"]["kind"], "estimate");
+    }
+}
+
+/// The real model's plan: its per-layer measurements give the LLM splits' timeouts, unknown
+/// input sizes keep the larger runner, and an estimate beyond the runner blocks the entry.
+#[test]
+fn plan_sizes_entries_from_bytes_and_measurements() {
+    let p = Scratch::tiny();
+    let model = "molmoact2-libero-lp-vtp-sd";
+    let plan = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["plan", "--json", "--model", model];
+        args.extend_from_slice(extra);
+        let run = p.run(&args);
+        run.assert_code(0);
+        serde_json::from_str(run.stdout.trim()).unwrap()
+    };
+    let v = plan(&[]);
+    let by = |v: &serde_json::Value, c: &str| {
+        v["include"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["component"] == c)
+            .unwrap()
+            .clone()
+    };
+    let llm = by(&v, "llm_split0");
+    assert_eq!(llm["input_bytes"], "unknown");
+    assert_eq!(llm["needs_fetch"], true);
+    // 20 min + 9 × (10 + 144) s = 43.1 min; timeout 1.5 × + 10.
+    assert_eq!(llm["estimate"]["minutes"], 43.1);
+    assert_eq!(llm["timeout_minutes"], 75);
+    let vision = by(&v, "vision");
+    assert_eq!(vision["estimate"]["minutes_is_lower_bound"], true);
+    assert_eq!(vision["timeout_minutes"], 360);
+    assert_eq!(
+        by(&plan(&["--large-runner", "big"]), "vision")["runner"],
+        "big"
+    );
+
+    // Sizes from a published manifest: 6 GB of weights do not fit the standard runner.
+    let manifest = serde_json::json!({
+        "format": "x", "model": model,
+        "files": [
+            {"path": "onnx/llm_split0/llm_split0.onnx", "bytes": 1000000, "sha256": "a", "role": "onnx"},
+            {"path": "onnx/llm_split0/llm_split0.onnx.data", "bytes": 6000000000u64, "sha256": "b", "role": "onnx"},
+            {"path": "golden/llm_split0_io.npz", "bytes": 50000000, "sha256": "c", "role": "golden"},
+            {"path": "ctx/llm_split0_socid77_archv73.bin", "bytes": 3000000000u64, "sha256": "d", "role": "ctx"}
+        ]
+    });
+    std::fs::create_dir_all(p.path("published")).unwrap();
+    std::fs::write(p.path("published/manifest.json"), manifest.to_string()).unwrap();
+    let m = p.path("published/manifest.json");
+    let m = m.to_str().unwrap();
+    let standard = by(&plan(&["--manifest", m]), "llm_split0");
+    assert_eq!(standard["input_bytes"], 6_051_000_000u64);
+    assert_eq!(standard["input_bytes_source"], "published manifest.json");
+    assert_eq!(standard["runner"], "ubuntu-24.04");
+    let blocker = standard["blocker"].as_str().unwrap();
+    assert!(
+        blocker.contains("LARGE_RUNNER") && blocker.contains("(estimates)"),
+        "{blocker}"
+    );
+    let large = by(
+        &plan(&["--manifest", m, "--large-runner", "big"]),
+        "llm_split0",
+    );
+    assert_eq!(large["runner"], "big");
+    assert_eq!(large["blocker"], "");
+    let small = by(
+        &plan(&[
+            "--manifest",
+            m,
+            "--large-runner",
+            "big",
+            "--large-runner-memory-gb",
+            "8",
+        ]),
+        "llm_split0",
+    );
+    assert!(
+        small["blocker"]
+            .as_str()
+            .unwrap()
+            .contains("more than the larger runner `big`")
+    );
+}

@@ -1,0 +1,164 @@
+//! The embedded runtime under damage: a truncated or altered library inside
+//! `target/qnn-runtime/` is named with the command that repairs it, before anything is loaded
+//! (a truncated `.so` mapped by the loader kills the process with SIGBUS and no message).
+
+use crate::common;
+
+use std::path::Path;
+
+use common::Scratch;
+
+/// The scratch project's runtime as a private tree: hard links everywhere (cheap), except the
+/// file to damage, which is a real copy so the shared runtime is never touched.
+fn private_runtime(p: &Scratch, damaged: &str) {
+    let shared = std::fs::canonicalize(p.path("target/qnn-runtime")).unwrap();
+    std::fs::remove_file(p.path("target/qnn-runtime")).unwrap();
+    for entry in walkdir::WalkDir::new(&shared) {
+        let entry = entry.unwrap();
+        let rel = entry.path().strip_prefix(&shared).unwrap();
+        let dest = p.path("target/qnn-runtime").join(rel);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else if rel.ends_with(damaged) {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        } else {
+            std::fs::hard_link(entry.path(), &dest).unwrap();
+        }
+    }
+}
+
+fn find(p: &Scratch, name: &str) -> std::path::PathBuf {
+    walkdir::WalkDir::new(p.path("target/qnn-runtime"))
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .find(|e| e.file_name() == name)
+        .map(|e| e.path().to_path_buf())
+        .unwrap()
+}
+
+#[test]
+fn a_truncated_htp_library_is_named_with_the_repair_command_and_repaired() {
+    let p = Scratch::tiny();
+    private_runtime(&p, "libQnnHtp.so");
+    let lib = find(&p, "libQnnHtp.so");
+    let len = std::fs::metadata(&lib).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&lib)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    for args in [
+        &["doctor"][..],
+        &["build-ctx", "--soc", "77", "--only", "action_step"][..],
+    ] {
+        let run = p.run(args);
+        run.assert_refused(2, "libQnnHtp.so has")
+            .assert_refused(2, "truncated")
+            .assert_refused(2, "cargo xtask doctor --repair-runtime");
+    }
+    assert!(!p.path("ctx/tiny/action_step.dlc").exists());
+    let repaired = p.run(&["doctor", "--repair-runtime"]);
+    repaired.assert_code(0);
+    assert!(
+        repaired.stdout.contains("match their recorded sha256"),
+        "{}",
+        repaired.all()
+    );
+    assert_eq!(
+        std::fs::metadata(find(&p, "libQnnHtp.so")).unwrap().len(),
+        len
+    );
+}
+
+#[test]
+fn doctor_rehashes_and_names_a_library_altered_in_place() {
+    let p = Scratch::tiny();
+    private_runtime(&p, "libQnnCpu.so");
+    let lib = find(&p, "libQnnCpu.so");
+    let mut bytes = std::fs::read(&lib).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    std::fs::write(&lib, bytes).unwrap();
+    let run = p.run(&["doctor"]);
+    run.assert_refused(2, "libQnnCpu.so has sha256");
+    assert!(Path::new(&p.path("target/qnn-runtime")).is_dir());
+}
+
+/// `doctor` exits 1 when a backend the recipes need is not usable (here the HTP library is
+/// absent from user-provided libraries), and 0 when only the usable ones are asked for.
+#[test]
+fn doctor_fails_when_a_needed_backend_is_not_usable() {
+    let p = Scratch::tiny();
+    let shared = std::fs::canonicalize(p.path("target/qnn-runtime")).unwrap();
+    let find_in = |name: &str| {
+        walkdir::WalkDir::new(&shared)
+            .into_iter()
+            .filter_map(|e| e.ok())
+            .find(|e| e.file_name() == name)
+            .map(|e| e.path().to_path_buf())
+            .unwrap()
+    };
+    let ort = find_in("libonnxruntime.so.1.24.4");
+    let plugin = find_in("libonnxruntime_providers_qnn.so");
+    let qnn_dir = plugin.parent().unwrap();
+    let partial = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(qnn_dir).unwrap().flatten() {
+        if entry.file_name() != "libQnnHtp.so" {
+            std::os::unix::fs::symlink(entry.path(), partial.path().join(entry.file_name()))
+                .unwrap();
+        }
+    }
+    // the plugin finds its bundled libc++ in ../onnxruntime_qnn.libs
+    let libs = qnn_dir.parent().unwrap().join("onnxruntime_qnn.libs");
+    if libs.is_dir() {
+        std::os::unix::fs::symlink(
+            &libs,
+            partial
+                .path()
+                .parent()
+                .unwrap()
+                .join("onnxruntime_qnn.libs"),
+        )
+        .ok();
+    }
+    let run = |need: Option<&str>| {
+        let mut args = vec!["doctor"];
+        if let Some(n) = need {
+            args.extend(["--need", n]);
+        }
+        let mut cmd = p.command(&args);
+        cmd.env("ORT_DYLIB_PATH", &ort)
+            .env("QNN_LIB_DIR", partial.path());
+        common::Run::from(cmd.output().unwrap())
+    };
+    let all = run(None);
+    all.assert_code(1);
+    assert!(
+        all.stdout.contains("htp needed but not usable"),
+        "{}",
+        all.all()
+    );
+    run(Some("ort,cpu")).assert_code(0);
+}
+
+/// A thread count the shared ORT pool cannot use is refused by name, not replaced by the
+/// default behind the user's back.
+#[test]
+fn a_bad_ort_thread_count_is_refused_by_name() {
+    let p = Scratch::tiny();
+    for bad in ["0", "two"] {
+        let out = p
+            .command(&["parity", "--backend", "ort", "--only", "vision"])
+            .env("XTASK_ORT_THREADS", bad)
+            .output()
+            .unwrap();
+        common::Run::from(out).assert_refused(2, &format!("XTASK_ORT_THREADS=\"{bad}\""));
+    }
+    let ok = p
+        .command(&["parity", "--backend", "ort", "--only", "vision"])
+        .env("XTASK_ORT_THREADS", "1")
+        .output()
+        .unwrap();
+    common::Run::from(ok).assert_code(0);
+}
