@@ -74,3 +74,9 @@ pub fn scrub(root: &Path, text: &str) -> String {
     let prefix = format!("{}/", root.display());
     text.replace(&prefix, "")
 }
+
+/// The tool's own scratch folder `target/<name>` of the project (runtime, staging copies,
+/// logs of native libraries): one place that says where scratch files go, inside the project.
+pub fn scratch_dir(root: &Path, name: &str) -> PathBuf {
+    root.join("target").join(name)
+}

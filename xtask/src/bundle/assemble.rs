@@ -73,15 +73,10 @@ pub fn component_files(
         ));
     }
     if let Some(host) = model.file.host.as_ref().filter(|h| h.vision == name) {
-        let trace = root.join(&host.trace);
-        let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace)?)?;
-        files.push((
-            trace.clone(),
-            format!("golden/{}", file_name(&trace)),
-            "trace",
-        ));
-        if let Some(npz) = meta["npz"].as_str() {
-            files.push((trace.with_file_name(npz), format!("golden/{npz}"), "trace"));
+        let trace = crate::golden::trace_files(root, host)?;
+        for file in [trace.json, trace.npz] {
+            let rel = format!("golden/{}", file_name(&file));
+            files.push((file, rel, "trace"));
         }
     }
     Ok(files)
@@ -101,13 +96,7 @@ pub fn assemble(
         std::fs::create_dir_all(dest.parent().context("bundle path")?)?;
         // Large files are hard-linked (no copy, no memory); small ones are copied, so editing
         // a bundle file in place can never reach back into ctx/ or onnx/.
-        let large = std::fs::metadata(src)
-            .map(|m| m.len() >= HARD_LINK_FROM_BYTES)
-            .unwrap_or(false);
-        if !large || std::fs::hard_link(src, &dest).is_err() {
-            std::fs::copy(src, &dest)
-                .with_context(|| format!("cannot copy {} into the bundle", src.display()))?;
-        }
+        crate::golden::link_or_copy(src, &dest, HARD_LINK_FROM_BYTES)?;
         entries.insert(
             rel.clone(),
             ManifestEntry {

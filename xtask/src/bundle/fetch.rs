@@ -229,15 +229,21 @@ fn layout(root: &Path, model: &Model, bundle: &Path) -> Result<Vec<(PathBuf, Pat
         );
     }
     if let Some(host) = &model.file.host {
+        // The trace's files as its JSON names them (the same rule as the chain and package).
         let dir = host.trace.parent().unwrap_or(Path::new(""));
-        for entry in std::fs::read_dir(bundle.join("golden"))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let n = entry.file_name().to_string_lossy().into_owned();
-            if n.starts_with("trace") {
-                add(entry.path(), root.join(dir).join(&n));
+        let json = host.trace.file_name().context("trace file name")?;
+        let downloaded = bundle.join("golden").join(json);
+        if downloaded.is_file() {
+            let files = crate::golden::trace_files(
+                &bundle.join("golden"),
+                &crate::recipe::HostSection {
+                    trace: PathBuf::from(json),
+                    ..host.clone()
+                },
+            )?;
+            for file in [files.json, files.npz] {
+                let name = file.file_name().context("trace file name")?.to_owned();
+                add(file, root.join(dir).join(name));
             }
         }
     }

@@ -4,7 +4,7 @@
 
 pub mod html;
 pub mod introduced;
-pub mod latency;
+pub use crate::report::latency;
 pub mod layout;
 pub mod pipeline;
 pub mod report;

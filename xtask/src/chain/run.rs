@@ -97,7 +97,7 @@ pub fn run_and_report(
         first.get_or_insert(result);
     }
     let result = first.context("the chain did not run")?;
-    let expected = expected_boundaries(root, model, &host, &inputs.trace)?;
+    let expected = expected_boundaries(model, &host, &inputs)?;
     let htp =
         matches!(backend, Backend::QnnHtp(_)).then(|| crate::runtime::probe::HtpKind::of(&rt));
     // Once more, each component on its golden inputs: untimed, its loads not counted.
@@ -288,14 +288,17 @@ pub(crate) fn judge_boundaries(
 /// The golden value of every boundary the chain produces, from the component goldens and the
 /// trace; a boundary whose reference is absent or unusable gets the reason instead.
 pub(crate) fn expected_boundaries(
-    root: &Path,
     model: &Model,
     host: &HostSection,
-    trace: &BTreeMap<String, Tensor>,
+    inputs: &super::pipeline::HostInputs,
 ) -> Result<BTreeMap<String, Reference>> {
+    let trace = &inputs.trace;
     let mut out = BTreeMap::new();
     for comp in &model.components {
-        let golden = crate::parity::component::load_golden(root, comp)?;
+        let golden = inputs
+            .goldens
+            .get(comp.name())
+            .context("component golden")?;
         for (name, t) in &golden.expected {
             let reference = as_f32(t).ok_or_else(|| {
                 format!(

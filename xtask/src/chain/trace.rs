@@ -9,15 +9,11 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::pipeline::names;
-use crate::recipe::host::{DimMode, HOST_INPUT_KEYS, STEP_OUT, trace_keys};
-use crate::recipe::validate::at_entry;
+use crate::recipe::host::{DimMode, HOST_INPUT_KEYS};
 use crate::recipe::{HostSection, Model};
-use crate::tensor::{Tensor, read_npz};
+use crate::tensor::Tensor;
 
-/// Our name of Euler step `i`'s output in the trace.
-pub fn step_out_key(i: usize) -> String {
-    crate::recipe::host::step_name(STEP_OUT, i)
-}
+pub use crate::golden::trace::step_out_key;
 
 /// Everything the chain starts from: the vision input and the trace's tensors, under our
 /// names.
@@ -26,25 +22,16 @@ pub struct HostInputs {
     pub trace: BTreeMap<String, Tensor>,
     /// What happens to each used action dim, resolved once here rather than per chain run.
     pub denorm: Vec<DimMode>,
+    /// Every component's golden, read once per run (the vision golden gives `pixel_values`
+    /// and every golden gives its boundaries' references).
+    pub goldens: BTreeMap<String, crate::golden::GoldenIo>,
 }
 
 /// Loads the chain's inputs and checks the host tensors are there, with a clear error if not.
 pub fn load_host_inputs(root: &Path, model: &Model, host: &HostSection) -> Result<HostInputs> {
-    let trace_json = root.join(&host.trace);
-    let meta: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(&trace_json)
-            .with_context(|| format!("missing host trace {}", host.trace.display()))?,
-    )
-    .with_context(|| format!("{} is not valid JSON", host.trace.display()))?;
-    let npz_name = meta["npz"].as_str().with_context(|| {
-        format!(
-            "{}: no `npz` key naming the host tensors",
-            host.trace.display()
-        )
-    })?;
-    let npz_path = trace_json.parent().unwrap_or(root).join(npz_name);
-    let npz_rel = crate::project::rel(root, &npz_path);
-    let trace = under_our_names(model, host, &npz_rel, read_npz(&npz_path)?)?;
+    let files = crate::golden::trace_files(root, host)?;
+    let npz_rel = crate::project::rel(root, &files.npz);
+    let trace = crate::golden::trace::read_under_our_names(model, host, root, &files)?;
     let missing: Vec<&str> = HOST_INPUT_KEYS
         .iter()
         .copied()
@@ -55,13 +42,14 @@ pub fn load_host_inputs(root: &Path, model: &Model, host: &HostSection) -> Resul
             "{npz_rel}: the golden has no host tensors {missing:?} (needed to run the chain; see golden/README.md)"
         );
     }
-    let vision = model
+    let goldens = model
         .components
         .iter()
-        .find(|c| c.name() == host.vision)
-        .context("vision component")?;
-    let golden = crate::parity::component::load_golden(root, vision)?;
-    let pixel_values = golden
+        .map(|c| Ok((c.name().to_string(), crate::golden::load_golden(root, c)?)))
+        .collect::<Result<BTreeMap<_, _>>>()?;
+    let pixel_values = goldens
+        .get(&host.vision)
+        .context("vision component")?
         .inputs
         .get(names::PIXEL_VALUES)
         .cloned()
@@ -70,159 +58,6 @@ pub fn load_host_inputs(root: &Path, model: &Model, host: &HostSection) -> Resul
         pixel_values,
         trace,
         denorm: host.denorm_modes()?,
+        goldens,
     })
-}
-
-/// The trace's tensors the chain reads, under our names. A tensor the recipe maps must be in
-/// the file (naming it is a statement about the file, so its absence is an error naming both
-/// names, the file and the recipe line); an unmapped one may be absent: a missing host input
-/// is refused by the caller, a missing reference leaves its boundary ungated.
-fn under_our_names(
-    model: &Model,
-    host: &HostSection,
-    npz_rel: &str,
-    mut file: BTreeMap<String, Tensor>,
-) -> Result<BTreeMap<String, Tensor>> {
-    let wanted = trace_keys()
-        .map(|k| (k.to_string(), k, None))
-        .chain((0..host.timesteps.len()).map(|i| (step_out_key(i), STEP_OUT, Some(i))));
-    let mut out = BTreeMap::new();
-    // The file's name → ours, for a file tensor two of our names map to.
-    let mut moved: BTreeMap<String, String> = BTreeMap::new();
-    let mut missing = Vec::new();
-    for (ours, key, step) in wanted {
-        let theirs = host.trace_key(key, step);
-        let tensor = match file.remove(&theirs) {
-            Some(t) => Some(t),
-            None => moved.get(&theirs).and_then(|o| out.get(o)).cloned(),
-        };
-        match tensor {
-            Some(t) => {
-                moved.entry(theirs).or_insert_with(|| ours.clone());
-                out.insert(ours, t);
-            }
-            None if host.trace_keys.contains_key(key) => missing.push(format!(
-                "  `{theirs}`, which {} names for our `{ours}`",
-                at_entry(
-                    &model.recipe_path,
-                    &model.recipe_text,
-                    "host.trace_keys",
-                    key
-                )
-            )),
-            None => {}
-        }
-    }
-    if !missing.is_empty() {
-        let mut held: Vec<&str> = file
-            .keys()
-            .chain(moved.keys())
-            .map(String::as_str)
-            .collect();
-        held.sort();
-        bail!(
-            "{npz_rel} has no tensor of the name the recipe maps to:\n{}\nthe file holds: {}",
-            missing.join("\n"),
-            held.join(", ")
-        );
-    }
-    Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use ndarray::{ArrayD, IxDyn};
-
-    fn model_with(tail: &str) -> (Model, HostSection) {
-        let text = format!(
-            "[model]\nname='m'\nfamily='f'\ncomponents=[]\nseq_len=1\n\
-             [target]\nqairt='2.47.0'\nsoc=77\nhtp_arch=73\n\
-             [host]\ntrace='t.json'\nvision='c'\nllm_splits=['c']\naction_context='c'\n\
-             action_step='c'\ntimesteps=[0.0, 0.5]\naction_dim_used=2\nnorm_mode='q01_q99'\n{tail}"
-        );
-        let file: crate::recipe::ModelFile =
-            crate::recipe::parse_toml(Path::new("m.toml"), &text).unwrap();
-        let host = file.host.clone().unwrap();
-        let model = Model {
-            file,
-            components: Vec::new(),
-            recipe_path: "recipes/m/model.toml".into(),
-            recipe_text: text,
-        };
-        (model, host)
-    }
-
-    fn tensor(v: f32) -> Tensor {
-        Tensor::F32(ArrayD::from_elem(IxDyn(&[1]), v))
-    }
-
-    fn file(names: &[&str]) -> BTreeMap<String, Tensor> {
-        names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.to_string(), tensor(i as f32)))
-            .collect()
-    }
-
-    fn value(t: &Tensor) -> f32 {
-        match t {
-            Tensor::F32(a) => a[[0]],
-            _ => unreachable!(),
-        }
-    }
-
-    #[test]
-    fn mapped_tensors_are_read_under_our_names() {
-        let (model, host) =
-            model_with("[host.trace_keys]\nq01 = 'lo'\n\"trajectory_step{i}_out\" = 'flow_{i}'\n");
-        let got = under_our_names(
-            &model,
-            &host,
-            "t.npz",
-            file(&["lo", "q99", "flow_0", "flow_1", "extra"]),
-        )
-        .unwrap();
-        let keys: Vec<&str> = got.keys().map(String::as_str).collect();
-        assert_eq!(
-            keys,
-            ["q01", "q99", "trajectory_step0_out", "trajectory_step1_out"]
-        );
-        assert_eq!(value(&got["q01"]), 0.0);
-        assert_eq!(value(&got["trajectory_step1_out"]), 3.0);
-    }
-
-    #[test]
-    fn one_file_tensor_may_serve_two_of_our_names() {
-        let (model, host) = model_with("[host.trace_keys]\nkeys = 'kv'\nvalues = 'kv'\n");
-        let got = under_our_names(&model, &host, "t.npz", file(&["kv"])).unwrap();
-        assert_eq!(value(&got["keys"]), value(&got["values"]));
-    }
-
-    #[test]
-    fn a_missing_mapped_tensor_names_the_key_the_file_and_the_line() {
-        let (model, host) =
-            model_with("[host.trace_keys]\nq01 = 'lo'\n\"trajectory_step{i}_out\" = 'flow_{i}'\n");
-        let err = under_our_names(&model, &host, "golden/m/t.npz", file(&["q01", "flow_0"]))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.starts_with("golden/m/t.npz has no tensor of the name the recipe maps to:"),
-            "{err}"
-        );
-        assert!(
-            err.contains(
-                "  `lo`, which recipes/m/model.toml:20: host.trace_keys.q01 names for our `q01`"
-            ),
-            "{err}"
-        );
-        assert!(
-            err.contains("  `flow_1`, which recipes/m/model.toml:21: host.trace_keys.trajectory_step{i}_out names for our `trajectory_step1_out`"),
-            "{err}"
-        );
-        assert!(err.ends_with("the file holds: flow_0, q01"), "{err}");
-        // Unmapped and absent is not an error here (the caller decides).
-        let (model, host) = model_with("");
-        assert!(under_our_names(&model, &host, "t.npz", file(&[])).is_ok());
-    }
 }

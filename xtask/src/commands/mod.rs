@@ -99,7 +99,7 @@ pub fn require_files(ctx: &Ctx, model: &Model, comps: &[&Component]) -> Result<(
     require_present(ctx, model, comps)?;
     let problems: Vec<String> = comps
         .iter()
-        .filter_map(|c| crate::recipe::check_component_files(&ctx.root, c).err())
+        .filter_map(|c| crate::golden::check_component_files(&ctx.root, c).err())
         .map(|e| format!("  {}", crate::project::scrub(&ctx.root, &format!("{e:#}"))))
         .collect();
     if problems.is_empty() {

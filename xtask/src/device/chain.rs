@@ -19,8 +19,8 @@ use crate::chain::report::BoundaryParity;
 use crate::chain::run::{expected_boundaries, host_section, judge_boundaries};
 use crate::parity::gate::Status;
 use crate::recipe::Model;
+use crate::report::latency::ExecuteStats;
 use crate::runtime::Runtime;
-use crate::toolchain::sdk::profile::ExecuteStats;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct DeviceComponentTimes {
@@ -117,7 +117,7 @@ pub fn run_and_report(
             .extend(run.samples_us);
         Ok(run.outputs)
     })?;
-    let expected = expected_boundaries(root, model, &host, &inputs.trace)?;
+    let expected = expected_boundaries(model, &host, &inputs)?;
     let boundaries = judge_boundaries(&host, &result, &expected);
     let components: Vec<DeviceComponentTimes> = model
         .components

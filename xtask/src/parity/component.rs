@@ -7,13 +7,14 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
+pub use crate::golden::{GoldenIo, load_golden};
 use crate::hashing::sha256_bytes;
 use crate::parity::gate::{Gate, Verdict, judge};
 use crate::parity::metrics::{Metrics, compare, unravel};
-use crate::recipe::{Component, Model, check_golden, check_graph_contract};
+use crate::recipe::{Component, Model, check_graph_contract};
 use crate::runtime::session::Placement;
 use crate::runtime::{Backend, Runtime};
-use crate::tensor::{Tensor, read_npz};
+use crate::tensor::Tensor;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OutputResult {
@@ -39,7 +40,7 @@ pub struct ComponentResult {
     pub run_seconds: f64,
     /// The execute-time distribution of a profiled QAIRT SDK HTP run (`--toolchain sdk`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub latency: Option<crate::toolchain::sdk::profile::ExecuteStats>,
+    pub latency: Option<crate::report::latency::ExecuteStats>,
     pub outputs: Vec<OutputResult>,
     pub pass: bool,
     /// Set when the component could not be run at all.
@@ -47,33 +48,9 @@ pub struct ComponentResult {
     /// When this component was measured (a report merges results of several runs).
     #[serde(default)]
     pub measured_unix: u64,
-}
-
-/// Golden inputs and expected outputs of a component, by graph tensor name, validated
-/// against the recipe (keys, shapes, dtypes).
-pub struct GoldenIo {
-    pub inputs: BTreeMap<String, Tensor>,
-    pub expected: BTreeMap<String, Tensor>,
-    pub sha256: String,
-}
-
-pub fn load_golden(root: &Path, comp: &Component) -> Result<GoldenIo> {
-    let path = root.join(&comp.file.golden.file);
-    let bytes =
-        std::fs::read(&path).with_context(|| format!("missing golden file {}", path.display()))?;
-    let all = read_npz(&path)?;
-    check_golden(comp, &all, &comp.file.golden.file)?;
-    let pick = |specs: &[crate::recipe::TensorSpec]| -> BTreeMap<String, Tensor> {
-        specs
-            .iter()
-            .map(|s| (s.name.get_ref().clone(), all[&s.golden_key].clone()))
-            .collect()
-    };
-    Ok(GoldenIo {
-        inputs: pick(&comp.file.inputs),
-        expected: pick(&comp.file.outputs),
-        sha256: sha256_bytes(&bytes),
-    })
+    /// Kept from an earlier run by an `--only` run that did not measure it (shown as such).
+    #[serde(default)]
+    pub from_earlier_run: bool,
 }
 
 /// Runs `session_model` on `backend` and compares every declared output with the golden.
@@ -157,6 +134,7 @@ pub fn judge_outputs(
         pass,
         error: None,
         measured_unix: crate::report::now_unix(),
+        from_earlier_run: false,
     })
 }
 
@@ -180,5 +158,6 @@ pub fn failed_component(
         pass: false,
         error: Some(crate::project::scrub(root, &format!("{err:#}"))),
         measured_unix: crate::report::now_unix(),
+        from_earlier_run: false,
     }
 }

@@ -6,15 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::metrics::{Metrics, compare};
 
-/// The thresholds one tensor is judged by.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Gate {
-    pub min_cosine: f64,
-    pub atol: f64,
-    pub rtol: f64,
-    /// The written reason of an override, when one applies.
-    pub waiver: Option<String>,
-}
+pub use crate::recipe::gate::Gate;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {

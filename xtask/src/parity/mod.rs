@@ -5,4 +5,4 @@ pub mod component;
 pub mod gate;
 pub mod metrics;
 pub mod report;
-pub mod run;
+pub mod runner;

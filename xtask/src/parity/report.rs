@@ -34,11 +34,11 @@ impl ParityReport {
     /// The report of one `parity` run; it passes when every component passed.
     pub fn new(
         model: &str,
-        backend: &crate::runtime::Backend,
+        backend: crate::vocab::BackendKind,
         rt: &crate::runtime::Runtime,
         components: Vec<ComponentResult>,
     ) -> Self {
-        let htp = matches!(backend, crate::runtime::Backend::QnnHtp(_))
+        let htp = (backend == crate::vocab::BackendKind::Htp)
             .then(|| crate::runtime::probe::HtpKind::of(rt));
         ParityReport {
             model: model.into(),
@@ -54,15 +54,26 @@ impl ParityReport {
     }
 
     /// Keeps the components of an earlier report of the same model and backend that this run
-    /// did not measure (`--only`), each with its own hashes and time, in `order`; the report
-    /// passes only when every component in it passed.
+    /// did not measure (`--only`), each with its own hashes and time, marked as earlier results
+    /// (`from_earlier_run`), in `order`. The report as a whole passes only when every component
+    /// in it passed; the command's exit code comes from `pass_this_run`.
     pub fn merge_earlier(&mut self, earlier: Option<ParityReport>, order: &[&str]) {
         let Some(earlier) = earlier.filter(|e| {
             e.model == self.model && e.backend == self.backend && e.device == self.device
         }) else {
             return;
         };
-        for old in earlier.components {
+        let mut kept = earlier.components;
+        for c in &mut kept {
+            c.from_earlier_run = true;
+        }
+        self.insert_missing(kept, order);
+    }
+
+    /// Adds the components of `others` this report does not hold yet, keeps `order`, and
+    /// recomputes `pass` (the one merge of parity results: `--only` runs and CI entries).
+    pub fn insert_missing(&mut self, others: Vec<ComponentResult>, order: &[&str]) {
+        for old in others {
             let known = order.contains(&old.component.as_str());
             if known && !self.components.iter().any(|c| c.component == old.component) {
                 self.components.push(old);
@@ -73,9 +84,23 @@ impl ParityReport {
         self.pass = self.components.iter().all(|c| c.pass);
     }
 
+    /// Whether every component measured by this run passed (results kept from earlier runs do
+    /// not decide the exit code of a run that did not measure them).
+    pub fn pass_this_run(&self) -> bool {
+        self.components
+            .iter()
+            .filter(|c| !c.from_earlier_run)
+            .all(|c| c.pass)
+    }
+
     /// The report already written for this model and backend, if readable.
     pub fn read(dir: &Path, backend: &str) -> Option<ParityReport> {
-        let bytes = std::fs::read(dir.join(format!("parity-{backend}.json"))).ok()?;
+        Self::read_stem(dir, &format!("parity-{backend}"))
+    }
+
+    /// The report written under `stem` (`parity-<backend>[-device]`), if readable.
+    pub fn read_stem(dir: &Path, stem: &str) -> Option<ParityReport> {
+        let bytes = std::fs::read(dir.join(format!("{stem}.json"))).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
@@ -87,29 +112,46 @@ impl ParityReport {
         }
     }
 
-    /// The closing line on the terminal: which components failed, where the report is.
+    /// The closing line on the terminal: which components failed in this run, which earlier
+    /// results were kept (and whether they failed), where the report is.
     pub fn summarize(&self, rel_dir: &str) {
-        let failed: Vec<&str> = self
-            .components
-            .iter()
-            .filter(|c| !c.pass)
-            .map(|c| c.component.as_str())
-            .collect();
+        let names = |earlier: bool, pass: Option<bool>| -> Vec<&str> {
+            self.components
+                .iter()
+                .filter(|c| c.from_earlier_run == earlier && pass.is_none_or(|p| c.pass == p))
+                .map(|c| c.component.as_str())
+                .collect()
+        };
+        let (ran, failed) = (names(false, None), names(false, Some(false)));
+        let report = format!("report {rel_dir}/{}.md", self.stem());
         if failed.is_empty() {
             crate::outln!(
-                "parity {}: all {} component(s) pass; report {rel_dir}/{}.md",
+                "parity {}: all {} component(s) of this run pass; {report}",
                 self.backend,
-                self.components.len(),
-                self.stem()
+                ran.len()
             );
         } else {
             crate::outln!(
-                "parity {}: {} of {} component(s) FAIL: {}; report {rel_dir}/{}.md",
+                "parity {}: {} of {} component(s) of this run FAIL: {}; {report}",
                 self.backend,
                 failed.len(),
-                self.components.len(),
-                failed.join(", "),
-                self.stem()
+                ran.len(),
+                failed.join(", ")
+            );
+        }
+        let (kept, kept_failed) = (names(true, None), names(true, Some(false)));
+        if !kept.is_empty() {
+            crate::outln!(
+                "  kept from earlier runs (not re-measured): {}{}",
+                kept.join(", "),
+                if kept_failed.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; of these FAILED when last run: {}",
+                        kept_failed.join(", ")
+                    )
+                }
             );
         }
     }
@@ -136,7 +178,11 @@ pub fn parity_markdown(r: &ParityReport) -> String {
     md.push_str(&md_table(
         &["context", "output", "cosine"],
         r.components.iter().map(|c| {
-            let component = format!("`{}`", c.component);
+            let component = if c.from_earlier_run {
+                format!("`{}` (earlier run, not re-measured)", c.component)
+            } else {
+                format!("`{}`", c.component)
+            };
             if c.outputs.is_empty() {
                 let why = c.error.as_deref().unwrap_or("?");
                 return vec![component, "—".into(), format!("**FAIL**: {why}")];

@@ -89,39 +89,12 @@ pub fn check_graph_contract(
     Ok(())
 }
 
-/// Everything a component's files must satisfy before any step reads or writes anything: the
-/// ONNX parses, its external data stays inside the project (or the data root), its graph I/O
-/// is exactly the recipe's (names, ranks, dims, dtypes; a dynamic dim is a mismatch), and the
-/// golden holds every declared tensor. Errors are marked as bad input (exit 2).
-pub fn check_component_files(root: &Path, comp: &Component) -> Result<()> {
-    use crate::bad_input::MarkBadInput;
-    let check = || -> Result<()> {
-        let onnx = &comp.file.component.onnx;
-        let summary = crate::onnx::proto::read_summary(&root.join(onnx))?;
-        let dir = onnx.parent().unwrap_or(Path::new(""));
-        for loc in &summary.external_data {
-            super::paths::require_inside(
-                root,
-                &dir.join(loc),
-                &format!(
-                    "{}: external data of {}",
-                    comp.recipe_path.display(),
-                    onnx.display()
-                ),
-            )?;
-        }
-        let (inputs, outputs) = summary.io_contract();
-        check_graph_contract(comp, &inputs, &outputs)?;
-        check_rewrites_match(comp, &summary)?;
-        crate::parity::component::load_golden(root, comp)?;
-        Ok(())
-    };
-    check().bad_input()
-}
-
 /// Each rewrite the recipe asks for replaces at least one node of its graph (one that matches
 /// nothing means the recipe is mistaken about its graph).
-fn check_rewrites_match(comp: &Component, summary: &crate::onnx::proto::OnnxSummary) -> Result<()> {
+pub fn check_rewrites_match(
+    comp: &Component,
+    summary: &crate::onnx::proto::OnnxSummary,
+) -> Result<()> {
     for name in &comp.file.rewrite.apply {
         let Some(rewrite) = crate::onnx::decompose::find(name) else {
             continue; // refused when the recipe loaded

@@ -12,8 +12,9 @@ pub mod validate;
 
 use std::path::PathBuf;
 
-pub use crate::parity::gate::Gate;
-pub use contract::{check_component_files, check_golden, check_graph_contract};
+pub mod gate;
+pub use contract::{check_golden, check_graph_contract, check_rewrites_match};
+pub use gate::Gate;
 pub use host::{DenormSection, DimMode};
 pub use load::{known_models, load_model, missing_files, parse_toml};
 pub use schema::*;

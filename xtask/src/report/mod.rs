@@ -4,6 +4,7 @@
 //! `chain::report`, `build::report`).
 
 pub mod html;
+pub mod latency;
 
 use std::path::Path;
 

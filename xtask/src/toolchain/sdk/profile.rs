@@ -6,7 +6,6 @@
 //! EXECUTE row per inference and timing source.
 
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
 
 /// The timing source whose EXECUTE rows are reported: `NETRUN`, the whole graph execute as the
 /// application (`qnn-net-run`) saw it, host-side overheads (RPC, buffer copies) included. That
@@ -14,34 +13,7 @@ use serde::Serialize;
 /// execute time) leave those overheads out and would flatter a split model with many contexts.
 pub const TIMING_SOURCE: &str = "NETRUN";
 
-/// The distribution of the per-inference execute times of one `qnn-net-run` call, in µs.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-pub struct ExecuteStats {
-    /// Which rows were read: `NETRUN` (see [`TIMING_SOURCE`]).
-    pub timing_source: String,
-    pub samples: usize,
-    pub min_us: f64,
-    pub p50_us: f64,
-    pub p90_us: f64,
-    pub p99_us: f64,
-    pub max_us: f64,
-}
-
-impl ExecuteStats {
-    /// Percentiles as the embedded runtime's chain latency computes them.
-    pub fn of(timing_source: &str, samples_us: &[f64]) -> Self {
-        let l = crate::chain::latency::LatencyStats::of(timing_source, samples_us);
-        ExecuteStats {
-            timing_source: timing_source.into(),
-            samples: l.samples,
-            min_us: l.min_ms,
-            p50_us: l.p50_ms,
-            p90_us: l.p90_ms,
-            p99_us: l.p99_ms,
-            max_us: l.max_ms,
-        }
-    }
-}
+pub use crate::report::latency::ExecuteStats;
 
 /// Splits one CSV line, honouring double quotes (event identifiers may hold commas).
 fn split_csv(line: &str) -> Vec<String> {

@@ -1,4 +1,6 @@
-//! Latency of a chain run: percentiles per component and end to end, from the timed runs.
+//! Latency figures: percentiles of a chain run per component and end to end, and the
+//! execute-time distribution of a profiled QNN run (SDK or device). One home for both, below
+//! the chain, the toolchains and the device, which all report them.
 
 use std::collections::BTreeMap;
 
@@ -63,5 +65,34 @@ mod tests {
             (l.p50_ms - 51.0).abs() <= 1.0 && (l.p99_ms - 99.0).abs() <= 1.0,
             "{l:?}"
         );
+    }
+}
+
+/// The distribution of the per-inference execute times of one `qnn-net-run` call, in µs.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct ExecuteStats {
+    /// Which rows were read (`NETRUN` for `qnn-net-run`, see `toolchain::sdk::profile`).
+    pub timing_source: String,
+    pub samples: usize,
+    pub min_us: f64,
+    pub p50_us: f64,
+    pub p90_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+impl ExecuteStats {
+    /// Percentiles as the embedded runtime's chain latency computes them.
+    pub fn of(timing_source: &str, samples_us: &[f64]) -> Self {
+        let l = LatencyStats::of(timing_source, samples_us);
+        ExecuteStats {
+            timing_source: timing_source.into(),
+            samples: l.samples,
+            min_us: l.min_ms,
+            p50_us: l.p50_ms,
+            p90_us: l.p90_ms,
+            p99_us: l.p99_ms,
+            max_us: l.max_ms,
+        }
     }
 }

@@ -1,0 +1,53 @@
+//! The embedded runtime as a parity executor: the session model chosen by backend (the ONNX
+//! for ORT; the rewritten copy the build converts for QNN's CPU backend; the fresh context
+//! wrapper on the HTP), run and judged.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::parity::component::{ComponentResult, GoldenIo, run_component};
+use crate::parity::runner::Executor;
+use crate::recipe::{Component, Model};
+use crate::runtime::{Backend, Runtime};
+use crate::vocab::BackendKind;
+
+pub struct Embedded<'a> {
+    pub root: &'a Path,
+    pub rt: &'a Runtime,
+    pub model: &'a Model,
+    pub backend: Backend,
+    /// Clamp `mask = true` inputs to fp16's range before the HTP (off: `--no-clamp`).
+    pub clamp_masks: bool,
+}
+
+impl Executor for Embedded<'_> {
+    fn backend(&self) -> BackendKind {
+        self.backend.kind()
+    }
+
+    fn run(&self, comp: &Component, golden: &GoldenIo) -> Result<ComponentResult> {
+        let (root, model) = (self.root, self.model);
+        let session_model = match &self.backend {
+            Backend::QnnHtp(_) => {
+                crate::ctx_build::fresh::fresh_context_wrapper(root, self.rt, model, comp)?
+            }
+            // QNN's CPU backend runs what the build converts (the rewritten copy, if any);
+            // ORT judges the recipe's ONNX, the graph's meaning.
+            backend => {
+                crate::onnx::decompose::onnx_for(root, &model.file.model.name, comp, backend)?
+            }
+        };
+        let mut result = run_component(
+            self.rt,
+            model,
+            comp,
+            golden,
+            &session_model,
+            &self.backend,
+            self.clamp_masks,
+        )?;
+        result.session_model = crate::project::rel(root, &session_model);
+        Ok(result)
+    }
+}
