@@ -151,3 +151,44 @@ fn assert_each_refused(base: &str, cases: &[(&str, &str)]) {
         assert!(e.contains(want), "{tail}: {e}");
     }
 }
+
+/// The strings of the Python tuple `name = (...)` (or the one string of `name = "..."`) in the
+/// generator's mirror of the host trace keys.
+fn python_strings(source: &str, name: &str) -> Vec<String> {
+    let start = source
+        .find(&format!("\n{name} = "))
+        .unwrap_or_else(|| panic!("host_keys.py has no `{name} = ...`"))
+        + name.len()
+        + 4;
+    let rest = &source[start..];
+    let value = if rest.starts_with('(') {
+        &rest[..rest.find(')').expect("an unclosed tuple")]
+    } else {
+        rest.lines().next().unwrap()
+    };
+    value
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// The Rust lists are the source; the generator (xtask/scripts/tinygen/host_keys.py) writes
+/// recipes' `[host.trace_keys]` from its mirror of them, so the two must stay equal.
+#[test]
+fn the_generator_mirrors_the_host_trace_keys() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tinygen/host_keys.py");
+    let source = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        python_strings(&source, "HOST_INPUT_KEYS"),
+        HOST_INPUT_KEYS,
+        "HOST_INPUT_KEYS"
+    );
+    assert_eq!(
+        python_strings(&source, "REFERENCE_KEYS"),
+        REFERENCE_KEYS,
+        "REFERENCE_KEYS"
+    );
+    assert_eq!(python_strings(&source, "STEP_OUT"), [STEP_OUT], "STEP_OUT");
+}

@@ -10,6 +10,7 @@ mod common;
 mod conformance_cli;
 mod device_ssh_cli;
 mod fp16_version_cli;
+mod generator_cli;
 mod hostile_cli;
 mod new_model_cli;
 mod offline_cli;

@@ -1,0 +1,56 @@
+"""The generator's options: the committed `tiny` (default) or `--variant uneven`, the
+full-width and large benchmark models, and `--check`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .check import check
+from .dims import SEED
+from .large import generate_large
+from .model import generate, report
+from .variants import FULL_WIDTH_VARIANT, TINY_VARIANT, UNEVEN_VARIANT
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="gen_tiny_model.py",
+        description="Generate the tiny MolmoAct2-shaped test models, their golden data and recipes.",
+    )
+    ap.add_argument("--root", type=Path, default=REPO_ROOT,
+                    help="project root to write onnx/<model>, golden/<model> and recipes/<model> into "
+                         "(with --check: the checkout to compare with); default: this repository")
+    ap.add_argument("--variant", choices=["uneven"], default=None,
+                    help="write the second committed test model instead: tiny-uneven "
+                         "(uneven splits, 3 Euler steps)")
+    ap.add_argument("--check", action="store_true",
+                    help="regenerate every committed model (tiny, tiny-uneven) into a temporary folder and "
+                         "compare byte for byte with --root; writes nothing there; exit 1 on a difference")
+    ap.add_argument("--large-out", type=Path, default=None, metavar="DIR",
+                    help="write the ~100 MB benchmark model into DIR instead")
+    ap.add_argument("--full-width", type=Path, default=None, metavar="DIR",
+                    help="write the synthetic model at the real bundle's widths (~2 GB) into the "
+                         "project root DIR instead: onnx/fullwidth, golden/fullwidth, recipes/fullwidth")
+    args = ap.parse_args(argv)
+    modes = [args.check, args.large_out is not None, args.full_width is not None, args.variant is not None]
+    if sum(modes) > 1:
+        ap.error("give at most one of --check, --large-out, --full-width, --variant")
+    if args.check:
+        return check(args.root.resolve())
+    if args.large_out is not None:
+        out = args.large_out.resolve()
+        print(f"large benchmark model -> {out}")
+        report(generate_large(out), out)
+        return 0
+    if args.full_width is not None:
+        variant, root = FULL_WIDTH_VARIANT, args.full_width.resolve()
+    else:
+        variant = UNEVEN_VARIANT if args.variant == "uneven" else TINY_VARIANT
+        root = args.root.resolve()
+    written = generate(variant, root)
+    print(f"{variant.dims.name} model (seed {SEED}) -> {root}")
+    report(written, root)
+    return 0

@@ -1,0 +1,2 @@
+"""The ONNX graphs of the components, one module per component family, on one small
+`GraphBuilder` (builder.py)."""
