@@ -180,9 +180,10 @@ fn build_component(
             );
             env.progress.note(&bar, &note);
         }
-        // The cache only stands in for steps whose inputs were made here or restored: after
-        // a step ran, the rest of the component runs (the rerun rule), as with --force.
-        if !force && !upstream_ran {
+        // The cache stands in for any step that would run, except under --force: an entry
+        // carries the outputs its key was computed for (a CPU-parity entry, the DLC it
+        // measured), so it is as good after an earlier step ran as after it was restored.
+        if !force {
             let started = Instant::now();
             match step_run::restore_step(env, step, &mut record, &record_path) {
                 Ok(Restored::Yes(outputs, detail, key)) => {

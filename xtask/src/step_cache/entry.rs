@@ -57,6 +57,10 @@ impl StepCache {
         if dest.join("entry.json").is_file() {
             return Ok(());
         }
+        // A folder under the key without its entry.json is not an entry: out of the way.
+        if dest.exists() {
+            self.discard(&dest);
+        }
         let tmp = tempfile::Builder::new()
             .prefix(".tmp-")
             .tempdir_in(self.dir().join(ENTRIES))
