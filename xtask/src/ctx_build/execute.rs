@@ -192,9 +192,11 @@ fn build_component(
                     env.progress
                         .step_line(&bar, &plan.component, label, &how, Some(seconds));
                     let texts = reasons.texts();
-                    steps.push(StepOutcome::restored(
-                        step, texts, seconds, outputs, detail, key,
-                    ));
+                    let rec = record.steps.get(&step.record_name);
+                    steps.push(
+                        StepOutcome::restored(step, texts, seconds, outputs, detail, key)
+                            .with_facts(rec),
+                    );
                     continue;
                 }
                 Ok(Restored::Miss) => {}
@@ -247,7 +249,8 @@ fn build_component(
                 env.progress
                     .step_line(&bar, &plan.component, label, "ran", Some(seconds));
                 let texts = reasons.texts();
-                steps.push(StepOutcome::ran(step, texts, seconds, outputs, detail));
+                let rec = record.steps.get(&step.record_name);
+                steps.push(StepOutcome::ran(step, texts, seconds, outputs, detail).with_facts(rec));
                 upstream_ran = true;
             }
             Err(err) => {
