@@ -56,7 +56,7 @@ impl StepCache {
                 complete,
             });
         }
-        out.sort_by(|a, b| b.last_used_unix.cmp(&a.last_used_unix));
+        out.sort_by_key(|l| std::cmp::Reverse(l.last_used_unix));
         Ok(out)
     }
 
