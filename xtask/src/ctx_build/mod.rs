@@ -80,7 +80,8 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
         HashMemo::load(&memo_path)
     };
     if req.dry_run || req.require_fresh || req.print_keys {
-        let rt = if req.require_fresh {
+        // The keys printed for CI must be those the build computes: the real runtime's versions.
+        let rt = if req.require_fresh || req.print_keys {
             Some(Runtime::load(ensure_runtime(root)?)?)
         } else {
             None
