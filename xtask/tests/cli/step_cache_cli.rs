@@ -257,3 +257,41 @@ fn corrupt_and_partial_entries_are_refused_and_rebuilt_and_gc_sizes_the_cache() 
     a.run(&["cache", "gc", "--cache", dir, "--max-size", "lots"])
         .assert_code(2);
 }
+
+/// Two builds filling one empty cache at once: both succeed, every key ends up with one
+/// complete entry, and a third copy restores everything from it.
+#[test]
+fn two_builds_at_once_share_one_cache_safely() {
+    let cache = tempfile::tempdir().unwrap();
+    let (a, b) = (Scratch::tiny(), Scratch::tiny());
+    let spawn = |p: &Scratch| {
+        p.command(&[
+            "build-ctx",
+            "--soc",
+            "77",
+            "--cache",
+            cache.path().to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+    };
+    let (ca, cb) = (spawn(&a), spawn(&b));
+    for child in [ca, cb] {
+        crate::common::Run::from(child.wait_with_output().unwrap()).assert_code(0);
+    }
+    let dir = cache.path().to_str().unwrap();
+    let ls = a.run(&["cache", "ls", "--cache", dir]);
+    assert!(ls.stdout.contains("21 entries"), "{}", ls.all());
+    assert!(!ls.stdout.contains("interrupted"), "{}", ls.all());
+    let c = Scratch::tiny();
+    let run = build(&c, cache.path(), &[]);
+    assert!(
+        run.stdout.contains("0 step(s) ran, 21 restored from cache"),
+        "{}",
+        run.all()
+    );
+    c.run(&["build-ctx", "--soc", "77", "--require-fresh"])
+        .assert_code(0);
+}
