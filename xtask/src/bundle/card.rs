@@ -53,6 +53,8 @@ pub struct BundleComponent {
     pub rewrites: Option<crate::onnx::decompose::RewriteCheck>,
     /// The schema of the build record these facts were read from.
     pub record_schema: u32,
+    /// The tool versions that built the binary (its context record).
+    pub built_with: crate::ctx_build::facts::ToolVersions,
     pub recipe_sha256: String,
     pub onnx_sha256: String,
     pub golden_sha256: String,

@@ -169,8 +169,9 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
         soc_chips: soc.chips.iter().map(|s| s.to_string()).collect(),
         htp_arch: soc.htp_arch,
         qairt: model.file.target.qairt.clone(),
-        qnn_build: versions.qnn.clone(),
-        onnxruntime: versions.onnxruntime.clone(),
+        // The versions that built the binaries, from their records (not this runtime's).
+        qnn_build: built_versions(&components, |v| &v.qnn, &versions.qnn),
+        onnxruntime: built_versions(&components, |v| &v.onnxruntime, &versions.onnxruntime),
         toolchain: bundle_toolchain(&components),
         commit: git_commit(root),
         allow_stale,
@@ -306,6 +307,7 @@ fn bundle_component(
         fp16: graph.fp16,
         vtcm_mb: graph.vtcm_mb,
         toolchain: context.versions.toolchain.clone(),
+        built_with: context.versions.clone(),
         float_bitwidth: convert.float_bitwidth,
         dlc_validation: convert.dlc_validation.clone(),
         rewrites: convert.rewrites.clone(),
@@ -315,6 +317,25 @@ fn bundle_component(
         golden_sha256: sha256_file(&root.join(&comp.file.golden.file))?,
         waivers,
     })
+}
+
+/// One version of the packaged binaries' records (`a + b` when they differ; `none` packaged:
+/// the runtime's).
+fn built_versions(
+    components: &[BundleComponent],
+    pick: impl Fn(&crate::ctx_build::facts::ToolVersions) -> &String,
+    fallback: &str,
+) -> String {
+    let mut all: Vec<&str> = components
+        .iter()
+        .map(|c| pick(&c.built_with).as_str())
+        .collect();
+    all.sort();
+    all.dedup();
+    if all.is_empty() {
+        return fallback.to_string();
+    }
+    all.join(" + ")
 }
 
 /// The toolchains the packaged binaries were built with, from their records.

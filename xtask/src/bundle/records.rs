@@ -34,15 +34,8 @@ pub fn check_records(dir: &Path, manifest: &Manifest, info: &BundleInfo) -> Vec<
             }
         };
         let graph = facts.target.graph.as_ref();
-        let stated = (c.optimization_level, c.fp16, c.vtcm_mb, &c.toolchain);
-        let built = graph.map(|g| {
-            (
-                g.optimization_level,
-                g.fp16,
-                g.vtcm_mb,
-                &facts.versions.toolchain,
-            )
-        });
+        let stated = (c.optimization_level, c.fp16, c.vtcm_mb, &c.built_with);
+        let built = graph.map(|g| (g.optimization_level, g.fp16, g.vtcm_mb, &facts.versions));
         if built != Some(stated) {
             problems.push(format!(
                 "reports/bundle.json says `{}` was built with O{}, fp16 {}, VTCM {} by {}, its record says otherwise ({})",
