@@ -25,6 +25,7 @@ pub mod project;
 pub mod recipe;
 pub mod report;
 pub mod runtime;
+pub mod step_cache;
 pub mod tensor;
 pub mod toolchain;
 pub mod vocab;

@@ -33,6 +33,8 @@ enum Command {
     Parity(commands::parity::Parity),
     /// Build every component: ONNX → DLC, QNN CPU-backend parity, HTP context binary.
     BuildCtx(commands::build_ctx::BuildCtx),
+    /// The build cache shared by checkouts (`build-ctx --cache`): list entries, collect garbage.
+    Cache(commands::cache::Cache),
     /// Run the whole chain end to end: chain parity and latency reports.
     Run(commands::run::Run),
     /// The build plan; `--json` prints it as a CI matrix (one entry per component and SoC).
@@ -81,6 +83,7 @@ fn main() -> ExitCode {
             Command::Doctor(cmd) => cmd.run(&ctx),
             Command::Parity(cmd) => cmd.run(&ctx),
             Command::BuildCtx(cmd) => cmd.run(&ctx),
+            Command::Cache(cmd) => cmd.run(&ctx),
             Command::Bench(cmd) => cmd.run(&ctx),
             Command::Run(cmd) => cmd.run(&ctx),
             Command::Package(cmd) => cmd.run(&ctx),

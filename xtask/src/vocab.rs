@@ -46,7 +46,19 @@ impl std::fmt::Display for BackendKind {
 }
 
 /// Which tools run a step: the embedded QNN 2.47 runtime, or the QAIRT SDK's tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Default,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum ToolchainKind {
     #[default]
     Embedded,

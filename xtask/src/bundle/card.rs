@@ -38,20 +38,23 @@ pub struct BundleComponent {
     pub ep_sdk_version: Option<String>,
     pub bin_file: String,
     pub bin_bytes: u64,
+    /// What was compiled, from the build record's typed facts (never from the recipe).
     pub optimization_level: u8,
     pub fp16: bool,
-    /// Whose tools built the binary (`embedded`, `qairt-sdk 2.47.0`), from its build record.
-    #[serde(default)]
-    pub toolchain: String,
+    /// 0 = the backend's default.
+    pub vtcm_mb: u32,
+    /// Whose tools built the binary, from its build record.
+    pub toolchain: crate::ctx_build::facts::ToolchainUsed,
     /// The DLC's float bitwidth, from the convert record.
-    #[serde(default)]
-    pub float_bitwidth: Option<u8>,
+    pub float_bitwidth: u8,
     /// How far the DLC was checked, from the convert record.
-    #[serde(default)]
-    pub dlc_validation: Option<String>,
+    pub dlc_validation: String,
     /// The graph rewrites QNN's copy of the ONNX got, from the convert record.
-    #[serde(default)]
     pub rewrites: Option<crate::onnx::decompose::RewriteCheck>,
+    /// The schema of the build record these facts were read from.
+    pub record_schema: u32,
+    /// The tool versions that built the binary (its context record).
+    pub built_with: crate::ctx_build::facts::ToolVersions,
     pub recipe_sha256: String,
     pub onnx_sha256: String,
     pub golden_sha256: String,
@@ -322,25 +325,22 @@ pub fn render(
     );
     let _ = writeln!(
         md,
-        "\n| context | toolchain | HTP precision | optimization | DLC | DLC checked |\n|---|---|---|---|---|---|"
+        "\n| context | toolchain | HTP precision | optimization | VTCM | DLC | DLC checked |\n|---|---|---|---|---|---|---|"
     );
     for c in &b.components {
         let _ = writeln!(
             md,
-            "| `{}` | {} | {} | O{} | {} | {} |",
+            "| `{}` | {} | {} | O{} | {} | float{} | {} |",
             c.name,
-            if c.toolchain.is_empty() {
-                "unknown (record predates)"
-            } else {
-                &c.toolchain
-            },
+            c.toolchain.label(),
             if c.fp16 { "fp16" } else { "fp32 (fp16 off)" },
             c.optimization_level,
-            c.float_bitwidth
-                .map_or("unknown".into(), |b| format!("float{b}")),
+            match c.vtcm_mb {
+                0 => "default".to_string(),
+                mb => format!("{mb} MB"),
+            },
+            c.float_bitwidth,
             c.dlc_validation
-                .as_deref()
-                .unwrap_or("unknown (record predates)")
         );
     }
     rewrites_section(b, &mut md);

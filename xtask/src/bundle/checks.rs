@@ -30,7 +30,10 @@ pub fn broken_artifacts(
         .and_then(|r| r.outputs.get(&bin_rel));
     match (recorded, memo.sha256(&root.join(&art.bin))) {
         (_, Err(_)) => broken.push(format!("{name}: {bin_rel} is missing")),
-        (None, _) => broken.push(format!("{name}: {bin_rel} has no build record")),
+        (None, _) => match &record.refused {
+            Some(why) => broken.push(format!("{name}: {why}")),
+            None => broken.push(format!("{name}: {bin_rel} has no build record")),
+        },
         (Some(want), Ok(got)) if *want != got => broken.push(format!(
             "{name}: {bin_rel} is not the binary its build recorded (sha256 {got}, recorded {want}): truncated or replaced"
         )),

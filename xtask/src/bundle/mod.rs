@@ -8,5 +8,6 @@ pub mod fetch;
 pub mod hf;
 pub mod manifest;
 pub mod package;
+pub mod records;
 pub mod release;
 pub mod verify;

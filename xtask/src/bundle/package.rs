@@ -11,6 +11,7 @@ use super::assemble::{Placement, assemble, component_files};
 use super::card::{BundleComponent, BundleInfo, htp_figures, latency_figures, render};
 use super::checks::{broken_artifacts, usable_report};
 use super::manifest::Manifest;
+use crate::ctx_build::facts::StepFacts;
 use crate::ctx_build::fingerprint::{ComponentRecord, Freshness};
 use crate::ctx_build::fresh::runtime_versions;
 use crate::ctx_build::plan::plan_component;
@@ -19,6 +20,7 @@ use crate::htp_target::soc::Soc;
 use crate::recipe::{Component, Model};
 use crate::runtime::Runtime;
 use crate::runtime::bootstrap::{QNN_WHEEL, ensure_runtime};
+use crate::vocab::ToolchainKind;
 
 /// What to package: the model's selected components for one SoC, into `out`.
 pub struct PackageRequest<'a> {
@@ -167,8 +169,9 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
         soc_chips: soc.chips.iter().map(|s| s.to_string()).collect(),
         htp_arch: soc.htp_arch,
         qairt: model.file.target.qairt.clone(),
-        qnn_build: versions.qnn.clone(),
-        onnxruntime: versions.onnxruntime.clone(),
+        // The versions that built the binaries, from their records (not this runtime's).
+        qnn_build: built_versions(&components, |v| &v.qnn, &versions.qnn),
+        onnxruntime: built_versions(&components, |v| &v.onnxruntime, &versions.onnxruntime),
         toolchain: bundle_toolchain(&components),
         commit: git_commit(root),
         allow_stale,
@@ -209,6 +212,8 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
     Ok(manifest)
 }
 
+/// The bundle's view of one component, from its build record's typed facts and nothing else
+/// (the recipe may have changed since the build): a record without them is refused.
 fn bundle_component(
     root: &Path,
     model: &Model,
@@ -217,33 +222,47 @@ fn bundle_component(
     soc: &Soc,
     art: &crate::ctx_build::plan::Artifacts,
 ) -> Result<BundleComponent> {
-    let cpu = record.steps.get("cpu_parity").with_context(|| {
+    let rebuild = |what: &str| {
         format!(
-            "`{}` has no passed CPU-parity record: build it first",
+            "`{}`: {what}: rebuild it (`cargo xtask build-ctx --soc {} --model {} --only {}`)",
+            comp.name(),
+            soc.id,
+            model.file.model.name,
             comp.name()
         )
-    })?;
-    let context = record
-        .steps
-        .get(&format!("context@soc{}", soc.id))
-        .with_context(|| {
-            format!(
-                "`{}` has no context binary for soc {}: build it first",
-                comp.name(),
-                soc.id
-            )
-        })?;
-    let outputs = cpu.detail["result"]["outputs"]
-        .as_array()
-        .context("the CPU-parity record holds no figures")?;
-    let cpu_cosine: Vec<(String, f64)> = outputs
+    };
+    let facts = |name: &str| {
+        record
+            .step(name)
+            .map(|r| &r.facts)
+            .with_context(|| rebuild(&format!("no usable `{name}` build record")))
+    };
+    let (StepFacts::Convert(convert), StepFacts::CpuParity(cpu), StepFacts::Context(context)) = (
+        facts("convert")?,
+        facts("cpu_parity")?,
+        facts(&crate::ctx_build::steps::Context::record_name(soc))?,
+    ) else {
+        bail!(
+            "{}",
+            rebuild("its build record holds the wrong kind of facts")
+        );
+    };
+    let graph = context
+        .target
+        .graph
+        .as_ref()
+        .with_context(|| rebuild("its context record names no graph options"))?;
+    if context.soc_id != soc.id {
+        bail!(
+            "{}",
+            rebuild(&format!("its binary was built for soc {}", context.soc_id))
+        );
+    }
+    let cpu_cosine: Vec<(String, f64)> = cpu
+        .result
+        .outputs
         .iter()
-        .map(|o| {
-            (
-                o["name"].as_str().unwrap_or("?").to_string(),
-                o["metrics"]["cosine"].as_f64().unwrap_or(f64::NAN),
-            )
-        })
+        .map(|o| (o.name.clone(), o.metrics.cosine))
         .collect();
     let waivers = comp
         .file
@@ -277,43 +296,22 @@ fn bundle_component(
         inputs: comp.file.inputs.iter().map(tensor).collect(),
         outputs: comp.file.outputs.iter().map(tensor).collect(),
         cpu_cosine,
-        graph_name: context.detail["graph_name"].as_str().unwrap_or("?").into(),
-        ep_sdk_version: context.detail["ep_sdk_version"]
-            .as_str()
-            .map(str::to_string),
-        bin_file: art
-            .bin
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        graph_name: context.graph_name.clone(),
+        ep_sdk_version: context.ep_sdk_version.clone(),
+        bin_file: art.bin_name(),
         bin_bytes: std::fs::metadata(root.join(&art.bin))
             .map(|m| m.len())
             .unwrap_or(0),
-        // Facts of the build as its records hold them (the recipe may have changed since).
-        optimization_level: context.detail["facts"]["optimization_level"]
-            .as_u64()
-            .map_or(comp.file.context.optimization_level, |o| o as u8),
-        fp16: context.detail["facts"]["fp16"]
-            .as_bool()
-            .unwrap_or(comp.file.context.fp16),
-        toolchain: context.detail["facts"]["toolchain"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-        float_bitwidth: record
-            .steps
-            .get("convert")
-            .and_then(|r| r.detail["facts"]["float_bitwidth"].as_u64())
-            .map(|b| b as u8),
-        dlc_validation: record
-            .steps
-            .get("convert")
-            .and_then(|r| r.detail["facts"]["dlc_validation"].as_str())
-            .map(str::to_string),
-        rewrites: record
-            .steps
-            .get("convert")
-            .and_then(|r| serde_json::from_value(r.detail["facts"]["rewrites"].clone()).ok()),
+        // What was compiled, as the record holds it (the recipe may have changed since).
+        optimization_level: graph.optimization_level,
+        fp16: graph.fp16,
+        vtcm_mb: graph.vtcm_mb,
+        toolchain: context.versions.toolchain.clone(),
+        built_with: context.versions.clone(),
+        float_bitwidth: convert.float_bitwidth,
+        dlc_validation: convert.dlc_validation.clone(),
+        rewrites: convert.rewrites.clone(),
+        record_schema: crate::ctx_build::facts::RECORD_SCHEMA,
         recipe_sha256: sha256_bytes(comp.recipe_text.as_bytes()),
         onnx_sha256: sha256_file(&root.join(&comp.file.component.onnx))?,
         golden_sha256: sha256_file(&root.join(&comp.file.golden.file))?,
@@ -321,14 +319,36 @@ fn bundle_component(
     })
 }
 
+/// One version of the packaged binaries' records (`a + b` when they differ; `none` packaged:
+/// the runtime's).
+fn built_versions(
+    components: &[BundleComponent],
+    pick: impl Fn(&crate::ctx_build::facts::ToolVersions) -> &String,
+    fallback: &str,
+) -> String {
+    let mut all: Vec<&str> = components
+        .iter()
+        .map(|c| pick(&c.built_with).as_str())
+        .collect();
+    all.sort();
+    all.dedup();
+    if all.is_empty() {
+        return fallback.to_string();
+    }
+    all.join(" + ")
+}
+
 /// The toolchains the packaged binaries were built with, from their records.
 fn bundle_toolchain(components: &[BundleComponent]) -> String {
     let mut names: Vec<String> = components
         .iter()
-        .map(|c| match c.toolchain.as_str() {
-            "" => "unknown (record predates)".to_string(),
-            "embedded" => format!("embedded ({}, ONNX Runtime QNN EP)", QNN_WHEEL.requirement),
-            other => other.to_string(),
+        .map(|c| match c.toolchain.kind {
+            ToolchainKind::Embedded => format!(
+                "{} ({}, ONNX Runtime QNN EP)",
+                c.toolchain.label(),
+                QNN_WHEEL.requirement
+            ),
+            ToolchainKind::Sdk => c.toolchain.label(),
         })
         .collect();
     names.sort();

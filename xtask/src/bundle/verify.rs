@@ -17,6 +17,7 @@ pub fn verify_bundle(root: &Path, dir: &Path) -> Result<usize> {
     let mut problems = check_files(dir)?;
     problems.extend(check_wrappers(dir)?);
     problems.extend(check_card(dir));
+    problems.extend(super::records::check_bundle(dir));
     if !problems.is_empty() {
         bail!(
             "bundle {} is NOT intact:\n  {}",

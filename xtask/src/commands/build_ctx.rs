@@ -39,6 +39,15 @@ pub struct BuildCtx {
     /// With --dry-run: print the plan as JSON (steps, fresh or structured dirty reasons, keys).
     #[arg(long, requires = "dry_run")]
     json: bool,
+    /// A build cache folder shared by checkouts (opt-in; may be outside the project): steps
+    /// whose key is in it are restored instead of run, and every step run is stored in it.
+    /// Default: $XTASK_CACHE_DIR, else no cache.
+    #[arg(long, value_name = "DIR")]
+    cache: Option<std::path::PathBuf>,
+    /// Print each selected step's key (`<component> <step> <key>`) and run nothing (CI keys
+    /// its cache on them).
+    #[arg(long, conflicts_with_all = ["force", "dry_run", "require_fresh"])]
+    print_keys: bool,
 }
 
 impl BuildCtx {
@@ -60,12 +69,14 @@ impl BuildCtx {
             toolchain: self.toolchain,
             allow_sdk_version: self.allow_sdk_version,
             verbose: ctx.verbose,
+            cache: crate::step_cache::StepCache::from_flag_or_env(self.cache.as_deref())?,
+            print_keys: self.print_keys,
         };
         req.validate()?;
-        if !self.dry_run && !self.require_fresh {
+        if !self.dry_run && !self.require_fresh && !self.print_keys {
             super::require_files(ctx, model, &req.comps)?;
         }
-        if !self.json {
+        if !self.json && !self.print_keys {
             super::lint::warn_before_build(ctx, &self.sel.model, &req.comps);
         }
         build(&ctx.root, &req)

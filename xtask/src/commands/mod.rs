@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod bisect;
 pub mod build_ctx;
+pub mod cache;
 pub mod conformance;
 pub mod doctor;
 pub mod fetch;

@@ -1,6 +1,7 @@
 //! Executing a plan: components on `--jobs` workers under the tree's build lock, each
-//! component's steps in order, every step in a fresh staging folder whose outputs are hashed
-//! and moved into place before its record entry is written (last).
+//! component's steps in order; a dirty step is restored from the build cache when its key is
+//! there, else run (`step_run`): its outputs staged, hashed and moved into place before its
+//! record entry is written (last).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
@@ -9,18 +10,18 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use crate::ctx_build::fingerprint::{
-    ComponentRecord, DirtyReason, DirtyReasons, Freshness, StepRecord,
-};
-use crate::ctx_build::plan::{ComponentPlan, PlannedStep, StepKind};
+use crate::ctx_build::facts::StepFacts;
+use crate::ctx_build::fingerprint::{ComponentRecord, DirtyReason, DirtyReasons, Freshness};
+use crate::ctx_build::plan::{ComponentPlan, PlannedStep, StepKind, Versions};
 use crate::ctx_build::progress::Progress;
-use crate::ctx_build::report::{ComponentBuild, OutputFile, StepOutcome};
+use crate::ctx_build::report::{ComponentBuild, StepOutcome};
 use crate::ctx_build::schedule::{self, Granted, MemoryBudget};
-use crate::ctx_build::steps::{self, StepRun};
-use crate::hashing::{HashMemo, sha256_file};
+use crate::ctx_build::step_run::{self, Restored};
+use crate::hashing::HashMemo;
 use crate::htp_target::soc::Soc;
 use crate::recipe::{Component, Model};
-use crate::toolchain::{StepJob, Toolchain};
+use crate::step_cache::StepCache;
+use crate::toolchain::{QnnOnnx, Toolchain};
 
 /// What every worker shares while executing a plan.
 pub struct BuildEnv<'a> {
@@ -34,6 +35,10 @@ pub struct BuildEnv<'a> {
     pub progress: &'a Progress,
     /// `--max-memory`: no step starts beyond it (see `schedule`).
     pub budget: &'a MemoryBudget,
+    /// The tool versions in every key (and every step's facts).
+    pub versions: &'a Versions,
+    /// `--cache` / `XTASK_CACHE_DIR`: steps are restored from it and stored in it.
+    pub cache: Option<&'a StepCache>,
 }
 
 /// The rerun rule: why a step runs, or None when it is skipped as fresh. A dirty step runs;
@@ -151,7 +156,9 @@ fn build_component(
     let bar = env.progress.component(&plan.component);
     let mut steps = Vec::new();
     let mut failed: Option<String> = None;
+    let mut cache_refused = Vec::new();
     let mut upstream_ran = false;
+    let mut onnx: Option<QnnOnnx> = None;
     for step in &plan.steps {
         let label = step.kind.label();
         if let Some(why) = &failed {
@@ -172,6 +179,37 @@ fn build_component(
                 reasons.join("; ")
             );
             env.progress.note(&bar, &note);
+        }
+        // The cache stands in for any step that would run, except under --force: an entry
+        // carries the outputs its key was computed for (a CPU-parity entry, the DLC it
+        // measured), so it is as good after an earlier step ran as after it was restored.
+        if !force {
+            let started = Instant::now();
+            match step_run::restore_step(env, step, &mut record, &record_path) {
+                Ok(Restored::Yes(outputs, detail, key)) => {
+                    let seconds = started.elapsed().as_secs_f64();
+                    let how = format!("restored from cache {}", crate::step_cache::short(&key));
+                    env.progress
+                        .step_line(&bar, &plan.component, label, &how, Some(seconds));
+                    let texts = reasons.texts();
+                    let rec = record.steps.get(&step.record_name);
+                    steps.push(
+                        StepOutcome::restored(step, texts, seconds, outputs, detail, key)
+                            .with_facts(rec),
+                    );
+                    continue;
+                }
+                Ok(Restored::Miss) => {}
+                Ok(Restored::Refused(why)) => {
+                    let note = format!("{}: {label}: {why}; building it", plan.component);
+                    env.progress.note(&bar, &note);
+                    cache_refused.push(why);
+                }
+                Err(e) => {
+                    let note = format!("{}: {label}: not restored: {e:#}", plan.component);
+                    env.progress.note(&bar, &note);
+                }
+            }
         }
         let need = schedule::estimate(
             step.kind,
@@ -195,7 +233,9 @@ fn build_component(
         env.progress.step_started(&bar, &plan.component, label);
         let started = Instant::now();
         let started_unix_ms = crate::report::now_unix_ms();
-        let outcome = run_step(env, comp, plan, step, &mut record, &record_path, &bar);
+        let outcome = qnn_onnx(&mut onnx, env, comp).and_then(|onnx| {
+            step_run::run_step(env, comp, plan, step, onnx, &mut record, &record_path, &bar)
+        });
         let seconds = started.elapsed().as_secs_f64();
         match outcome {
             Ok((outputs, mut detail)) => {
@@ -209,11 +249,15 @@ fn build_component(
                 env.progress
                     .step_line(&bar, &plan.component, label, "ran", Some(seconds));
                 let texts = reasons.texts();
-                steps.push(StepOutcome::ran(step, texts, seconds, outputs, detail));
+                let rec = record.steps.get(&step.record_name);
+                steps.push(StepOutcome::ran(step, texts, seconds, outputs, detail).with_facts(rec));
                 upstream_ran = true;
             }
             Err(err) => {
-                let msg = crate::project::scrub(env.root, &format!("{err:#}"));
+                let mut msg = crate::project::scrub(env.root, &format!("{err:#}"));
+                if let Some(kept) = kept_dlc(step, &record) {
+                    msg.push_str(&format!("; {kept}"));
+                }
                 env.progress
                     .step_line(&bar, &plan.component, label, "FAILED", Some(seconds));
                 failed = Some(format!("{label} failed"));
@@ -226,109 +270,40 @@ fn build_component(
         component: plan.component.clone(),
         pass: failed.is_none(),
         steps,
+        cache_refused,
     }
 }
 
-/// Runs one step. Its old record entry is cleared first and the new one written last, after
-/// every output was moved into place and (for parity) the gate passed.
-fn run_step(
+/// After a failed CPU parity: which DLC stays current (the last one that passed), if any.
+fn kept_dlc(step: &PlannedStep, record: &ComponentRecord) -> Option<String> {
+    if step.kind != StepKind::CpuParity {
+        return None;
+    }
+    match &record.steps.get(&step.record_name)?.facts {
+        StepFacts::CpuParity(f) => Some(format!(
+            "the current DLC stays {} (sha256 {}, the last one that passed)",
+            f.current_dlc.path,
+            &f.current_dlc.sha256[..12.min(f.current_dlc.sha256.len())]
+        )),
+        _ => None,
+    }
+}
+
+/// The ONNX the QNN steps of `comp` get, resolved the first time a step of it runs.
+fn qnn_onnx<'a>(
+    slot: &'a mut Option<QnnOnnx>,
     env: &BuildEnv<'_>,
     comp: &Component,
-    plan: &ComponentPlan,
-    step: &PlannedStep,
-    record: &mut ComponentRecord,
-    record_path: &Path,
-    bar: &crate::ctx_build::progress::Bar,
-) -> Result<(Vec<OutputFile>, serde_json::Value)> {
-    let key = step.key.clone().context("an input file is missing")?;
-    if record.steps.remove(&step.record_name).is_some() {
-        record.save(record_path)?;
+) -> Result<&'a QnnOnnx> {
+    if slot.is_none() {
+        *slot = Some(QnnOnnx::resolve(
+            env.root,
+            &env.model.file.model.name,
+            comp,
+        )?);
     }
-    let started = Instant::now();
-    let staging = staging_dir(env)?;
-    let job = StepJob {
-        root: env.root,
-        model: env.model,
-        comp,
-        soc: &env.soc,
-        artifacts: &plan.artifacts,
-        staging: staging.path(),
-        rt: env.rt,
-    };
-    // The compiler's stages as progress and heartbeats (context steps compile for minutes).
-    let watch = (step.kind == StepKind::Context).then(|| {
-        let label = step.kind.label();
-        crate::ctx_build::compile_watch::CompileWatch::start(
-            &env.root.join("target/xtask-native-stdout.log"),
-            crate::project::reports_dir(env.root, &env.model.file.model.name)
-                .join("logs")
-                .join(format!("{}-context.log", comp.name())),
-            env.progress.ticker(bar, label),
-            env.progress.heartbeat(bar, comp.name(), label),
-        )
-    });
-    let rss_start_mb = crate::ctx_build::rss::current_mb();
-    crate::ctx_build::rss::reset_peak();
-    let ran = match step.kind {
-        StepKind::Convert => steps::Convert::run(env.toolchain, &job),
-        StepKind::CpuParity => steps::CpuParity::run(env.toolchain, &job),
-        StepKind::Context => steps::Context::run(env.toolchain, &job),
-    };
-    let peak_rss_mb = crate::ctx_build::rss::peak_mb();
-    let compiled = watch.map(|w| w.finish());
-    let StepRun { moves, mut detail } = ran?;
-    if !detail.is_object() {
-        detail = serde_json::json!({ "value": detail });
-    }
-    detail["peak_rss_mb"] = serde_json::json!(peak_rss_mb);
-    detail["rss_start_mb"] = serde_json::json!(rss_start_mb);
-    if let Some(c) = compiled {
-        detail["compile_stages"] = serde_json::json!(c.stages);
-    }
-    let outputs = moves
-        .iter()
-        .map(|(from, to)| move_output(env, from, to))
-        .collect::<Result<Vec<_>>>()?;
-    record.steps.insert(
-        step.record_name.clone(),
-        StepRecord {
-            key,
-            outputs: outputs
-                .iter()
-                .map(|o| (o.path.clone(), o.sha256.clone()))
-                .collect(),
-            finished_unix: crate::report::now_unix(),
-            seconds: started.elapsed().as_secs_f64(),
-            detail: detail.clone(),
-        },
-    );
-    record.save(record_path)?;
-    Ok((outputs, detail))
-}
-
-fn staging_dir(env: &BuildEnv<'_>) -> Result<tempfile::TempDir> {
-    let dir = crate::project::ctx_dir(env.root, &env.model.file.model.name);
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    tempfile::Builder::new()
-        .prefix(".staging-")
-        .tempdir_in(&dir)
-        .with_context(|| format!("cannot create a staging folder in {}", dir.display()))
-}
-
-/// Hashes a finished file, then renames it onto its stable name (same filesystem, one step).
-fn move_output(env: &BuildEnv<'_>, from: &Path, to_rel: &Path) -> Result<OutputFile> {
-    let sha256 = sha256_file(from)?;
-    let bytes = std::fs::metadata(from)
-        .with_context(|| format!("cannot stat {}", from.display()))?
-        .len();
-    let to = env.root.join(to_rel);
-    crate::atomic::move_into_place(from, &to)?;
-    let _ = env.memo.lock().map(|mut m| m.sha256(&to));
-    Ok(OutputFile {
-        path: to_rel.display().to_string(),
-        bytes,
-        sha256,
-    })
+    slot.as_ref()
+        .context("internal: the QNN ONNX was not resolved")
 }
 
 #[cfg(test)]

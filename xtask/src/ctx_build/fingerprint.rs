@@ -10,6 +10,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::ctx_build::facts::{RECORD_SCHEMA, StepFacts};
 use crate::hashing::{HashMemo, sha256_bytes};
 
 /// The key of one step plus its named parts, kept to explain *why* a step is dirty.
@@ -33,35 +34,101 @@ impl StepKey {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StepRecord {
     pub key: StepKey,
     /// Outputs (paths relative to the project root) and their sha256.
     pub outputs: BTreeMap<String, String>,
     pub finished_unix: u64,
     pub seconds: f64,
-    /// Step-specific results (parity figures, graph name, ...), shown in reports of fresh steps.
-    #[serde(default)]
+    /// What the step did, typed: the one source of the card's and the dry run's facts.
+    pub facts: StepFacts,
+    /// The cache key this step was restored under (None: it ran here).
+    pub restored_from_cache: Option<String>,
+    /// Step-specific run details for reports (memory, compiler stages, timings); never read
+    /// back as facts.
     pub detail: serde_json::Value,
 }
 
 /// All step records of one component, in `ctx/<model>/<component>.record.json`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ComponentRecord {
+    pub schema_version: u32,
     pub steps: BTreeMap<String, StepRecord>,
+    /// Why the record file on disk was not read (another schema, a missing field): its steps
+    /// are dirty and nothing is taken from it.
+    #[serde(skip)]
+    pub refused: Option<String>,
+}
+
+impl Default for ComponentRecord {
+    fn default() -> Self {
+        ComponentRecord::new()
+    }
 }
 
 impl ComponentRecord {
-    /// A missing or unreadable record is an empty one (everything dirty), never an error.
+    /// A missing record is an empty one (everything dirty); an unreadable one, or one of
+    /// another schema, is empty too and says why in `refused` (never an error: a build
+    /// rewrites it).
     pub fn load(path: &Path) -> Self {
-        std::fs::read(path)
+        let Ok(bytes) = std::fs::read(path) else {
+            return ComponentRecord::new();
+        };
+        let refused = |why: String| ComponentRecord {
+            refused: Some(format!(
+                "build record {} {why}: rebuild it (`cargo xtask build-ctx`)",
+                path.display()
+            )),
+            ..ComponentRecord::new()
+        };
+        let version = serde_json::from_slice::<serde_json::Value>(&bytes)
             .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default()
+            .and_then(|v| v.get("schema_version").and_then(|s| s.as_u64()));
+        match version {
+            Some(v) if v == u64::from(RECORD_SCHEMA) => {}
+            Some(v) => {
+                return refused(format!(
+                    "is of schema v{v}, this tool reads v{RECORD_SCHEMA}"
+                ));
+            }
+            None => {
+                return refused(format!(
+                    "has no schema_version (written before v{RECORD_SCHEMA})"
+                ));
+            }
+        }
+        match serde_json::from_slice::<ComponentRecord>(&bytes) {
+            Ok(record) => record,
+            Err(e) => refused(format!("is not a v{RECORD_SCHEMA} record ({e})")),
+        }
+    }
+
+    pub fn new() -> Self {
+        ComponentRecord {
+            schema_version: RECORD_SCHEMA,
+            steps: BTreeMap::new(),
+            refused: None,
+        }
     }
 
     pub fn save(&self, path: &Path) -> Result<()> {
-        crate::atomic::write_atomic(path, &serde_json::to_vec_pretty(self)?)
+        let mut out = self.clone();
+        out.schema_version = RECORD_SCHEMA;
+        crate::atomic::write_atomic(path, &serde_json::to_vec_pretty(&out)?)
             .with_context(|| format!("cannot write build record {}", path.display()))
+    }
+
+    /// The record of step `name`, or why there is none (with the rebuild advice).
+    pub fn step(&self, name: &str) -> Result<&StepRecord> {
+        match (self.steps.get(name), &self.refused) {
+            (Some(r), _) => Ok(r),
+            (None, Some(why)) => anyhow::bail!("{why}"),
+            (None, None) => anyhow::bail!(
+                "no `{name}` step in the build record: build it (`cargo xtask build-ctx`)"
+            ),
+        }
     }
 }
 
@@ -71,11 +138,17 @@ impl ComponentRecord {
 pub enum DirtyReason {
     /// The step has no record: it never completed.
     NeverBuilt,
+    /// The record file was refused (another schema, a missing field): rebuild.
+    RecordRefused {
+        why: String,
+    },
     /// An input file is missing, so the step has no key.
     InputMissing,
     /// A named key part (an input's content, a rendered option set, a version...) changed.
     PartChanged {
         part: String,
+        old: String,
+        new: String,
     },
     PartNew {
         part: String,
@@ -102,7 +175,10 @@ impl std::fmt::Display for DirtyReason {
         match self {
             DirtyReason::NeverBuilt => write!(f, "never built"),
             DirtyReason::InputMissing => write!(f, "an input file is missing"),
-            DirtyReason::PartChanged { part } => write!(f, "{part} changed"),
+            DirtyReason::RecordRefused { why } => write!(f, "{why}"),
+            DirtyReason::PartChanged { part, old, new } => {
+                write!(f, "{}", super::change::describe(part, old, new))
+            }
             DirtyReason::PartNew { part } => write!(f, "{part} is new"),
             DirtyReason::PartRemoved { part } => write!(f, "{part} was removed"),
             DirtyReason::FingerprintFormatChanged => write!(f, "fingerprint format changed"),
@@ -162,6 +238,25 @@ pub fn freshness(
     let Some(record) = record else {
         return Freshness::dirty(DirtyReason::NeverBuilt);
     };
+    freshness_of(root, record, key, memo)
+}
+
+/// `freshness` of a step whose record is in `component`, saying so when the file was refused.
+pub fn step_freshness(
+    root: &Path,
+    component: &ComponentRecord,
+    name: &str,
+    key: &StepKey,
+    memo: &mut HashMemo,
+) -> Freshness {
+    match (component.steps.get(name), &component.refused) {
+        (Some(r), _) => freshness_of(root, r, key, memo),
+        (None, Some(why)) => Freshness::dirty(DirtyReason::RecordRefused { why: why.clone() }),
+        (None, None) => Freshness::dirty(DirtyReason::NeverBuilt),
+    }
+}
+
+fn freshness_of(root: &Path, record: &StepRecord, key: &StepKey, memo: &mut HashMemo) -> Freshness {
     let mut reasons = explain_key_change(&record.key, key);
     for (rel, sha) in &record.outputs {
         let path = rel.clone();
@@ -187,7 +282,11 @@ fn explain_key_change(old: &StepKey, new: &StepKey) -> Vec<DirtyReason> {
         let part = name.clone();
         match old.parts.get(name) {
             None => reasons.push(DirtyReason::PartNew { part }),
-            Some(v) if v != value => reasons.push(DirtyReason::PartChanged { part }),
+            Some(v) if v != value => reasons.push(DirtyReason::PartChanged {
+                part,
+                old: v.clone(),
+                new: value.clone(),
+            }),
             Some(_) => {}
         }
     }
@@ -201,95 +300,8 @@ fn explain_key_change(old: &StepKey, new: &StepKey) -> Vec<DirtyReason> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key(onnx: &str) -> StepKey {
-        StepKey::new(
-            "convert",
-            BTreeMap::from([
-                ("onnx".to_string(), onnx.to_string()),
-                ("qnn".to_string(), "2.47".to_string()),
-            ]),
-        )
-    }
-
-    #[test]
-    fn key_changes_with_any_part() {
-        assert_ne!(key("a").key, key("b").key);
-        assert_eq!(key("a").key, key("a").key);
-    }
-
-    #[test]
-    fn dirty_reason_names_the_changed_part() {
-        let dir = tempfile::tempdir().unwrap();
-        let rec = StepRecord {
-            key: key("a"),
-            outputs: BTreeMap::new(),
-            finished_unix: 0,
-            seconds: 0.0,
-            detail: serde_json::Value::Null,
-        };
-        let mut memo = HashMemo::default();
-        assert_eq!(
-            freshness(dir.path(), Some(&rec), &key("a"), &mut memo),
-            Freshness::Fresh
-        );
-        assert_eq!(
-            freshness(dir.path(), Some(&rec), &key("b"), &mut memo),
-            Freshness::dirty(DirtyReason::PartChanged {
-                part: "onnx".into()
-            })
-        );
-        assert_eq!(
-            freshness(dir.path(), None, &key("a"), &mut memo),
-            Freshness::dirty(DirtyReason::NeverBuilt)
-        );
-    }
-
-    #[test]
-    fn missing_or_modified_output_is_dirty() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("out.bin"), b"good").unwrap();
-        let mut memo = HashMemo::default();
-        let sha = memo.sha256(&dir.path().join("out.bin")).unwrap();
-        let outputs = BTreeMap::from([("out.bin".to_string(), sha)]);
-        let rec = StepRecord {
-            key: key("a"),
-            outputs,
-            finished_unix: 0,
-            seconds: 0.0,
-            detail: serde_json::Value::Null,
-        };
-        assert_eq!(
-            freshness(dir.path(), Some(&rec), &key("a"), &mut memo),
-            Freshness::Fresh
-        );
-        std::fs::write(dir.path().join("out.bin"), b"bad!!").unwrap();
-        assert!(
-            matches!(freshness(dir.path(), Some(&rec), &key("a"), &mut memo), Freshness::Dirty(r) if r.join("").contains("modified"))
-        );
-    }
-}
+#[path = "fingerprint_tests.rs"]
+mod tests;
 
 #[cfg(test)]
-mod reason_tests {
-    use super::*;
-
-    #[test]
-    fn reasons_serialise_as_tagged_objects_and_print_as_text() {
-        let r = DirtyReason::PartChanged {
-            part: "rendered HTP EP options".into(),
-        };
-        assert_eq!(
-            serde_json::to_value(&r).unwrap(),
-            serde_json::json!({ "reason": "part_changed", "part": "rendered HTP EP options" })
-        );
-        assert_eq!(r.to_string(), "rendered HTP EP options changed");
-        let all = DirtyReasons(vec![r, DirtyReason::Forced]);
-        assert_eq!(all.join("; "), "rendered HTP EP options changed; --force");
-        let back: DirtyReasons =
-            serde_json::from_value(serde_json::to_value(&all).unwrap()).unwrap();
-        assert_eq!(back, all);
-    }
-}
+pub use tests::test_facts;

@@ -23,19 +23,17 @@ pub fn runtime_versions(rt: &Runtime) -> Result<Versions> {
     Ok(Versions {
         onnxruntime: rt.ort_version.clone(),
         qnn,
-        toolchain: "embedded".into(),
+        toolchain: crate::ctx_build::facts::ToolchainUsed::embedded(),
+        xtask: env!("CARGO_PKG_VERSION").into(),
     })
 }
 
-/// The versions with the toolchain that built this component's artifacts (either toolchain's
-/// artifacts are valid; freshness is about their inputs).
+/// The versions with the toolchain that built this component's artifacts, as its convert
+/// step's facts name it (either toolchain's artifacts are valid; freshness is about their
+/// inputs).
 pub fn as_built(mut versions: Versions, record: &ComponentRecord) -> Versions {
-    if let Some(t) = record
-        .steps
-        .get("convert")
-        .and_then(|s| s.key.parts.get("toolchain"))
-    {
-        versions.toolchain = t.clone();
+    if let Some(s) = record.steps.get("convert") {
+        versions.toolchain = s.facts.versions().toolchain.clone();
     }
     versions
 }
@@ -92,10 +90,10 @@ pub fn fresh_context_wrapper(
             plan.artifacts.bin.display()
         );
     }
-    let built_with = record
-        .steps
-        .get(&step.record_name)
-        .and_then(|r| r.detail["ep_sdk_version"].as_str());
+    let built_with = match record.steps.get(&step.record_name).map(|r| &r.facts) {
+        Some(crate::ctx_build::facts::StepFacts::Context(f)) => f.ep_sdk_version.as_deref(),
+        _ => None,
+    };
     let what = plan.artifacts.bin.display().to_string();
     if let Some(note) =
         crate::runtime::version::check_context_version(&what, built_with, &versions.qnn, &rebuild)?

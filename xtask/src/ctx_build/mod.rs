@@ -3,8 +3,10 @@
 //! `cargo xtask build-ctx` runs: plan every component, then print the plan (dry run), judge it
 //! (`--require-fresh`) or execute its dirty steps.
 
+pub mod change;
 pub mod compile_watch;
 pub mod execute;
+pub mod facts;
 pub mod fingerprint;
 pub mod fresh;
 pub mod plan;
@@ -13,6 +15,8 @@ pub mod progress;
 pub mod report;
 pub mod rss;
 pub mod schedule;
+pub mod step_checks;
+pub mod step_run;
 pub mod steps;
 
 use std::path::Path;
@@ -25,6 +29,7 @@ use crate::htp_target::soc::Soc;
 use crate::recipe::{Component, Model};
 use crate::runtime::Runtime;
 use crate::runtime::bootstrap::ensure_runtime;
+use crate::step_cache::StepCache;
 use crate::toolchain::Toolchain;
 use crate::toolchain::embedded::Embedded;
 use crate::toolchain::sdk::Sdk;
@@ -47,6 +52,10 @@ pub struct BuildRequest<'a> {
     pub toolchain: ToolchainKind,
     pub allow_sdk_version: bool,
     pub verbose: bool,
+    /// `--cache DIR` / `XTASK_CACHE_DIR`: restore steps from it, store them in it.
+    pub cache: Option<StepCache>,
+    /// `--print-keys`: print each selected step's key (one per line) and run nothing.
+    pub print_keys: bool,
 }
 
 impl BuildRequest<'_> {
@@ -70,8 +79,9 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     } else {
         HashMemo::load(&memo_path)
     };
-    if req.dry_run || req.require_fresh {
-        let rt = if req.require_fresh {
+    if req.dry_run || req.require_fresh || req.print_keys {
+        // The keys printed for CI must be those the build computes: the real runtime's versions.
+        let rt = if req.require_fresh || req.print_keys {
             Some(Runtime::load(ensure_runtime(root)?)?)
         } else {
             None
@@ -81,9 +91,11 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
             None => versions_for_dry_run(root),
         };
         let toolchain = planning_toolchain(req);
-        versions.toolchain = toolchain.label();
+        versions.toolchain = toolchain.used();
         let plans = plan_all(root, req, &versions, &mut memo)?;
-        if req.json {
+        if req.print_keys {
+            print::print_keys(&plans)?;
+        } else if req.json {
             let doc = print::plan_json(req.model, &req.soc, &versions, toolchain.label(), &plans);
             crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
         } else {
@@ -109,9 +121,8 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     let rt = Runtime::load(ensure_runtime(root)?)?;
     let mut versions = fresh::runtime_versions(&rt)?;
     let sdk;
-    let embedded = Embedded { rt: Some(&rt) };
     let toolchain: &dyn Toolchain = match req.toolchain {
-        ToolchainKind::Embedded => &embedded,
+        ToolchainKind::Embedded => &Embedded,
         ToolchainKind::Sdk => {
             let found = Sdk::detect()?;
             found.check_version(&req.model.file.target.qairt, req.allow_sdk_version)?;
@@ -119,7 +130,7 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
             &sdk
         }
     };
-    versions.toolchain = toolchain.label();
+    versions.toolchain = toolchain.used();
     let plans = plan_all(root, req, &versions, &mut memo)?;
     let memo = Mutex::new(memo);
     let progress = progress::Progress::new();
@@ -133,6 +144,8 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
         memo: &memo,
         progress: &progress,
         budget: &budget,
+        versions: &versions,
+        cache: req.cache.as_ref(),
     };
     let results =
         execute::execute_plans(&env, &req.comps, &plans, req.force, req.jobs, req.verbose);
@@ -140,7 +153,8 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     memo.into_inner()
         .unwrap_or_else(|e| e.into_inner())
         .save(&memo_path)?;
-    let report = report::BuildReport::new(name, &req.soc, &rt, &versions, results);
+    let cache = req.cache.as_ref().map(|c| c.dir().display().to_string());
+    let report = report::BuildReport::new(name, &req.soc, &rt, &versions, cache, results);
     let dir = crate::project::reports_dir(root, name);
     report::write_build_report(&dir, &report)?;
     report.print_summary(&crate::project::rel(root, &dir));
@@ -165,7 +179,7 @@ fn memory_limit_mb(asked: Option<f64>) -> Result<f64> {
 /// `$QAIRT_SDK_ROOT` placeholder of the recipe's version; or the embedded runtime, unloaded.
 fn planning_toolchain(req: &BuildRequest<'_>) -> Box<dyn Toolchain> {
     match req.toolchain {
-        ToolchainKind::Embedded => Box::new(Embedded { rt: None }),
+        ToolchainKind::Embedded => Box::new(Embedded),
         ToolchainKind::Sdk => Box::new(
             Sdk::detect().unwrap_or_else(|_| Sdk::placeholder(&req.model.file.target.qairt)),
         ),
@@ -202,6 +216,7 @@ fn versions_for_dry_run(root: &Path) -> Versions {
             "{} (pinned; runtime not fetched yet)",
             crate::runtime::bootstrap::PINNED_QNN_VERSION
         ),
-        toolchain: "embedded".into(),
+        toolchain: facts::ToolchainUsed::embedded(),
+        xtask: env!("CARGO_PKG_VERSION").into(),
     }
 }

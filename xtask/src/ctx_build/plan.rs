@@ -8,21 +8,18 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::ctx_build::fingerprint::{ComponentRecord, DirtyReason, Freshness, StepKey, freshness};
+use crate::ctx_build::fingerprint::{
+    ComponentRecord, DirtyReason, Freshness, StepKey, step_freshness,
+};
 use crate::ctx_build::steps;
 use crate::hashing::{HashMemo, sha256_bytes};
+use crate::htp_target::HtpTarget;
 use crate::htp_target::soc::Soc;
 use crate::recipe::{Component, Model};
 use crate::toolchain::Rendered;
 
-/// Tool versions that enter every fingerprint.
-#[derive(Debug, Clone, Serialize)]
-pub struct Versions {
-    pub onnxruntime: String,
-    pub qnn: String,
-    /// `embedded` or `qairt-sdk <version>`: which tools run the steps.
-    pub toolchain: String,
-}
+/// Tool versions that enter every fingerprint (and every step's facts).
+pub type Versions = crate::ctx_build::facts::ToolVersions;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -48,7 +45,10 @@ impl StepKind {
 /// File names of a component's artifacts in `ctx/<model>/` (relative to the project root).
 #[derive(Debug, Clone, Serialize)]
 pub struct Artifacts {
+    /// The current DLC: the last one whose CPU parity passed.
     pub dlc: PathBuf,
+    /// The convert step's DLC until its CPU parity passes (a failing one never replaces `dlc`).
+    pub dlc_candidate: PathBuf,
     pub bin: PathBuf,
     pub wrapper: PathBuf,
     pub record: PathBuf,
@@ -79,6 +79,7 @@ pub fn artifacts(model: &str, component: &str, soc: &Soc) -> Artifacts {
     let stem = format!("{component}_socid{}_archv{}", soc.id, soc.htp_arch);
     Artifacts {
         dlc: dir.join(format!("{component}.dlc")),
+        dlc_candidate: dir.join(format!("{component}.candidate.dlc")),
         bin: dir.join(format!("{stem}.bin")),
         wrapper: dir.join(format!("{stem}_ctx.onnx")),
         record: dir.join(format!("{component}.record.json")),
@@ -98,6 +99,8 @@ pub struct PlannedStep {
     pub rendered: Rendered,
     #[serde(skip)]
     pub freshness: Freshness,
+    /// What its record says was built (the facts' summary), if it has one.
+    pub built: Option<String>,
 }
 
 impl PlannedStep {
@@ -110,6 +113,9 @@ impl PlannedStep {
 pub struct ComponentPlan {
     pub component: String,
     pub artifacts: Artifacts,
+    /// The HTP target of this component on this SoC, rendered once per build: the plan's
+    /// renderings, the context step and its record all use this one.
+    pub target: HtpTarget,
     pub steps: Vec<PlannedStep>,
     pub missing: Vec<String>,
 }
@@ -126,7 +132,7 @@ pub struct InputHashes {
 pub fn step_keys(
     model: &Model,
     comp: &Component,
-    soc: &Soc,
+    target: &HtpTarget,
     versions: &Versions,
     rendered: &[Rendered; 3],
     hashes: &InputHashes,
@@ -147,7 +153,7 @@ pub fn step_keys(
     };
     let context = cpu
         .as_ref()
-        .map(|prev| steps::Context::key(comp, soc, &rendered[2], prev));
+        .map(|prev| steps::Context::key(comp, target, &rendered[2], prev));
     [convert, cpu, context]
 }
 
@@ -186,8 +192,9 @@ pub fn plan_component(
     }
     hashes.golden = hash_input(root, &golden_rel, memo, &mut missing);
     let toolchain = crate::toolchain::for_plan(&versions.toolchain);
-    let rendered = StepKind::ALL.map(|kind| toolchain.render(kind, comp, soc, &art));
-    let keys = step_keys(model, comp, soc, versions, &rendered, &hashes);
+    let target = HtpTarget::from_recipe(soc, &comp.file.context);
+    let rendered = StepKind::ALL.map(|kind| toolchain.render(kind, comp, &target, &art));
+    let keys = step_keys(model, comp, &target, versions, &rendered, &hashes);
     let inputs = [
         convert_inputs,
         vec![
@@ -217,11 +224,19 @@ pub fn plan_component(
     {
         let record_name = record_names[i].clone();
         let freshness = match &key {
-            Some(k) => freshness(root, record.steps.get(&record_name), k, memo),
+            Some(k) => step_freshness(root, &record, &record_name, k, memo),
             None => Freshness::dirty(DirtyReason::InputMissing),
         };
+        let built = record.steps.get(&record_name).map(|r| {
+            let how = match &r.restored_from_cache {
+                Some(k) => format!(" (restored from cache {})", crate::step_cache::short(k)),
+                None => String::new(),
+            };
+            format!("{}{how}", r.facts.summary())
+        });
         steps.push(PlannedStep {
             kind,
+            built,
             record_name,
             key,
             inputs,
@@ -233,6 +248,7 @@ pub fn plan_component(
     Ok(ComponentPlan {
         component: name.to_string(),
         artifacts: art,
+        target,
         steps,
         missing,
     })

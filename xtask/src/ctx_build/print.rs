@@ -33,6 +33,9 @@ pub fn print_plan(
                 Freshness::Dirty(reasons) => format!("dirty: {}", reasons.join("; ")),
             };
             crate::outln!("  {:<15} {state}", step.kind.label());
+            if let Some(built) = &step.built {
+                crate::outln!("      built:   {built}");
+            }
             crate::outln!("      inputs:  {}", step.inputs.join(", "));
             if !step.outputs.is_empty() {
                 crate::outln!("      outputs: {}", step.outputs.join(", "));
@@ -61,6 +64,18 @@ pub fn print_plan(
             .unwrap_or("see the model's recipes");
         crate::outln!("how to obtain them: {hint}");
     }
+}
+
+/// `build-ctx --print-keys`: one line per step, `<component> <step record> <key>`, the key
+/// `-` when an input is missing (CI keys its step cache on these lines).
+pub fn print_keys(plans: &[ComponentPlan]) -> anyhow::Result<()> {
+    for plan in plans {
+        for step in &plan.steps {
+            let key = step.key.as_ref().map_or("-", |k| k.key.as_str());
+            crate::outln!("{} {} {key}", plan.component, step.record_name);
+        }
+    }
+    Ok(())
 }
 
 /// The exact commands and config files each step runs, when its toolchain runs commands
@@ -119,6 +134,8 @@ pub struct StepJson<'a> {
     pub label: &'static str,
     pub record_name: &'a str,
     pub fresh: bool,
+    /// What the recorded step compiled (its typed facts' summary), when it has a record.
+    pub built: Option<String>,
     /// Structured reasons (`{"reason": "part_changed", "part": "..."}`); empty when fresh.
     pub reasons: &'a [DirtyReason],
     pub inputs: &'a [String],
@@ -140,6 +157,7 @@ fn step_json(step: &PlannedStep) -> StepJson<'_> {
         label: step.kind.label(),
         record_name: &step.record_name,
         fresh: step.is_fresh(),
+        built: step.built.clone(),
         reasons,
         inputs: &step.inputs,
         outputs: &step.outputs,

@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::ctx_build::facts::StepFacts;
 use crate::ctx_build::fingerprint::StepRecord;
 use crate::ctx_build::plan::{PlannedStep, Versions};
 use crate::htp_target::soc::Soc;
@@ -23,6 +24,8 @@ pub struct OutputFile {
 #[serde(rename_all = "lowercase")]
 pub enum StepStatus {
     Ran,
+    /// Restored from the build cache (`--cache` / `XTASK_CACHE_DIR`): not run here.
+    Restored,
     Fresh,
     Failed,
     Skipped,
@@ -38,9 +41,34 @@ pub struct StepOutcome {
     pub outputs: Vec<OutputFile>,
     pub detail: serde_json::Value,
     pub error: Option<String>,
+    /// The step's typed facts, from its record (None when it failed or was skipped).
+    pub facts: Option<StepFacts>,
+    /// The cache key it was restored under.
+    pub restored_from_cache: Option<String>,
 }
 
 impl StepOutcome {
+    /// The facts of the step's record entry, shown with the outcome.
+    pub fn with_facts(mut self, record: Option<&StepRecord>) -> Self {
+        self.facts = record.map(|r| r.facts.clone());
+        self
+    }
+
+    pub fn restored(
+        step: &PlannedStep,
+        reasons: Vec<String>,
+        seconds: f64,
+        outputs: Vec<OutputFile>,
+        detail: serde_json::Value,
+        key: String,
+    ) -> Self {
+        StepOutcome {
+            status: StepStatus::Restored,
+            restored_from_cache: Some(key),
+            ..StepOutcome::ran(step, reasons, seconds, outputs, detail)
+        }
+    }
+
     pub fn fresh(step: &PlannedStep, record: Option<&StepRecord>, root: &Path) -> Self {
         let outputs = record
             .map(|r| {
@@ -62,6 +90,8 @@ impl StepOutcome {
             outputs,
             detail: record.map(|r| r.detail.clone()).unwrap_or_default(),
             error: None,
+            facts: record.map(|r| r.facts.clone()),
+            restored_from_cache: record.and_then(|r| r.restored_from_cache.clone()),
         }
     }
 
@@ -80,6 +110,8 @@ impl StepOutcome {
             outputs,
             detail,
             error: None,
+            facts: None,
+            restored_from_cache: None,
         }
     }
 
@@ -92,6 +124,8 @@ impl StepOutcome {
             outputs: vec![],
             detail: serde_json::Value::Null,
             error: Some(error),
+            facts: None,
+            restored_from_cache: None,
         }
     }
 
@@ -104,6 +138,8 @@ impl StepOutcome {
             outputs: vec![],
             detail: serde_json::Value::Null,
             error: None,
+            facts: None,
+            restored_from_cache: None,
         }
     }
 }
@@ -113,6 +149,8 @@ pub struct ComponentBuild {
     pub component: String,
     pub pass: bool,
     pub steps: Vec<StepOutcome>,
+    /// Cache entries refused (corrupt or partial) and rebuilt, with why.
+    pub cache_refused: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -123,6 +161,8 @@ pub struct BuildReport {
     pub onnxruntime: String,
     pub qnn: String,
     pub runtime_source: String,
+    /// The build cache used (`--cache` / `XTASK_CACHE_DIR`), if any.
+    pub cache: Option<String>,
     pub components: Vec<ComponentBuild>,
     pub pass: bool,
 }
@@ -133,6 +173,7 @@ impl BuildReport {
         soc: &Soc,
         rt: &Runtime,
         versions: &Versions,
+        cache: Option<String>,
         components: Vec<ComponentBuild>,
     ) -> Self {
         BuildReport {
@@ -142,6 +183,7 @@ impl BuildReport {
             onnxruntime: versions.onnxruntime.clone(),
             qnn: versions.qnn.clone(),
             runtime_source: rt.libs.source.into(),
+            cache,
             pass: components.iter().all(|c| c.pass),
             components,
         }
@@ -155,8 +197,12 @@ impl BuildReport {
                 .filter(|x| x.status == s)
                 .count()
         };
+        let restored = match count(StepStatus::Restored) {
+            0 if self.cache.is_none() => String::new(),
+            n => format!("{n} restored from cache, "),
+        };
         crate::outln!(
-            "build-ctx {} soc {}: {} step(s) ran, {} fresh, {} failed, {} skipped; report {report_dir}/build-soc{}.md",
+            "build-ctx {} soc {}: {} step(s) ran, {restored}{} fresh, {} failed, {} skipped; report {report_dir}/build-soc{}.md",
             self.model,
             self.soc.id,
             count(StepStatus::Ran),
@@ -198,6 +244,9 @@ fn build_markdown(r: &BuildReport) -> String {
         "ONNX Runtime {} · QNN {} · runtime: {}\n",
         r.onnxruntime, r.qnn, r.runtime_source
     );
+    if let Some(c) = &r.cache {
+        let _ = writeln!(md, "Build cache: `{c}`\n");
+    }
     let _ = writeln!(
         md,
         "| component | step | status | seconds | outputs | detail |"
@@ -241,9 +290,9 @@ fn rewrites_markdown(r: &BuildReport, md: &mut String) {
         .components
         .iter()
         .flat_map(|c| c.steps.iter().map(move |s| (c, s)))
-        .filter_map(|(c, s)| {
-            let check = serde_json::from_value(s.detail["facts"]["rewrites"].clone()).ok()?;
-            Some((c.component.clone(), check))
+        .filter_map(|(c, s)| match &s.facts {
+            Some(StepFacts::Convert(f)) => Some((c.component.clone(), f.rewrites.clone()?)),
+            _ => None,
         })
         .collect();
     if rows.is_empty() {
@@ -264,6 +313,12 @@ fn step_detail(s: &StepOutcome) -> String {
         return format!("FAILED: {e}");
     }
     let mut parts = Vec::new();
+    if let Some(key) = &s.restored_from_cache {
+        parts.push(format!("restored from cache `{key}`"));
+    }
+    if let Some(f) = &s.facts {
+        parts.push(f.summary());
+    }
     if let Some(g) = s.detail.get("graph_name").and_then(|v| v.as_str()) {
         let asked = &s.detail["graph_name_honoured"];
         match (asked["honoured"].as_bool(), asked["recipe"].as_str()) {

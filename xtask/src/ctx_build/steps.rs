@@ -1,22 +1,54 @@
 //! The three step kinds of a component's build, one type each: the parts of its key, its
 //! outputs, its record name, and `run` (through whichever `Toolchain` builds). A step's run
-//! leaves its outputs staged; `execute` moves them into place and writes the record.
+//! leaves its outputs staged, hashed, with its typed facts; `execute` moves them into place
+//! and writes the record. The DLC is promoted only by a passing CPU parity: the convert step
+//! writes a candidate, so a DLC that fails never replaces the last good one.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
+use crate::ctx_build::facts::{ContextFacts, ConvertFacts, CpuParityFacts, FileHash, StepFacts};
 use crate::ctx_build::fingerprint::StepKey;
 use crate::ctx_build::plan::{Artifacts, Versions, section_hash};
-use crate::htp_target::soc::Soc;
+use crate::ctx_build::step_checks::{
+    check_dlc, check_rewrites, graph_name_note, require_fp16_safe_golden,
+};
+use crate::hashing::sha256_file;
+use crate::htp_target::HtpTarget;
 use crate::parity::component::load_golden;
 use crate::recipe::{Component, Model};
 use crate::toolchain::{Rendered, StepJob, Toolchain};
 
-/// What a step produced: staged files with the artifact each becomes, and its details.
+/// A staged file, hashed, and the artifact (project-relative) it becomes.
+pub struct StagedOutput {
+    pub staged: PathBuf,
+    pub artifact: PathBuf,
+    pub sha256: String,
+}
+
+impl StagedOutput {
+    pub fn hash(staged: &Path, artifact: &Path) -> Result<Self> {
+        Ok(StagedOutput {
+            staged: staged.to_path_buf(),
+            artifact: artifact.to_path_buf(),
+            sha256: sha256_file(staged)?,
+        })
+    }
+
+    fn file(&self) -> FileHash {
+        FileHash {
+            path: self.artifact.display().to_string(),
+            sha256: self.sha256.clone(),
+        }
+    }
+}
+
+/// What a step produced: its staged outputs, its typed facts, and run details for reports.
 pub struct StepRun {
-    pub moves: Vec<(PathBuf, PathBuf)>,
+    pub outputs: Vec<StagedOutput>,
+    pub facts: StepFacts,
     pub detail: serde_json::Value,
 }
 
@@ -50,13 +82,15 @@ impl Convert {
         }
         parts.insert("onnxruntime version".into(), versions.onnxruntime.clone());
         parts.insert("qnn version".into(), versions.qnn.clone());
-        parts.insert("toolchain".into(), versions.toolchain.clone());
+        parts.insert("toolchain".into(), versions.toolchain.label());
+        parts.insert("xtask version".into(), versions.xtask.clone());
         parts.extend(rendered.parts.clone());
         StepKey::new("convert", parts)
     }
 
+    /// The candidate DLC (promoted to `dlc` by a passing CPU parity).
     pub fn outputs(art: &Artifacts) -> Vec<PathBuf> {
-        vec![art.dlc.clone()]
+        vec![art.dlc_candidate.clone()]
     }
 
     pub fn run(tc: &dyn Toolchain, job: &StepJob<'_>) -> Result<StepRun> {
@@ -67,13 +101,34 @@ impl Convert {
             .context("the converter staged no DLC")?;
         check_dlc(dlc)?;
         let mut detail = staged.detail;
-        detail["facts"] = convert_facts(tc, job.comp);
-        if let Some(check) = check_rewrites(job)? {
+        let rewrites = check_rewrites(job)?;
+        if let Some(check) = &rewrites {
             detail["summary"] = check.summary().into();
-            detail["facts"]["rewrites"] = serde_json::to_value(&check)?;
         }
+        let out = StagedOutput::hash(dlc, &job.artifacts.dlc_candidate)?;
+        let convert = &job.comp.file.convert;
+        let facts = StepFacts::Convert(ConvertFacts {
+            versions: job.versions.clone(),
+            qnn_onnx: FileHash {
+                path: job.onnx.rel.clone(),
+                sha256: job.onnx.sha256.clone(),
+            },
+            inputs: job
+                .key
+                .parts
+                .iter()
+                .filter(|(k, _)| k.as_str() == "onnx" || k.starts_with("external data"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            float_bitwidth: convert.float_bitwidth,
+            preserve_io_datatype: convert.preserve_io_datatype,
+            dlc_validation: tc.dlc_validation().to_string(),
+            rewrites,
+            candidate_dlc: out.file(),
+        });
         Ok(StepRun {
-            moves: vec![(dlc.clone(), job.artifacts.dlc.clone())],
+            outputs: vec![out],
+            facts,
             detail,
         })
     }
@@ -104,18 +159,14 @@ impl CpuParity {
         StepKey::new("cpu_parity", parts)
     }
 
-    pub fn outputs(_: &Artifacts) -> Vec<PathBuf> {
-        Vec::new()
+    /// The DLC it measured, promoted: the component's current DLC.
+    pub fn outputs(art: &Artifacts) -> Vec<PathBuf> {
+        vec![art.dlc.clone()]
     }
 
     pub fn run(tc: &dyn Toolchain, job: &StepJob<'_>) -> Result<StepRun> {
         let golden = load_golden(job.root, job.comp)?;
         let result = tc.cpu_parity(job, &golden)?;
-        let figures: Vec<String> = result
-            .outputs
-            .iter()
-            .map(|o| format!("{} cosine {}", o.name, o.metrics.shown_cosine()))
-            .collect();
         if !result.pass {
             let reasons: Vec<String> = result
                 .outputs
@@ -140,9 +191,29 @@ impl CpuParity {
                 )
             );
         }
+        // Passed: the candidate becomes the current DLC (a link, staged, then renamed over
+        // the old one; the candidate's own file is never edited, only replaced).
+        let candidate = job.root.join(&job.artifacts.dlc_candidate);
+        let staged = job.staging.join("current.dlc");
+        crate::onnx::link_external_data(&candidate, &staged)
+            .with_context(|| format!("cannot stage {} for promotion", candidate.display()))?;
+        let out = StagedOutput::hash(&staged, &job.artifacts.dlc)?;
+        let golden_rel = job.comp.file.golden.file.display().to_string();
+        let result_json = serde_json::to_value(&result)?;
+        let facts = StepFacts::CpuParity(CpuParityFacts {
+            versions: job.versions.clone(),
+            golden: FileHash {
+                path: golden_rel,
+                sha256: golden.sha256.clone(),
+            },
+            current_dlc: out.file(),
+            result,
+        });
+        let detail = serde_json::json!({ "summary": facts.summary(), "result": result_json });
         Ok(StepRun {
-            moves: Vec::new(),
-            detail: serde_json::json!({ "summary": figures.join(", "), "result": result }),
+            outputs: vec![out],
+            facts,
+            detail,
         })
     }
 }
@@ -151,18 +222,29 @@ impl CpuParity {
 pub struct Context;
 
 impl Context {
-    pub fn record_name(soc: &Soc) -> String {
+    pub fn record_name(soc: &crate::htp_target::soc::Soc) -> String {
         format!("context@soc{}", soc.id)
     }
 
-    pub fn key(comp: &Component, soc: &Soc, rendered: &Rendered, cpu: &StepKey) -> StepKey {
+    /// `target` is the component's HTP target as the plan rendered it; its options are a
+    /// part of their own (`key=value` lines), so a dry run can say which one changed.
+    pub fn key(
+        comp: &Component,
+        target: &HtpTarget,
+        rendered: &Rendered,
+        cpu: &StepKey,
+    ) -> StepKey {
         let mut parts = BTreeMap::from([
             ("cpu parity step".to_string(), cpu.key.clone()),
             (
                 "recipe [context]".to_string(),
                 section_hash(&comp.file.context),
             ),
-            ("soc".to_string(), format!("{} v{}", soc.id, soc.htp_arch)),
+            (
+                "soc".to_string(),
+                format!("{} v{}", target.soc_model, target.htp_arch),
+            ),
+            ("htp target".to_string(), target_lines(target)),
         ]);
         parts.extend(rendered.parts.clone());
         StepKey::new("context", parts)
@@ -182,104 +264,47 @@ impl Context {
             );
         };
         let mut detail = staged.detail;
-        let ctx = &job.comp.file.context;
-        // What the binary was built with, recorded so the card states it from the record.
-        detail["facts"] = serde_json::json!({
-            "toolchain": tc.label(),
-            "fp16": ctx.fp16,
-            "optimization_level": ctx.optimization_level,
-            "vtcm_mb": ctx.vtcm_mb,
-        });
-        detail["graph_name_honoured"] = graph_name_honoured(tc, &detail, &ctx.graph_name);
+        let source = tc.context_source(job);
+        let graph_name = detail["graph_name"].as_str().unwrap_or("").to_string();
+        let asked = &job.comp.file.context.graph_name;
+        let note = graph_name_note(tc, &graph_name, asked);
+        detail["graph_name_honoured"] =
+            serde_json::json!({ "recipe": asked, "honoured": note.is_none(), "why": note });
+        let bin = StagedOutput::hash(bin, &job.artifacts.bin)?;
+        let wrapper = StagedOutput::hash(wrapper, &job.artifacts.wrapper)?;
+        // What the binary was built with, as it ran: the card states it from here.
+        let facts = StepFacts::Context(Box::new(ContextFacts {
+            versions: job.versions.clone(),
+            soc_id: job.target.soc_model,
+            htp_arch: job.target.htp_arch,
+            target: job.target.clone(),
+            rendered: job.rendered.parts.clone(),
+            compiled_from: FileHash {
+                path: crate::project::rel(job.root, &source),
+                sha256: sha256_file(&source)?,
+            },
+            graph_name_note: note,
+            graph_name,
+            ep_sdk_version: detail["ep_sdk_version"].as_str().map(str::to_string),
+            binary: bin.file(),
+            wrapper: wrapper.file(),
+        }));
         Ok(StepRun {
-            moves: vec![
-                (bin.clone(), job.artifacts.bin.clone()),
-                (wrapper.clone(), job.artifacts.wrapper.clone()),
-            ],
+            outputs: vec![bin, wrapper],
+            facts,
             detail,
         })
     }
 }
 
-/// Whether the binary's graph carries the recipe's `graph_name`, and if not, why (the
-/// toolchain says: `Toolchain::graph_name_note`).
-fn graph_name_honoured(
-    tc: &dyn Toolchain,
-    detail: &serde_json::Value,
-    asked: &str,
-) -> serde_json::Value {
-    let inside = detail["graph_name"].as_str().unwrap_or("");
-    if inside == asked {
-        return serde_json::json!({ "recipe": asked, "honoured": true });
+/// The HTP target as `key=value` lines (the `htp target` key part).
+fn target_lines(t: &HtpTarget) -> String {
+    let mut text = format!("soc_model={}\nhtp_arch={}\n", t.soc_model, t.htp_arch);
+    if let Some(g) = &t.graph {
+        text.push_str(&format!(
+            "graph_name={}\noptimization_level={}\nfp16={}\nvtcm_mb={}\n",
+            g.name, g.optimization_level, g.fp16, g.vtcm_mb
+        ));
     }
-    let why = tc.graph_name_note(inside, asked);
-    serde_json::json!({ "recipe": asked, "honoured": false, "why": why })
-}
-
-/// The rewritten copy the toolchain converted, run on ORT against the golden: a rewrite that
-/// changed what the graph computes fails the step (None without `[rewrite]`).
-fn check_rewrites(job: &StepJob<'_>) -> Result<Option<crate::onnx::decompose::RewriteCheck>> {
-    if job.comp.file.rewrite.apply.is_empty() {
-        return Ok(None);
-    }
-    let golden = load_golden(job.root, job.comp)?;
-    let check =
-        crate::onnx::decompose::check_on_ort(job.rt, job.root, job.model, job.comp, &golden)?;
-    if !check.ort_pass {
-        bail!(
-            "the rewritten graph {} fails its ONNX Runtime parity gate ({}): a rewrite must not \
-             change what the graph computes",
-            check.onnx,
-            check.summary()
-        );
-    }
-    Ok(Some(check))
-}
-
-/// What the DLC is and how far it was checked (`Toolchain::dlc_validation`): the embedded
-/// toolchain has no DLC runner, so its DLC's structure is checked and the CPU-parity step runs
-/// the ONNX; the SDK toolchain's CPU-parity step runs the DLC itself.
-fn convert_facts(tc: &dyn Toolchain, comp: &Component) -> serde_json::Value {
-    serde_json::json!({
-        "toolchain": tc.label(),
-        "float_bitwidth": comp.file.convert.float_bitwidth,
-        "preserve_io_datatype": comp.file.convert.preserve_io_datatype,
-        "dlc_validation": tc.dlc_validation(),
-    })
-}
-
-/// A QNN IR DLC is a zip holding at least the `model` member; anything else is not a DLC.
-fn check_dlc(path: &Path) -> Result<()> {
-    let file = std::fs::File::open(path)
-        .with_context(|| format!("cannot open the DLC {}", path.display()))?;
-    let zip = zip::ZipArchive::new(file)
-        .with_context(|| format!("{} is not a DLC (not a zip archive)", path.display()))?;
-    if !zip.file_names().any(|n| n == "model") {
-        bail!("{} is not a QNN DLC: no `model` member", path.display());
-    }
-    Ok(())
-}
-
-/// Before the HTP (fp16) sees a component: no golden tensor beyond fp16's range unless it is a
-/// mask the recipe marks for clamping.
-fn require_fp16_safe_golden(root: &Path, model: &Model, comp: &Component) -> Result<()> {
-    let golden = load_golden(root, comp)?;
-    let offenders: Vec<String> = crate::fp16::scan_golden(comp, &golden.inputs, &golden.expected)
-        .into_iter()
-        .filter(|f| f.offender)
-        .map(|f| {
-            format!(
-                "{} {} (max |x| {:.3e}, min {:.3e}): {}",
-                f.kind, f.tensor, f.max_abs, f.min, f.status
-            )
-        })
-        .collect();
-    if !offenders.is_empty() {
-        bail!(
-            "fp16 hazard before the HTP: {} (see `cargo xtask lint-fp16 --model {}`)",
-            offenders.join("; "),
-            model.file.model.name
-        );
-    }
-    Ok(())
+    text
 }

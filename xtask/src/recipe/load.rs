@@ -59,6 +59,7 @@ pub fn load_model(root: &Path, name: &str) -> Result<Model> {
         );
     }
     check_overrides(&model_path, &text, &file.parity.overrides, None)?;
+    check_target_arch(&model_path, &text, file.target.soc, file.target.htp_arch)?;
     let mut seen = std::collections::BTreeSet::new();
     for comp in &file.model.components {
         if !seen.insert(comp) {
@@ -86,6 +87,27 @@ pub fn load_model(root: &Path, name: &str) -> Result<Model> {
         recipe_path: model_path,
         recipe_text: text,
     })
+}
+
+/// `[target] htp_arch` must be the SoC table's arch of `[target] soc` (both name one device;
+/// a disagreement would build for one and load for the other).
+fn check_target_arch(path: &Path, text: &str, soc: u32, htp_arch: u32) -> Result<()> {
+    let known = crate::htp_target::soc::KNOWN_SOCS
+        .iter()
+        .find(|s| s.id == soc);
+    if let Some(s) = known
+        && s.htp_arch != htp_arch
+    {
+        bail!(
+            "{}: htp_arch = {htp_arch}, but soc {soc} ({}) is Hexagon v{} in the SoC table; \
+             set htp_arch = {} (or the soc of a v{htp_arch} device)",
+            at(path, text, "target", "htp_arch", 0),
+            s.chips.join(" / "),
+            s.htp_arch,
+            s.htp_arch
+        );
+    }
+    Ok(())
 }
 
 /// Recipe paths are kept relative to the project root: that is how errors and reports show them.
@@ -254,6 +276,20 @@ pub fn missing_files(root: &Path, comp: &Component) -> Vec<PathBuf> {
 mod tests {
     use super::*;
     use crate::recipe::tests::GOOD;
+
+    #[test]
+    fn an_htp_arch_the_soc_table_disagrees_with_is_refused_with_its_line() {
+        let text = "[model]\nname = \"x\"\n[target]\nsoc = 77\nhtp_arch = 75\n";
+        let err = check_target_arch(Path::new("recipes/x/model.toml"), text, 77, 75)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("recipes/x/model.toml:5: target.htp_arch: htp_arch = 75"),
+            "{err}"
+        );
+        assert!(err.contains("v73"), "{err}");
+        check_target_arch(Path::new("m.toml"), text, 77, 73).unwrap();
+    }
 
     #[test]
     fn unknown_key_names_file_and_line() {

@@ -2,39 +2,37 @@
 //! process (QNN IR DLC dump, a QNN CPU session, an HTP context compile whose EPContext wrapper
 //! is retargeted onto the stable binary name).
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::{Rendered, STAGING, Staged, StepJob, Toolchain};
+use crate::ctx_build::facts::ToolchainUsed;
 use crate::ctx_build::plan::{Artifacts, StepKind};
 use crate::htp_target::HtpTarget;
-use crate::htp_target::soc::Soc;
 use crate::parity::component::{ComponentResult, GoldenIo, run_component};
 use crate::recipe::Component;
+use crate::runtime::Backend;
 use crate::runtime::session::{backend_ep_options, context_session_config, dump_dlc_ep_options};
-use crate::runtime::{Backend, Runtime};
 
-/// The embedded runtime; `rt` is None when only rendering (dry run, freshness checks).
-pub struct Embedded<'a> {
-    pub rt: Option<&'a Runtime>,
-}
+/// The embedded runtime. It holds nothing: a step runs on the job's runtime (`StepJob.rt`,
+/// always loaded for a build), and rendering needs none.
+pub struct Embedded;
 
-impl Embedded<'_> {
-    fn rt(&self) -> Result<&Runtime> {
-        self.rt
-            .context("internal: the embedded runtime was not loaded for this step")
-    }
-}
-
-impl Toolchain for Embedded<'_> {
-    fn label(&self) -> String {
-        "embedded".into()
+impl Toolchain for Embedded {
+    fn used(&self) -> ToolchainUsed {
+        ToolchainUsed::embedded()
     }
 
     fn describe(&self) -> String {
         "the embedded QNN runtime (ONNX Runtime + QNN EP)".into()
     }
 
-    fn render(&self, kind: StepKind, comp: &Component, soc: &Soc, art: &Artifacts) -> Rendered {
+    fn render(
+        &self,
+        kind: StepKind,
+        comp: &Component,
+        target: &HtpTarget,
+        art: &Artifacts,
+    ) -> Rendered {
         let r = Rendered::default();
         match kind {
             StepKind::Convert => {
@@ -45,7 +43,6 @@ impl Toolchain for Embedded<'_> {
                 &backend_ep_options(&Backend::QnnCpu),
             ),
             StepKind::Context => {
-                let target = HtpTarget::from_recipe(soc, &comp.file.context);
                 let wrapper = format!("{STAGING}/{}.onnx", art.wrapper_stem());
                 let onnx_dir = super::rendered_qnn_onnx(comp, art)
                     .parent()
@@ -53,7 +50,7 @@ impl Toolchain for Embedded<'_> {
                     .unwrap_or_default();
                 r.options(
                     "rendered HTP EP options",
-                    &backend_ep_options(&Backend::QnnHtp(target)),
+                    &backend_ep_options(&Backend::QnnHtp(target.clone())),
                 )
                 .options(
                     "rendered session config",
@@ -64,8 +61,7 @@ impl Toolchain for Embedded<'_> {
     }
 
     fn convert(&self, job: &StepJob<'_>) -> Result<Staged> {
-        let onnx = qnn_onnx(job)?;
-        let (dlc, placement) = self.rt()?.dump_dlc(&onnx, job.staging)?;
+        let (dlc, placement) = job.rt.dump_dlc(&job.onnx.path, job.staging)?;
         let dlc_from = dlc.file_name().map(|n| n.to_string_lossy().into_owned());
         Ok(Staged {
             files: vec![dlc],
@@ -74,26 +70,24 @@ impl Toolchain for Embedded<'_> {
     }
 
     fn cpu_parity(&self, job: &StepJob<'_>, golden: &GoldenIo) -> Result<ComponentResult> {
-        let onnx = qnn_onnx(job)?;
         let mut result = run_component(
-            self.rt()?,
+            job.rt,
             job.model,
             job.comp,
             golden,
-            &onnx,
+            &job.onnx.path,
             &Backend::QnnCpu,
             true,
         )?;
-        result.session_model = crate::project::rel(job.root, &onnx);
+        result.session_model = job.onnx.rel.clone();
         Ok(result)
     }
 
     fn context(&self, job: &StepJob<'_>) -> Result<Staged> {
-        let onnx = qnn_onnx(job)?;
         let stem = job.artifacts.wrapper_stem();
         let wrapper = job.staging.join(format!("{stem}.onnx"));
-        let target = HtpTarget::from_recipe(job.soc, &job.comp.file.context);
-        self.rt()?.compile_context(&onnx, &target, &wrapper)?;
+        job.rt
+            .compile_context(&job.onnx.path, job.target, &wrapper)?;
         let bin = job.staging.join(format!("{stem}_qnn.bin"));
         let info = crate::onnx::epcontext::check_and_retarget_wrapper(
             &wrapper,
@@ -121,9 +115,4 @@ impl Toolchain for Embedded<'_> {
         "structure only: a QNN IR zip with its `model` member, from an ONNX whose graph I/O \
          matched the recipe; not run (the embedded toolchain runs the ONNX for CPU parity)"
     }
-}
-
-/// The ONNX QNN gets: the recipe's, or its rewritten copy.
-fn qnn_onnx(job: &StepJob<'_>) -> Result<std::path::PathBuf> {
-    crate::onnx::decompose::qnn_onnx(job.root, &job.model.file.model.name, job.comp).map(|(p, _)| p)
 }

@@ -10,8 +10,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::ctx_build::facts::ToolchainUsed;
 use crate::ctx_build::plan::{Artifacts, StepKind};
 use crate::hashing::sha256_bytes;
+use crate::htp_target::HtpTarget;
 use crate::htp_target::soc::Soc;
 use crate::parity::component::{ComponentResult, GoldenIo};
 use crate::recipe::{Component, Model};
@@ -64,10 +66,44 @@ pub struct StepJob<'a> {
     pub comp: &'a Component,
     pub soc: &'a Soc,
     pub artifacts: &'a Artifacts,
+    /// The HTP target as the plan rendered it (once per component per build).
+    pub target: &'a HtpTarget,
+    /// What the plan rendered for this step: recorded as what ran.
+    pub rendered: &'a Rendered,
+    /// The step's key (its parts name the input hashes).
+    pub key: &'a crate::ctx_build::fingerprint::StepKey,
+    /// The tool versions in the step's key.
+    pub versions: &'a crate::ctx_build::plan::Versions,
+    /// The ONNX the QNN steps get, resolved once per component per build.
+    pub onnx: &'a QnnOnnx,
     /// A fresh staging folder inside `ctx/<model>/` (same filesystem as the artifacts).
     pub staging: &'a Path,
     /// The embedded runtime, whatever the toolchain: it checks a rewritten graph on ORT.
     pub rt: &'a crate::runtime::Runtime,
+}
+
+/// The ONNX the QNN steps of a component get (the recipe's, or its rewritten copy), with its
+/// hash and the rewrites applied: resolved once per component per build (`resolve`).
+#[derive(Debug, Clone)]
+pub struct QnnOnnx {
+    pub path: PathBuf,
+    /// Project-relative, as records show it.
+    pub rel: String,
+    pub sha256: String,
+    pub applied: Vec<crate::onnx::decompose::Applied>,
+}
+
+impl QnnOnnx {
+    /// Writes the rewritten copy when the recipe asks for rewrites, then hashes what QNN gets.
+    pub fn resolve(root: &Path, model: &str, comp: &Component) -> Result<QnnOnnx> {
+        let (path, applied) = crate::onnx::decompose::qnn_onnx(root, model, comp)?;
+        Ok(QnnOnnx {
+            rel: crate::project::rel(root, &path),
+            sha256: crate::hashing::sha256_file(&path)?,
+            path,
+            applied,
+        })
+    }
 }
 
 /// The ONNX the QNN steps of `comp` get, project-relative, as renderings name it: the
@@ -93,12 +129,22 @@ pub struct Staged {
 }
 
 pub trait Toolchain: Sync {
-    /// `embedded` or `qairt-sdk <version>`: enters every fingerprint.
-    fn label(&self) -> String;
+    /// Which tools these are (its label enters every fingerprint).
+    fn used(&self) -> ToolchainUsed;
+    /// `embedded` or `qairt-sdk <version>`.
+    fn label(&self) -> String {
+        self.used().label()
+    }
     /// Whose tools run the steps, for people (`QAIRT SDK 2.47.0 at /opt/qairt`).
     fn describe(&self) -> String;
     /// What `kind` will run for `comp`, rendered with placeholders (pure).
-    fn render(&self, kind: StepKind, comp: &Component, soc: &Soc, art: &Artifacts) -> Rendered;
+    fn render(
+        &self,
+        kind: StepKind,
+        comp: &Component,
+        target: &HtpTarget,
+        art: &Artifacts,
+    ) -> Rendered;
     /// ONNX → DLC; `files` = [the staged DLC].
     fn convert(&self, job: &StepJob<'_>) -> Result<Staged>;
     /// The component on the QNN CPU backend with the golden inputs, judged (not yet gated).
@@ -111,13 +157,19 @@ pub trait Toolchain: Sync {
     }
     /// How far the convert step's DLC is checked (the record's `dlc_validation`).
     fn dlc_validation(&self) -> &'static str;
+    /// What the context step compiles: the QNN ONNX (embedded), or the current DLC (SDK).
+    fn context_source(&self, job: &StepJob<'_>) -> PathBuf {
+        job.onnx.path.clone()
+    }
 }
 
-/// A render-only toolchain for a fingerprint's `toolchain` label (planning and freshness
-/// checks need no runtime and no installed SDK: renderings use placeholders).
-pub fn for_plan(label: &str) -> Box<dyn Toolchain> {
-    match label.strip_prefix("qairt-sdk ") {
-        Some(version) => Box::new(sdk::Sdk::placeholder(version)),
-        None => Box::new(embedded::Embedded { rt: None }),
+/// The toolchain that renders for a plan (planning and freshness checks need no runtime and
+/// no installed SDK: renderings use placeholders).
+pub fn for_plan(used: &ToolchainUsed) -> Box<dyn Toolchain> {
+    match (used.kind, &used.sdk_version) {
+        (crate::vocab::ToolchainKind::Sdk, version) => Box::new(sdk::Sdk::placeholder(
+            version.as_deref().unwrap_or("unknown"),
+        )),
+        (crate::vocab::ToolchainKind::Embedded, _) => Box::new(embedded::Embedded),
     }
 }

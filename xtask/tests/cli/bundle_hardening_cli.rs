@@ -122,18 +122,21 @@ fn the_card_states_the_build_facts_from_the_records() {
     let card = std::fs::read_to_string(out.join("README.md")).unwrap();
     assert!(
         card.contains(
-            "| `action_context` | embedded | fp32 (fp16 off) | O3 | float32 | structure only"
+            "| `action_context` | embedded | fp32 (fp16 off) | O3 | default | float32 | structure only"
         ),
         "{card}"
     );
     assert!(
-        card.contains("| `action_step` | embedded | fp16 | O3 | float32 |"),
+        card.contains("| `action_step` | embedded | fp16 | O3 | default | float32 |"),
         "{card}"
     );
     assert!(card.contains("fp16 HTP precision in 1 of 2"), "{card}");
     assert!(!card.contains("float DLC, fp16 HTP precision"), "{card}");
     let info = common::read_json(&out.join("reports/bundle.json"));
     assert_eq!(info["components"][0]["fp16"], false, "{info}");
-    assert_eq!(info["components"][0]["toolchain"], "embedded", "{info}");
+    assert_eq!(
+        info["components"][0]["toolchain"]["kind"], "embedded",
+        "{info}"
+    );
     p.run(&["verify", out.to_str().unwrap()]).assert_code(0);
 }

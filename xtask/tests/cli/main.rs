@@ -4,6 +4,7 @@
 mod bisect_cli;
 mod bisect_rank_cli;
 mod build_ctx_cli;
+mod build_record_cli;
 mod bundle_hardening_cli;
 #[allow(dead_code)]
 mod common;
@@ -23,5 +24,6 @@ mod rewrite_decompose;
 mod run_cli;
 mod runtime_cli;
 mod sdk_cli;
+mod step_cache_cli;
 mod whatif_cli;
 mod workflow_schema;

@@ -206,7 +206,7 @@ fn a_recipe_rewrite_raises_the_qnn_cpu_cosine_and_is_fingerprinted_and_stated() 
         "the committed ONNX is never edited"
     );
     let record = read_json(&p.path(&format!("ctx/{MODEL}/mlp.record.json")));
-    let facts = &record["steps"]["convert"]["detail"]["facts"]["rewrites"];
+    let facts = &record["steps"]["convert"]["facts"]["rewrites"];
     assert_eq!(
         facts["applied"][0]["nodes"],
         serde_json::json!(["act"]),

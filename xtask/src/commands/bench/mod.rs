@@ -3,6 +3,7 @@
 
 mod build;
 mod build_full_width;
+mod cache;
 mod chain;
 mod hash;
 mod parity_engine;
@@ -24,6 +25,9 @@ pub struct Bench {
 enum Which {
     /// build-ctx: cold build vs no-op rebuild (tiny model and a ~100 MB ONNX).
     Build(build::BenchBuild),
+    /// Two fresh copies share one build cache: the second build's restored steps and wall
+    /// time as a ratio of the first (`--full-width` adds the full-width model).
+    Cache(cache::BenchCache),
     /// The Rust chain on ORT CPU vs plain Python onnxruntime; host share; chain vs its parts.
     Chain(chain::BenchChain),
     /// Context binaries built in two checkouts and twice in one: how many are byte-identical.
@@ -42,6 +46,7 @@ impl Bench {
         match self.which {
             Which::Build(b) => b.run(ctx),
             Which::Chain(b) => b.run(ctx),
+            Which::Cache(b) => b.run(ctx),
             Which::Parity(b) => b.run(ctx),
             Which::Hash(b) => b.run(ctx),
             Which::Repro(b) => b.run(ctx),

@@ -161,21 +161,22 @@ pub fn rewrites_table(who_header: &str, rows: impl IntoIterator<Item = Vec<Strin
     )
 }
 
-/// Runs the rewritten copy of `comp` on ORT's CPU EP with the golden inputs (asked only when
-/// the recipe has `[rewrite]`).
+/// Runs the rewritten copy of `comp` (`copy`, made by `qnn_onnx` with `applied`) on ORT's CPU
+/// EP with the golden inputs (asked only when the recipe has `[rewrite]`).
 pub fn check_on_ort(
     rt: &Runtime,
     root: &Path,
     model: &Model,
     comp: &Component,
     golden: &GoldenIo,
+    copy: &Path,
+    applied: Vec<Applied>,
 ) -> Result<RewriteCheck> {
-    let (copy, applied) = qnn_onnx(root, &model.file.model.name, comp)?;
-    let result = run_component(rt, model, comp, golden, &copy, &Backend::OrtCpu, false)
+    let result = run_component(rt, model, comp, golden, copy, &Backend::OrtCpu, false)
         .context("the rewritten copy on ONNX Runtime's CPU EP")?;
     Ok(RewriteCheck {
         applied,
-        onnx: crate::project::rel(root, &copy),
+        onnx: crate::project::rel(root, copy),
         ort: result
             .outputs
             .iter()

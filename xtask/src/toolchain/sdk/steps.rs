@@ -17,7 +17,7 @@ use super::{
     NativeIo, Sdk, backend_extensions_config, context_generator_args, converter_args, net_run_args,
     run_tool, skip_simplification,
 };
-use crate::htp_target::soc::Soc;
+use crate::htp_target::HtpTarget;
 use crate::onnx::writer::epcontext_wrapper;
 use crate::recipe::Component;
 use crate::tensor::{DType, Tensor};
@@ -53,8 +53,9 @@ pub fn log_path(root: &Path, model: &str, comp: &str, step: &str) -> PathBuf {
         .join(format!("{comp}-{step}.log"))
 }
 
-/// ONNX → DLC with `qairt-converter`; returns the staged DLC.
-pub fn convert(job: &Job<'_>) -> Result<PathBuf> {
+/// `onnx` (the recipe's, or its rewritten copy: its external data is the same) → DLC with
+/// `qairt-converter`; returns the staged DLC.
+pub fn convert(job: &Job<'_>, onnx: &Path) -> Result<PathBuf> {
     let dlc = job.staging.join(format!("{}.dlc", job.comp.name()));
     let onnx_rel = &job.comp.file.component.onnx;
     let mut external_bytes = 0;
@@ -63,11 +64,9 @@ pub fn convert(job: &Job<'_>) -> Result<PathBuf> {
             .with_context(|| format!("external data {} of {}", ext.display(), onnx_rel.display()))?
             .len();
     }
-    // The rewritten copy when the recipe asks for rewrites (its external data is the same).
-    let (onnx, _) = crate::onnx::decompose::qnn_onnx(job.root, job.model, job.comp)?;
     let args = converter_args(
         job.comp,
-        &onnx,
+        onnx,
         &dlc,
         skip_simplification(job.comp, Some(external_bytes)),
     );
@@ -206,16 +205,13 @@ pub fn read_result_outputs(
 pub fn context_configs(
     sdk: &Sdk,
     comp: &Component,
-    soc: &Soc,
+    target: &HtpTarget,
     staging: &Path,
 ) -> Vec<(PathBuf, serde_json::Value)> {
     let htp = staging.join(format!("{}_htp_config.json", comp.name()));
     let ext = staging.join(format!("{}_config.json", comp.name()));
     vec![
-        (
-            htp.clone(),
-            crate::htp_target::HtpTarget::from_recipe(soc, &comp.file.context).sdk_config(),
-        ),
+        (htp.clone(), target.sdk_config()),
         (ext, backend_extensions_config(sdk, &htp)),
     ]
 }
@@ -230,7 +226,7 @@ pub struct SdkContext {
 
 pub fn context(
     job: &Job<'_>,
-    soc: &Soc,
+    target: &HtpTarget,
     dlc: &Path,
     stem: &str,
     bin_name: &str,
@@ -238,7 +234,7 @@ pub fn context(
     let Job {
         sdk, comp, staging, ..
     } = *job;
-    let configs = context_configs(sdk, comp, soc, staging);
+    let configs = context_configs(sdk, comp, target, staging);
     for (path, json) in &configs {
         std::fs::write(path, serde_json::to_vec_pretty(json)?)?;
     }

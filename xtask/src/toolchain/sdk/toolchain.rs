@@ -11,8 +11,9 @@ use super::{
     HOST, NativeIo, SKIP_SIMPLIFICATION_ABOVE_BYTES, Sdk, context_generator_args, converter_args,
     net_run_args,
 };
+use crate::ctx_build::facts::ToolchainUsed;
 use crate::ctx_build::plan::{Artifacts, StepKind};
-use crate::htp_target::soc::Soc;
+use crate::htp_target::HtpTarget;
 use crate::parity::component::{ComponentResult, GoldenIo, judge_outputs};
 use crate::recipe::Component;
 use crate::toolchain::{Rendered, STAGING, Staged, StepJob, Toolchain};
@@ -41,15 +42,21 @@ impl Sdk {
 }
 
 impl Toolchain for Sdk {
-    fn label(&self) -> String {
-        format!("qairt-sdk {}", self.version)
+    fn used(&self) -> ToolchainUsed {
+        ToolchainUsed::sdk(&self.version)
     }
 
     fn describe(&self) -> String {
         format!("QAIRT SDK {} at {}", self.version, self.root.display())
     }
 
-    fn render(&self, kind: StepKind, comp: &Component, soc: &Soc, art: &Artifacts) -> Rendered {
+    fn render(
+        &self,
+        kind: StepKind,
+        comp: &Component,
+        target: &HtpTarget,
+        art: &Artifacts,
+    ) -> Rendered {
         let sdk = Sdk::placeholder(&self.version);
         let staging = Path::new(STAGING);
         let tool = |name: &str| format!("{SDK_ROOT}/bin/{HOST}/{name}");
@@ -82,7 +89,7 @@ impl Toolchain for Sdk {
                 let args = net_run_args(
                     &sdk,
                     "libQnnCpu.so",
-                    &art.dlc,
+                    &art.dlc_candidate,
                     &staging.join("input_list.txt"),
                     &staging.join("output"),
                     NativeIo::of(comp),
@@ -92,7 +99,7 @@ impl Toolchain for Sdk {
             StepKind::Context => {
                 let bin_name = art.bin_name();
                 let bin_stem = bin_name.trim_end_matches(".bin");
-                let configs = context_configs(&sdk, comp, soc, staging);
+                let configs = context_configs(&sdk, comp, target, staging);
                 let generate =
                     context_generator_args(&sdk, &art.dlc, bin_stem, staging, &configs[1].0);
                 let utility = vec![
@@ -123,7 +130,7 @@ impl Toolchain for Sdk {
     }
 
     fn convert(&self, job: &StepJob<'_>) -> Result<Staged> {
-        let dlc = super::steps::convert(&self.job(job))?;
+        let dlc = super::steps::convert(&self.job(job), &job.onnx.path)?;
         Ok(Staged {
             files: vec![dlc],
             detail: serde_json::json!({ "toolchain": self.label() }),
@@ -131,7 +138,8 @@ impl Toolchain for Sdk {
     }
 
     fn cpu_parity(&self, job: &StepJob<'_>, golden: &GoldenIo) -> Result<ComponentResult> {
-        let dlc = job.root.join(&job.artifacts.dlc);
+        // The convert step's candidate: promoted to the current DLC only if this passes.
+        let dlc = job.root.join(&job.artifacts.dlc_candidate);
         let actual = super::steps::cpu_run(&self.job(job), &dlc, &golden.inputs)?;
         let mut result = judge_outputs(job.model, job.comp, golden, &actual, "cpu")?;
         result.session_model = crate::project::rel(job.root, &dlc);
@@ -143,7 +151,7 @@ impl Toolchain for Sdk {
         let bin_name = job.artifacts.bin_name();
         let stem = job.artifacts.wrapper_stem();
         let dlc = job.root.join(&job.artifacts.dlc);
-        let made = super::steps::context(&self.job(job), job.soc, &dlc, &stem, &bin_name)?;
+        let made = super::steps::context(&self.job(job), job.target, &dlc, &stem, &bin_name)?;
         let summary = crate::onnx::proto::read_summary(&made.wrapper)?;
         if summary.nodes.len() != 1
             || summary.nodes[0].attr_str("ep_cache_context") != Some(bin_name.as_str())
@@ -155,6 +163,11 @@ impl Toolchain for Sdk {
             files,
             detail: serde_json::json!({ "graph_name": made.graph_name, "ep_sdk_version": made.build_id, "bin_file": bin_name, "toolchain": self.label() }),
         })
+    }
+
+    /// The SDK compiles the current DLC (the one whose CPU parity passed).
+    fn context_source(&self, job: &StepJob<'_>) -> PathBuf {
+        job.root.join(&job.artifacts.dlc)
     }
 
     /// The CPU-parity step runs the DLC itself.

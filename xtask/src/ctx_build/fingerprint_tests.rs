@@ -1,0 +1,132 @@
+//! Tests of keys, freshness and dirty reasons.
+use super::*;
+
+pub fn test_facts() -> StepFacts {
+    use crate::ctx_build::facts::{ConvertFacts, FileHash, ToolVersions, ToolchainUsed};
+    let file = FileHash {
+        path: "x".into(),
+        sha256: "00".into(),
+    };
+    StepFacts::Convert(ConvertFacts {
+        versions: ToolVersions {
+            onnxruntime: "1".into(),
+            qnn: "2".into(),
+            toolchain: ToolchainUsed::embedded(),
+            xtask: "0".into(),
+        },
+        qnn_onnx: file.clone(),
+        inputs: BTreeMap::new(),
+        float_bitwidth: 32,
+        preserve_io_datatype: true,
+        dlc_validation: "x".into(),
+        rewrites: None,
+        candidate_dlc: file,
+    })
+}
+
+mod key_tests {
+    use super::*;
+
+    fn key(onnx: &str) -> StepKey {
+        StepKey::new(
+            "convert",
+            BTreeMap::from([
+                ("onnx".to_string(), onnx.to_string()),
+                ("qnn".to_string(), "2.47".to_string()),
+            ]),
+        )
+    }
+
+    #[test]
+    fn key_changes_with_any_part() {
+        assert_ne!(key("a").key, key("b").key);
+        assert_eq!(key("a").key, key("a").key);
+    }
+
+    #[test]
+    fn dirty_reason_names_the_changed_part() {
+        let dir = tempfile::tempdir().unwrap();
+        let rec = StepRecord {
+            key: key("a"),
+            outputs: BTreeMap::new(),
+            finished_unix: 0,
+            seconds: 0.0,
+            facts: test_facts(),
+            restored_from_cache: None,
+            detail: serde_json::Value::Null,
+        };
+        let mut memo = HashMemo::default();
+        assert_eq!(
+            freshness(dir.path(), Some(&rec), &key("a"), &mut memo),
+            Freshness::Fresh
+        );
+        assert_eq!(
+            freshness(dir.path(), Some(&rec), &key("b"), &mut memo),
+            Freshness::dirty(DirtyReason::PartChanged {
+                part: "onnx".into(),
+                old: "a".into(),
+                new: "b".into(),
+            })
+        );
+        assert_eq!(
+            freshness(dir.path(), None, &key("a"), &mut memo),
+            Freshness::dirty(DirtyReason::NeverBuilt)
+        );
+    }
+
+    #[test]
+    fn missing_or_modified_output_is_dirty() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("out.bin"), b"good").unwrap();
+        let mut memo = HashMemo::default();
+        let sha = memo.sha256(&dir.path().join("out.bin")).unwrap();
+        let outputs = BTreeMap::from([("out.bin".to_string(), sha)]);
+        let rec = StepRecord {
+            key: key("a"),
+            outputs,
+            finished_unix: 0,
+            seconds: 0.0,
+            facts: test_facts(),
+            restored_from_cache: None,
+            detail: serde_json::Value::Null,
+        };
+        assert_eq!(
+            freshness(dir.path(), Some(&rec), &key("a"), &mut memo),
+            Freshness::Fresh
+        );
+        std::fs::write(dir.path().join("out.bin"), b"bad!!").unwrap();
+        assert!(
+            matches!(freshness(dir.path(), Some(&rec), &key("a"), &mut memo), Freshness::Dirty(r) if r.join("").contains("modified"))
+        );
+    }
+}
+
+mod reason_tests {
+    use super::*;
+
+    #[test]
+    fn reasons_serialise_as_tagged_objects_and_print_as_text() {
+        let r = DirtyReason::PartChanged {
+            part: "htp target".into(),
+            old: "optimization_level=3\nfp16=true\n".into(),
+            new: "optimization_level=2\nfp16=true\n".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&r).unwrap(),
+            serde_json::json!({ "reason": "part_changed", "part": "htp target",
+                "old": "optimization_level=3\nfp16=true\n", "new": "optimization_level=2\nfp16=true\n" })
+        );
+        assert_eq!(
+            r.to_string(),
+            "htp target changed: optimization_level 3 → 2"
+        );
+        let all = DirtyReasons(vec![r, DirtyReason::Forced]);
+        assert_eq!(
+            all.join("; "),
+            "htp target changed: optimization_level 3 → 2; --force"
+        );
+        let back: DirtyReasons =
+            serde_json::from_value(serde_json::to_value(&all).unwrap()).unwrap();
+        assert_eq!(back, all);
+    }
+}

@@ -1,0 +1,201 @@
+//! One step, done: run through its toolchain, or restored from the build cache. Either way its
+//! outputs are staged and hashed, moved into place, and its record entry written last.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use crate::ctx_build::execute::BuildEnv;
+use crate::ctx_build::fingerprint::{ComponentRecord, StepRecord};
+use crate::ctx_build::plan::{ComponentPlan, PlannedStep, StepKind};
+use crate::ctx_build::report::OutputFile;
+use crate::ctx_build::steps::{self, StagedOutput, StepRun};
+use crate::recipe::Component;
+use crate::step_cache::entry::Lookup;
+use crate::toolchain::{QnnOnnx, StepJob};
+
+/// Runs one step. Its old record entry is cleared first (except CPU parity's: it names the
+/// current DLC, which a failing run keeps) and the new one written last, after every output
+/// was moved into place and (for parity) the gate passed.
+#[allow(clippy::too_many_arguments)]
+pub fn run_step(
+    env: &BuildEnv<'_>,
+    comp: &Component,
+    plan: &ComponentPlan,
+    step: &PlannedStep,
+    onnx: &QnnOnnx,
+    record: &mut ComponentRecord,
+    record_path: &Path,
+    bar: &crate::ctx_build::progress::Bar,
+) -> Result<(Vec<OutputFile>, serde_json::Value)> {
+    let key = step.key.clone().context("an input file is missing")?;
+    if step.kind != StepKind::CpuParity && record.steps.remove(&step.record_name).is_some() {
+        record.save(record_path)?;
+    }
+    let started = Instant::now();
+    let staging = staging_dir(env)?;
+    let job = StepJob {
+        root: env.root,
+        model: env.model,
+        comp,
+        soc: &env.soc,
+        artifacts: &plan.artifacts,
+        target: &plan.target,
+        rendered: &step.rendered,
+        key: &key,
+        versions: env.versions,
+        onnx,
+        staging: staging.path(),
+        rt: env.rt,
+    };
+    // The compiler's stages as progress and heartbeats (context steps compile for minutes).
+    let watch = (step.kind == StepKind::Context).then(|| {
+        let label = step.kind.label();
+        crate::ctx_build::compile_watch::CompileWatch::start(
+            &env.root.join("target/xtask-native-stdout.log"),
+            crate::project::reports_dir(env.root, &env.model.file.model.name)
+                .join("logs")
+                .join(format!("{}-context.log", comp.name())),
+            env.progress.ticker(bar, label),
+            env.progress.heartbeat(bar, comp.name(), label),
+        )
+    });
+    let rss_start_mb = crate::ctx_build::rss::current_mb();
+    crate::ctx_build::rss::reset_peak();
+    let ran = match step.kind {
+        StepKind::Convert => steps::Convert::run(env.toolchain, &job),
+        StepKind::CpuParity => steps::CpuParity::run(env.toolchain, &job),
+        StepKind::Context => steps::Context::run(env.toolchain, &job),
+    };
+    let peak_rss_mb = crate::ctx_build::rss::peak_mb();
+    let compiled = watch.map(|w| w.finish());
+    let StepRun {
+        outputs,
+        facts,
+        mut detail,
+    } = ran?;
+    if !detail.is_object() {
+        detail = serde_json::json!({ "value": detail });
+    }
+    detail["peak_rss_mb"] = serde_json::json!(peak_rss_mb);
+    detail["rss_start_mb"] = serde_json::json!(rss_start_mb);
+    if let Some(c) = compiled {
+        detail["compile_stages"] = serde_json::json!(c.stages);
+    }
+    let outputs = outputs
+        .iter()
+        .map(|o| move_output(env, o))
+        .collect::<Result<Vec<_>>>()?;
+    let entry = StepRecord {
+        key,
+        outputs: outputs
+            .iter()
+            .map(|o| (o.path.clone(), o.sha256.clone()))
+            .collect(),
+        finished_unix: crate::report::now_unix(),
+        seconds: started.elapsed().as_secs_f64(),
+        facts,
+        restored_from_cache: None,
+        detail: detail.clone(),
+    };
+    record.steps.insert(step.record_name.clone(), entry.clone());
+    record.save(record_path)?;
+    if let Some(cache) = env.cache
+        && let Err(e) = cache.store(env.root, &step.record_name, &entry)
+    {
+        let note = format!(
+            "{}: {} was built but not cached: {e:#}",
+            comp.name(),
+            step.kind.label()
+        );
+        env.progress.note(bar, &note);
+    }
+    Ok((outputs, detail))
+}
+
+/// What a cache lookup did for a step.
+pub enum Restored {
+    /// Restored: its outputs in place, its record written (the cache key).
+    Yes(Vec<OutputFile>, serde_json::Value, String),
+    Miss,
+    /// The entry was unusable (why); the step must run.
+    Refused(String),
+}
+
+/// Restores a step from the build cache when its key is there: every file re-hashed while
+/// it is copied into a staging folder, moved into place, the record entry written last.
+pub fn restore_step(
+    env: &BuildEnv<'_>,
+    step: &PlannedStep,
+    record: &mut ComponentRecord,
+    record_path: &Path,
+) -> Result<Restored> {
+    let (Some(cache), Some(key)) = (env.cache, &step.key) else {
+        return Ok(Restored::Miss);
+    };
+    let staging = staging_dir(env)?;
+    let (entry, staged) =
+        match cache.lookup(&key.key, &step.record_name, &step.outputs, staging.path()) {
+            Lookup::Miss => return Ok(Restored::Miss),
+            Lookup::Refused(why) => return Ok(Restored::Refused(why)),
+            Lookup::Hit { entry, staged } => (entry, staged),
+        };
+    if entry.record.key != *key {
+        bail!("internal: the cache entry's key parts differ from the plan's");
+    }
+    if step.record_name != entry.step {
+        return Ok(Restored::Refused("it is another step's entry".into()));
+    }
+    if record.steps.remove(&step.record_name).is_some() {
+        record.save(record_path)?;
+    }
+    let outputs = staged
+        .iter()
+        .map(|(from, f)| {
+            move_output(
+                env,
+                &StagedOutput {
+                    staged: from.clone(),
+                    artifact: f.artifact.clone().into(),
+                    sha256: f.sha256.clone(),
+                },
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut restored = entry.record.clone();
+    restored.finished_unix = crate::report::now_unix();
+    restored.restored_from_cache = Some(key.key.clone());
+    let detail = serde_json::json!({
+        "summary": restored.facts.summary(),
+        "restored_from_cache": key.key,
+        "built_seconds": entry.record.seconds,
+    });
+    record.steps.insert(step.record_name.clone(), restored);
+    record.save(record_path)?;
+    Ok(Restored::Yes(outputs, detail, key.key.clone()))
+}
+
+fn staging_dir(env: &BuildEnv<'_>) -> Result<tempfile::TempDir> {
+    let dir = crate::project::ctx_dir(env.root, &env.model.file.model.name);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    tempfile::Builder::new()
+        .prefix(".staging-")
+        .tempdir_in(&dir)
+        .with_context(|| format!("cannot create a staging folder in {}", dir.display()))
+}
+
+/// Renames a finished, hashed file onto its stable name (same filesystem, one step).
+fn move_output(env: &BuildEnv<'_>, out: &StagedOutput) -> Result<OutputFile> {
+    let bytes = std::fs::metadata(&out.staged)
+        .with_context(|| format!("cannot stat {}", out.staged.display()))?
+        .len();
+    let to = env.root.join(&out.artifact);
+    crate::atomic::move_into_place(&out.staged, &to)?;
+    let _ = env.memo.lock().map(|mut m| m.sha256(&to));
+    Ok(OutputFile {
+        path: out.artifact.display().to_string(),
+        bytes,
+        sha256: out.sha256.clone(),
+    })
+}
