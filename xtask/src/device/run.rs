@@ -93,7 +93,8 @@ impl Device {
             let t = inputs
                 .get(spec.name.get_ref())
                 .with_context(|| format!("no input `{}` for {name}", spec.name.get_ref()))?;
-            let bytes = crate::toolchain::sdk::steps::raw_bytes(t, native.inputs);
+            let bytes =
+                crate::toolchain::sdk::steps::input_bytes(spec.name.get_ref(), t, native.inputs)?;
             in_bytes += bytes.len() as u64;
             std::fs::write(local.join(format!("input_{i}.raw")), bytes)?;
             entries.push(format!("{}:={run_dir}/input_{i}.raw", spec.name.get_ref()));
