@@ -9,4 +9,5 @@ pub mod hf;
 pub mod manifest;
 pub mod package;
 pub mod release;
+pub mod release_target;
 pub mod verify;
