@@ -4,7 +4,8 @@
 //! target would leave it half-replaced when interrupted. Instead:
 //!
 //! 1. the new content is uploaded where the target does not see it yet: a pull request against
-//!    `main` (`hf discussions create --pull-request`, then `hf upload --revision refs/pr/N`), or,
+//!    `main` (`hf discussions create --pull-request`, then `hf upload --revision refs/pr/N`: the
+//!    way huggingface_hub's own pipeline fills a pull request, batch by batch), or,
 //!    for another branch or a tag, a staging branch `xtask-release-…` made from `main`;
 //!    `--delete "*"` makes that revision's tree exactly the bundle (plus the Hub's `.gitattributes`);
 //! 2. its `manifest.json` and `SHA256SUMS` are downloaded back from the uploaded commit and
@@ -148,7 +149,7 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
         .join("target")
         .join(format!("release-verify-{}", nonce()));
     let _cleanup = RemoveOnDrop(scratch.clone());
-    if let Some(commit) = already_there(req.repo, &target, bundle, &scratch) {
+    if let Some(commit) = already_there(req.repo, &target, bundle, &scratch)? {
         crate::outln!(
             "{} already holds this bundle (commit {commit}): nothing uploaded",
             target.label()

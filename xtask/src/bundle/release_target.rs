@@ -59,19 +59,34 @@ impl Target {
 }
 
 /// The commit of the target revision when it already holds exactly this bundle's
-/// `manifest.json` and `SHA256SUMS` (a re-release of the same bundle changes nothing).
+/// `manifest.json` and `SHA256SUMS` (a re-release of the same bundle changes nothing); `None`
+/// when it does not exist yet (or is `main` with other content, replaced through a pull
+/// request). A branch other than main or a tag that exists with other content is refused
+/// before anything is uploaded: the Hub cannot move it in one step.
 pub(super) fn already_there(
     repo: &str,
     target: &Target,
     bundle: &Path,
     scratch: &Path,
-) -> Option<String> {
+) -> Result<Option<String>> {
     let dir = scratch.join("current");
-    download_pair(repo, target.revision(), &dir).ok()?;
+    if download_pair(repo, target.revision(), &dir).is_err() {
+        return Ok(None);
+    }
     let same = ["manifest.json", "SHA256SUMS"]
         .iter()
         .all(|f| std::fs::read(dir.join(f)).ok() == std::fs::read(bundle.join(f)).ok());
-    same.then(|| downloaded_commit(&dir)).flatten()
+    if same {
+        return Ok(downloaded_commit(&dir));
+    }
+    match target {
+        Target::Main => Ok(None),
+        _ => bail!(
+            "{} already exists on {repo} with another bundle: the Hub cannot move it in one step, \
+             so nothing was uploaded; release to main (a merged pull request), a new branch or a new tag",
+            target.label().replace("new branch", "branch")
+        ),
+    }
 }
 
 fn download_pair(repo: &str, rev: &str, dir: &Path) -> Result<()> {

@@ -851,6 +851,32 @@ fn a_release_to_a_tag_creates_a_tag_not_a_branch() {
         "{}",
         again.all()
     );
+    // Another bundle to the same tag: refused before anything is uploaded; the tag stays.
+    let tag_before = std::fs::read_to_string(repo.join("refs/tags/v1.2")).unwrap();
+    let one = p.path("dist/one");
+    p.run(&[
+        "package",
+        "--soc",
+        "77",
+        "--only",
+        "action_context",
+        "--out",
+        one.to_str().unwrap(),
+    ])
+    .assert_code(0);
+    let other = Run::from(release_cmd(&p, &one, &["--tag", "v1.2"]).output().unwrap());
+    assert_ne!(other.code, 0, "{}", other.all());
+    assert!(
+        other.stderr.contains("tag v1.2 already exists"),
+        "{}",
+        other.all()
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("refs/tags/v1.2")).unwrap(),
+        tag_before
+    );
+    let log = std::fs::read_to_string(p.path("hf.log")).unwrap();
+    assert_eq!(log.matches("hf upload").count(), 1, "{log}");
 }
 
 fn walk(dir: &Path) -> Vec<(String, Vec<u8>)> {
