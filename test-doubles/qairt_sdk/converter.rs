@@ -10,6 +10,21 @@ pub(crate) fn convert(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> 
         bail!("--float_bitwidth must be 16 or 32, not {bitwidth}");
     }
     let preserve = a.contains_key("--preserve_io_datatype");
+    // `--source_model_input_datatype NAME DTYPE`: the DLC's input NAME takes DTYPE.
+    let mut declared = BTreeMap::new();
+    for (k, v) in a {
+        if let Some(name) = k.strip_prefix("--source_model_input_datatype:") {
+            let qnn = match v.as_str() {
+                "int32" => "QNN_DATATYPE_INT_32",
+                "float32" => "QNN_DATATYPE_FLOAT_32",
+                "bool" => "QNN_DATATYPE_BOOL_8",
+                other => bail!(
+                    "--source_model_input_datatype {name} {other}: not a data type the test double reproduces"
+                ),
+            };
+            declared.insert(name.to_string(), qnn);
+        }
+    }
     let tmp = tempfile::tempdir()?;
     let graph = converted_model(
         &std::fs::read(&onnx)?,
@@ -24,8 +39,8 @@ pub(crate) fn convert(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> 
         "float_bias_bitwidth": a.get("--float_bias_bitwidth"),
         "preserve_io_datatype": preserve,
         "onnx_skip_simplification": a.contains_key("--onnx_skip_simplification"),
-        "graphInputs": io_json(session.input_contract(), preserve),
-        "graphOutputs": io_json(session.output_contract(), preserve),
+        "graphInputs": io_json(session.input_contract(), preserve, &declared)?,
+        "graphOutputs": io_json(session.output_contract(), preserve, &BTreeMap::new())?,
     });
     drop(session);
     let (dlc, _) = rt.dump_dlc(&graph_path, &tmp.path().join("ir"))?;

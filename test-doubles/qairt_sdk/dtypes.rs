@@ -67,22 +67,31 @@ pub(crate) fn tensor_of(d: Option<DType>, shape: Vec<usize>, v: Vec<f64>) -> Res
     })
 }
 
-/// The I/O of a graph as the DLC records it: name, QNN data type, dims.
+/// The I/O of a graph as the DLC records it: name, QNN data type, dims; `declared` holds the
+/// inputs given another type with `--source_model_input_datatype` (an unknown name is an error).
 pub(crate) fn io_json(
     list: Vec<(String, Option<DType>, Vec<i64>)>,
     preserve: bool,
-) -> Vec<serde_json::Value> {
-    list.into_iter()
+    declared: &BTreeMap<String, &str>,
+) -> Result<Vec<serde_json::Value>> {
+    for name in declared.keys() {
+        if !list.iter().any(|(n, _, _)| n == name) {
+            bail!("--source_model_input_datatype {name}: the graph has no input {name}");
+        }
+    }
+    Ok(list
+        .into_iter()
         .map(|(name, d, dims)| {
-            let qnn = match (preserve, d) {
-                (true, d) => qnn_name(d),
-                (false, Some(DType::I64)) => "QNN_DATATYPE_INT_32",
-                (false, Some(DType::Bool)) => "QNN_DATATYPE_BOOL_8",
-                (false, _) => "QNN_DATATYPE_FLOAT_32",
+            let qnn = match (declared.get(&name), preserve, d) {
+                (Some(q), _, _) => q,
+                (None, true, d) => qnn_name(d),
+                (None, false, Some(DType::I64)) => "QNN_DATATYPE_INT_32",
+                (None, false, Some(DType::Bool)) => "QNN_DATATYPE_BOOL_8",
+                (None, false, _) => "QNN_DATATYPE_FLOAT_32",
             };
             serde_json::json!({ "info": { "name": name, "dataType": qnn, "dimensions": dims } })
         })
-        .collect()
+        .collect())
 }
 
 // ---------------------------------------------------------------------------------------------

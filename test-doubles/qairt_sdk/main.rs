@@ -7,25 +7,41 @@
 //! Real behaviours it reproduces, and where they come from (see
 //! the team notes `real-tool-formats.md`; [C] = the tool's docs or source, [O] = observed):
 //! - Strict command lines: an unknown flag is an error (exit 2), a missing required one exits 1.
+//! - `qairt-converter` is a Python script importing `qti.aisw.converters…` at its top (2.25
+//!   mirror `qdsp6sw/qualcomm-ai-engine-direct-sdk`, `bin/arm64x-windows-msvc/qairt-converter`
+//!   [C]); those modules live in `$SDK/lib/python` and load `$SDK/lib/x86_64-linux-clang`,
+//!   put on `PYTHONPATH` / `LD_LIBRARY_PATH` by the SDK's `bin/envsetup.sh` [C]. Without them
+//!   (even for `--help`) it exits 1 with Python's traceback (`No module named 'qti'`); the
+//!   wording of the library-path failure is illustrative.
 //! - `qairt-converter --float_bitwidth 16` stores fp16 weights: every float32 initializer of
 //!   the graph the DLC carries is rounded to fp16 (and back, so the CPU backend runs it);
 //!   `--preserve_io_datatype` keeps int64/fp16/bool I/O in their types; without it int64 I/O
 //!   becomes int32 [?: the double's assumption] (Qualcomm SDK docs, doc 80-63442-2 [C]).
+//!   `--source_model_input_datatype NAME DTYPE` (repeatable, converters.html [C]) gives input
+//!   NAME the type DTYPE in the DLC (`int32`, `float32`, `bool` reproduced).
 //!   `--onnx_skip_simplification` is accepted (quic/efficient-transformers passes it [O]).
 //! - `qnn-net-run` (Qualcomm docs and sample apps [C]): the input list has one line per
 //!   inference of space-separated `name:=path`; outputs go to
 //!   `<output_dir>/Result_<i>/<raw tensor name>.raw`, a `/` in a name making subfolders.
-//!   Files are float32 unless native I/O is asked for: an input whose DLC type is not float32
-//!   (with `--preserve_io_datatype`) must come as a native file with `--use_native_input_files`
-//!   or `--native_input_tensor_names`, or the run fails; every file's byte count must match its
-//!   tensor. Outputs are native with `--use_native_output_files` or
-//!   `--output_data_type native_only`. `--profiling_level basic|detailed` writes
+//!   Files are float32 unless native I/O is asked for. An input whose DLC type is int64 or
+//!   fp16 (with `--preserve_io_datatype`) must come as a native file with
+//!   `--use_native_input_files` or `--native_input_tensor_names`, or the run fails; a float file
+//!   for a bool or int32 input is converted by the tool itself (the SampleApp's float-to-native
+//!   conversion covers them, not INT_64 / FLOAT_16 [C: `IOTensor.cpp`, 2.25]). Every file's
+//!   byte count must match its tensor. Outputs are native with `--use_native_output_files` or
+//!   `--output_data_type native_only`: a native output that is not float32 is written as
+//!   `Result_<i>/<name>_native.raw`, float32 outputs as `<name>.raw` (SampleApp `IOTensor.cpp`
+//!   `writeOutputTensors` [C]). `--profiling_level basic|detailed` writes
 //!   `<output_dir>/qnn-profiling-data_0.log`.
-//! - `qnn-profile-viewer --output x.csv` [O, 2.47 usage; header as ORT's QNN EP writes it]:
-//!   preamble lines, the header `Msg Timestamp,Message,Time,Unit of Measurement,Timing
-//!   Source,Event Level,Event Identifier`, one row per event with a timestamp first; per
-//!   inference one EXECUTE row with `NETRUN` and one with `BACKEND` timing source (US), plus
-//!   CYCLES/COUNT rows, and LOAD/INIT/DEINIT rows around them.
+//! - `qnn-profile-viewer --output x.csv`: preamble lines, the header `Msg Timestamp, Message,
+//!   Time, Unit of Measurement, Timing Source, Event Level, Event Identifier` (the strings in the
+//!   real viewer binary, team notes [O, 2.47 usage]), one row per event with a timestamp first;
+//!   levels `ROOT` and `SUB-EVENT`, messages including `EXECUTE` and `EXECUTE IPS` (unit
+//!   `INF/SEC`), units US/BYTES/CYCLES/COUNT [O: the binary's strings]. ASSUMPTION, not shown
+//!   by any public source: per inference one ROOT EXECUTE row with `NETRUN` and one with
+//!   `BACKEND` timing source (US), a NETRUN SUB-EVENT EXECUTE row under it, CYCLES/COUNT rows,
+//!   one EXECUTE IPS row after the last inference, LOAD/INIT/DEINIT rows around them. (ONNX
+//!   Runtime's QNN profiler writes every row as BACKEND and no NETRUN rows: not a source.)
 //! - `qnn-context-binary-utility --json_file` writes the legacy layout `info.buildId`,
 //!   `info.graphs[].info.{graphName, graphInputs[], graphOutputs[]}` with
 //!   `.info.{name, dataType (string), dimensions}` (ORT's `gen_qnn_ctx_onnx_model.py` [C]).
@@ -147,6 +163,17 @@ fn run(tool: &str, raw_args: &[String]) -> Result<()> {
         "qnn-profile-viewer" => (&["--input_log", "--output"], &[]),
         other => bail!("{other}: not a tool this test double stands in for"),
     };
+    if tool == "qairt-converter" {
+        // A Python script whose first imports are `qti.aisw.converters…`: nothing runs, not
+        // even `--help`, without the SDK's environment.
+        converter_environment()?;
+        if raw_args == ["--help"] {
+            println!(
+                "usage: qairt-converter --input_network INPUT_NETWORK [--output_path OUTPUT_PATH] ... (test double)"
+            );
+            return Ok(());
+        }
+    }
     let args = parse_strict(tool, raw_args, valued, flags)?;
     let fail = std::env::var("QAIRT_DOUBLE_FAIL").unwrap_or_default();
     let mode = fail.strip_prefix(&format!("{tool}:")).unwrap_or("");
@@ -176,12 +203,57 @@ fn run(tool: &str, raw_args: &[String]) -> Result<()> {
     }
 }
 
+/// The real `qairt-converter` imports `qti.aisw…` from `$SDK/lib/python` (found through
+/// `PYTHONPATH`) and its compiled modules load the SDK's libraries from `$SDK/lib/<arch>`
+/// (`LD_LIBRARY_PATH`), both set by the SDK's `bin/envsetup.sh`. Without them Python stops at
+/// the first import with a traceback and exit status 1, which this reproduces.
+fn converter_environment() -> Result<()> {
+    let root = PathBuf::from(std::env::var_os("QAIRT_DOUBLE_SDK_ROOT").unwrap_or_default());
+    let entries = |var: &str| -> Vec<PathBuf> {
+        std::env::var(var)
+            .unwrap_or_default()
+            .split(':')
+            .filter(|e| !e.is_empty())
+            .map(PathBuf::from)
+            .collect()
+    };
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    let python = entries("PYTHONPATH")
+        .iter()
+        .any(|e| e.join("qti/__init__.py").is_file());
+    let libs = entries("LD_LIBRARY_PATH")
+        .iter()
+        .any(|e| same(e, &root.join("lib/x86_64-linux-clang")));
+    if !python {
+        eprintln!(
+            "Traceback (most recent call last):\n  File \"{}/bin/x86_64-linux-clang/qairt-converter\", line 16, in <module>\n    from qti.aisw.converters.common.utils import code_to_message\nModuleNotFoundError: No module named 'qti'",
+            root.display()
+        );
+        std::process::exit(1);
+    }
+    if !libs {
+        eprintln!(
+            "Traceback (most recent call last):\n  File \"{}/bin/x86_64-linux-clang/qairt-converter\", line 20, in <module>\n    from qti.aisw.converters.qnn_backend.ir_to_dlc import DLCBackend\nImportError: libQnnIr.so: cannot open shared object file: No such file or directory (LD_LIBRARY_PATH lacks {}/lib/x86_64-linux-clang)",
+            root.display(),
+            root.display()
+        );
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
 /// A required flag's value, as the real tools require it.
 pub(crate) fn need<'a>(a: &'a BTreeMap<String, String>, flag: &str) -> Result<&'a str> {
     a.get(flag)
         .map(String::as_str)
         .with_context(|| format!("missing required argument {flag}"))
 }
+
+/// Flags taking two values (`NAME VALUE`), repeatable (argparse `nargs=2, action="append"`).
+const PAIRED: [&str; 1] = ["--source_model_input_datatype"];
 
 fn parse_strict(
     tool: &str,
@@ -197,6 +269,13 @@ fn parse_strict(
                 .next()
                 .with_context(|| format!("{tool}: {a} needs a value"))?;
             out.insert(a.clone(), v.clone());
+        } else if tool == "qairt-converter" && PAIRED.contains(&a.as_str()) {
+            // `--flag NAME VALUE`, repeatable: kept as `--flag:NAME` → VALUE.
+            let (Some(n), Some(v)) = (it.next(), it.next()) else {
+                eprintln!("{tool}: ERROR: argument {a}: expected 2 arguments");
+                std::process::exit(2);
+            };
+            out.insert(format!("{a}:{n}"), v.clone());
         } else if flags.contains(&a.as_str()) {
             out.insert(a.clone(), String::new());
         } else {

@@ -106,7 +106,12 @@ pub(crate) fn net_run(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> 
                 .get(name)
                 .with_context(|| format!("the graph has no input {name}"))?;
             let native = native_input(name);
-            if preserve && qnn != "QNN_DATATYPE_FLOAT_32" && !native {
+            // Float files for bool and int32 inputs are converted by the tool itself (the
+            // SampleApp's float-to-native conversion covers them); int64 and fp16 have no such
+            // conversion and need native files.
+            let converts_float =
+                ["QNN_DATATYPE_INT_32", "QNN_DATATYPE_BOOL_8"].contains(&qnn.as_str());
+            if preserve && qnn != "QNN_DATATYPE_FLOAT_32" && !native && !converts_float {
                 bail!(
                     "input {name} is {qnn} in this graph (converted with --preserve_io_datatype): \
                      pass --use_native_input_files (or --native_input_tensor_names {name}) and a file of that type"
@@ -143,8 +148,14 @@ pub(crate) fn net_run(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> 
             } else {
                 "QNN_DATATYPE_FLOAT_32"
             };
-            // The raw tensor name: a `/` makes subfolders.
-            let path = dir.join(format!("{}.raw", name.trim_start_matches('/')));
+            // The raw tensor name: a `/` makes subfolders; a native output that is not
+            // float32 is `<name>_native.raw` (SampleApp `IOTensor.cpp` `writeOutputTensors`).
+            let suffix = if file_type == "QNN_DATATYPE_FLOAT_32" {
+                ".raw"
+            } else {
+                "_native.raw"
+            };
+            let path = dir.join(format!("{}{suffix}", name.trim_start_matches('/')));
             std::fs::create_dir_all(path.parent().unwrap_or(&dir))?;
             std::fs::write(&path, encode(&t.to_f64_vec(), file_type))?;
         }

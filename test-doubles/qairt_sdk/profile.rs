@@ -11,9 +11,15 @@ pub(crate) fn profile_viewer(a: &BTreeMap<String, String>) -> Result<()> {
     }
     let mut ts: u64 = 15_423_000_000;
     let mut rows = Vec::new();
+    let mut executes = Vec::new();
     let mut row = |ts: &mut u64, msg: &str, time: String, unit: &str, src: &str, id: &str| {
         *ts += 137;
-        rows.push(format!("{ts},{msg},{time},{unit},{src},ROOT,{id}"));
+        // `Graph 0: … (sub)` rows are parts of the ROOT event before them.
+        let (level, id) = match id.strip_suffix(" (sub)") {
+            Some(id) => ("SUB-EVENT", id),
+            None => ("ROOT", id),
+        };
+        rows.push(format!("{ts},{msg},{time},{unit},{src},{level},{id}"));
     };
     for line in lines {
         let parts: Vec<&str> = line.split_whitespace().collect();
@@ -49,6 +55,7 @@ pub(crate) fn profile_viewer(a: &BTreeMap<String, String>) -> Result<()> {
             }
             Some("execute") => {
                 let (netrun, backend) = (us(1)?, us(2)?);
+                executes.push(netrun);
                 row(
                     &mut ts,
                     "EXECUTE",
@@ -56,6 +63,14 @@ pub(crate) fn profile_viewer(a: &BTreeMap<String, String>) -> Result<()> {
                     "US",
                     "NETRUN",
                     "Graph 0: execute",
+                );
+                row(
+                    &mut ts,
+                    "EXECUTE",
+                    format!("{:.0}", (netrun - backend).max(0.0)),
+                    "US",
+                    "NETRUN",
+                    "Graph 0: input and output copies (sub)",
                 );
                 row(
                     &mut ts,
@@ -83,21 +98,34 @@ pub(crate) fn profile_viewer(a: &BTreeMap<String, String>) -> Result<()> {
                 );
                 ts += netrun as u64;
             }
-            Some("deinit") => row(
-                &mut ts,
-                "DEINIT",
-                format!("{:.0}", us(1)?),
-                "US",
-                "NETRUN",
-                "Graph Deinit",
-            ),
+            Some("deinit") => {
+                if !executes.is_empty() {
+                    let mean_us = executes.iter().sum::<f64>() / executes.len() as f64;
+                    row(
+                        &mut ts,
+                        "EXECUTE IPS",
+                        format!("{:.2}", 1e6 / mean_us.max(1.0)),
+                        "INF/SEC",
+                        "NETRUN",
+                        "Graph 0: execute",
+                    );
+                }
+                row(
+                    &mut ts,
+                    "DEINIT",
+                    format!("{:.0}", us(1)?),
+                    "US",
+                    "NETRUN",
+                    "Graph Deinit",
+                )
+            }
             _ => bail!("unreadable profiling log line `{line}`"),
         }
     }
     let csv = format!(
         "Log File Created: (test double)\nTime Scale: 1e-06\nEpoch Timestamp: 0 Steady Clock Timestamp: 15423000000\n\
          Generated using:\nqnn-profile-viewer v2.47.0 (test double)\nqnn-net-run        v2.47.0 (test double)\n\n\
-         Msg Timestamp,Message,Time,Unit of Measurement,Timing Source,Event Level,Event Identifier\n{}\n",
+         Msg Timestamp, Message, Time, Unit of Measurement, Timing Source, Event Level, Event Identifier\n{}\n",
         rows.join("\n")
     );
     std::fs::write(need(a, "--output")?, csv)?;

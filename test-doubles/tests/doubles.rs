@@ -5,9 +5,14 @@
 use std::path::Path;
 use std::process::Command;
 
+/// The double under its SDK root, in the environment `bin/envsetup.sh` sets.
 fn sdk_double(args: &[&str]) -> std::process::Output {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("qairt-sdk-root");
     Command::new(env!("CARGO_BIN_EXE_qairt-sdk-test-double"))
         .args(args)
+        .env("QAIRT_DOUBLE_SDK_ROOT", &root)
+        .env("PYTHONPATH", root.join("lib/python"))
+        .env("LD_LIBRARY_PATH", root.join("lib/x86_64-linux-clang"))
         .output()
         .unwrap()
 }
@@ -52,4 +57,127 @@ fn sdk_double_refuses_a_tool_it_does_not_stand_in_for() {
 fn hf_refuses_an_unknown_subcommand_with_exit_2() {
     let out = hf_double(&["no-such-verb"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn the_converter_without_the_sdk_environment_fails_at_its_first_import() {
+    let out = Command::new(env!("CARGO_BIN_EXE_qairt-sdk-test-double"))
+        .args(["qairt-converter", "--help"])
+        .env_remove("PYTHONPATH")
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("No module named 'qti'"), "{err}");
+    assert_eq!(
+        sdk_double(&["qairt-converter", "--help"]).status.code(),
+        Some(0)
+    );
+}
+
+#[test]
+fn hf_refuses_an_unknown_flag_of_every_verb_with_exit_2() {
+    for args in [
+        &["upload", "o/n", ".", "--no-such-flag"][..],
+        &["download", "o/n", "--no-such-flag"],
+        &["repos", "create", "o/n", "--no-such-flag"],
+        &["repos", "branch", "create", "o/n", "b", "--no-such-flag"],
+        &["repos", "tag", "create", "o/n", "t", "--no-such-flag"],
+        &[
+            "discussions",
+            "create",
+            "o/n",
+            "--title",
+            "t",
+            "--no-such-flag",
+        ],
+        &["discussions", "merge", "o/n", "1", "--no-such-flag"],
+    ] {
+        let out = hf_double(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+    }
+}
+
+/// `hf upload` commits in batches, deletions in the first, later ones titled "(part N)"; a
+/// pull request gets every batch on `refs/pr/N` and `main` moves only when it is merged.
+#[test]
+fn hf_uploads_in_batches_into_a_pull_request_merged_in_one_step() {
+    let scratch = tempfile::tempdir().unwrap();
+    let hf = |args: &[&str]| {
+        Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("hf/hf"))
+            .args(args)
+            .env("HF_TEST_DOUBLE_LOG", scratch.path().join("calls.log"))
+            .env("HF_TEST_DOUBLE_STORE", scratch.path().join("store"))
+            .env("HF_TEST_DOUBLE_BATCH_FILES", "2")
+            .output()
+            .unwrap()
+    };
+    let src = scratch.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for i in 0..5 {
+        std::fs::write(src.join(format!("f{i}.txt")), format!("{i}")).unwrap();
+    }
+    let dir = src.to_str().unwrap();
+    assert!(
+        hf(&["upload", "o/n", dir, ".", "--commit-message", "m"])
+            .status
+            .success()
+    );
+    let repo = scratch.path().join("store/o/n");
+    let messages = |repo: &Path| -> Vec<String> {
+        let mut m: Vec<String> = std::fs::read_dir(repo.join("commits"))
+            .unwrap()
+            .filter_map(|e| {
+                let p = e.unwrap().path();
+                (p.extension()? == "message").then(|| std::fs::read_to_string(p).unwrap())
+            })
+            .collect();
+        m.sort();
+        m
+    };
+    assert_eq!(messages(&repo), ["m\n", "m (part 2)\n", "m (part 3)\n"]);
+    let main = std::fs::read_to_string(repo.join("refs/heads/main")).unwrap();
+    std::fs::remove_file(src.join("f0.txt")).unwrap();
+    std::fs::write(src.join("f1.txt"), "changed").unwrap();
+    let pr = hf(&[
+        "discussions",
+        "create",
+        "o/n",
+        "--title",
+        "t",
+        "--pull-request",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&pr.stdout).contains("\"ref\": \"refs/pr/1\""),
+        "{pr:?}"
+    );
+    let up = hf(&[
+        "upload",
+        "o/n",
+        dir,
+        ".",
+        "--revision",
+        "refs/pr/1",
+        "--delete",
+        "*",
+        "--format",
+        "json",
+    ]);
+    assert!(up.status.success(), "{up:?}");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("refs/heads/main")).unwrap(),
+        main
+    );
+    let merged = hf(&["discussions", "merge", "o/n", "1", "--yes"]);
+    assert!(merged.status.success(), "{merged:?}");
+    let head = std::fs::read_to_string(repo.join("refs/heads/main")).unwrap();
+    let tree = repo.join("commits").join(head.trim());
+    assert!(!tree.join("f0.txt").exists() && tree.join(".gitattributes").is_file());
+    assert_eq!(
+        std::fs::read_to_string(tree.join("f1.txt")).unwrap(),
+        "changed"
+    );
 }

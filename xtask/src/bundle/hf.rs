@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
 /// Uploads and downloads of multi-GB bundles take long; a hang is still stopped.
 const HF_TIMEOUT: Duration = Duration::from_secs(6 * 3600);
@@ -16,8 +16,37 @@ pub fn require_hf() -> Result<()> {
     Ok(())
 }
 
+/// The `huggingface_hub` version whose CLI verbs and flags this tool uses and was checked
+/// against (its `src/huggingface_hub/cli/`), and which the workflow installs.
+pub const HF_HUB_PIN: &str = "2.4.0";
+
 const INSTALL_HF: &str =
-    "install it with `python3 -m pip install -U huggingface_hub` (it provides `hf`)";
+    "install it with `python3 -m pip install huggingface_hub==2.4.0` (it provides `hf`)";
+
+/// The installed `huggingface_hub` version, from `hf version --format json`.
+pub fn hub_version() -> Result<String> {
+    let out = run_hf(&["version".into(), "--format".into(), "json".into()])?;
+    let v = last_json(&out)?;
+    v["version"]
+        .as_str()
+        .map(str::to_string)
+        .with_context(|| format!("`hf version` printed no version: {}", out.trim()))
+}
+
+/// The last line of `output` that is a JSON object (`--format json` results; warnings may
+/// come before it on the same stream).
+pub fn last_json(output: &str) -> Result<serde_json::Value> {
+    output
+        .lines()
+        .rev()
+        .find_map(|l| {
+            let l = l.trim();
+            l.starts_with('{')
+                .then(|| serde_json::from_str(l).ok())
+                .flatten()
+        })
+        .with_context(|| format!("`hf` printed no JSON result: {}", output.trim()))
+}
 
 /// Runs `hf <args>`; returns its output, or an error with the command and the output's tail.
 pub fn run_hf(args: &[String]) -> Result<String> {

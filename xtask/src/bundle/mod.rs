@@ -10,4 +10,5 @@ pub mod manifest;
 pub mod package;
 pub mod records;
 pub mod release;
+pub mod release_target;
 pub mod verify;

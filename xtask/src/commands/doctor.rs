@@ -247,7 +247,10 @@ fn sdk_status(platform: Platform) -> String {
                 .filter(|t| sdk.tool(t).is_err())
                 .collect();
             let tools_state = if missing.is_empty() {
-                "all tools found".to_string()
+                match sdk.check_converter() {
+                    Ok(()) => "all tools found; qairt-converter --help runs in the SDK environment set from QAIRT_SDK_ROOT".to_string(),
+                    Err(e) => format!("all tools found, but {e:#}"),
+                }
             } else {
                 format!("missing: {}", missing.join(", "))
             };

@@ -1,5 +1,5 @@
-//! `cargo xtask release --repo OWNER/NAME [--revision R] [--dry-run]`: uploads a verified
-//! bundle with `hf upload` (see `bundle::release`).
+//! `cargo xtask release --repo OWNER/NAME [--revision BRANCH | --tag TAG] [--dry-run]`: uploads
+//! a verified bundle atomically (see `bundle::release`).
 
 use std::path::PathBuf;
 
@@ -12,8 +12,12 @@ use crate::bundle::release::{ReleaseRequest, release};
 pub struct Release {
     #[arg(long)]
     repo: String,
-    #[arg(long)]
+    /// The branch to release to (default main; another branch must not exist yet).
+    #[arg(long, conflicts_with = "tag")]
     revision: Option<String>,
+    /// Release as a tag (created with `hf repos tag create`), never a branch.
+    #[arg(long)]
+    tag: Option<String>,
     #[arg(long, default_value = "tiny")]
     model: String,
     /// The bundle to upload (default: dist/<model> in the project root).
@@ -30,6 +34,7 @@ impl Release {
             root: &ctx.root,
             repo: &self.repo,
             revision: self.revision.as_deref(),
+            tag: self.tag.as_deref(),
             model: &self.model,
             bundle: self
                 .bundle

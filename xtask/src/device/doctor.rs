@@ -37,6 +37,30 @@ pub fn report(url: &str, qairt: &str) -> Result<Outcome> {
             if i.has(f) { "present" } else { "MISSING" }
         );
     }
+    crate::outln!("SDK lib folders searched (HTP stubs in each):");
+    for (dir, stubs) in &i.lib_stubs {
+        crate::outln!(
+            "  lib/{dir:<40} {}{}",
+            if stubs.is_empty() {
+                "no libQnnHtpV*Stub.so".to_string()
+            } else {
+                stubs.join(", ")
+            },
+            if i.arch_dir.as_deref() == Some(dir.as_str()) {
+                "   <- used"
+            } else {
+                ""
+            }
+        );
+    }
+    match &i.dsp_library_path {
+        Some(v) => crate::outln!(
+            "DSP_LIBRARY_PATH is set on the device ({v}): fastrpc uses it instead of ADSP_LIBRARY_PATH (quic/fastrpc apps_std_imp.c); runs set both, the SDK's hexagon-v73/unsigned first"
+        ),
+        None => crate::outln!(
+            "DSP_LIBRARY_PATH unset on the device; runs set it and ADSP_LIBRARY_PATH (fastrpc prefers DSP_LIBRARY_PATH when set)"
+        ),
+    }
     crate::outln!(
         "free disk     {:.1} MiB in {}",
         i.free_bytes as f64 / (1 << 20) as f64,

@@ -75,6 +75,14 @@ pub struct DeviceInfo {
     pub present: BTreeSet<String>,
     pub free_bytes: u64,
     pub workdir_abs: String,
+    /// Every SDK `lib/<arch>/` folder searched, with the `libQnnHtpV*Stub.so` it holds (only
+    /// `aarch64-oe-linux-gcc11.2` holds the V73 stub in the SDK layout that could be checked).
+    #[serde(default)]
+    pub lib_stubs: Vec<(String, Vec<String>)>,
+    /// `DSP_LIBRARY_PATH` as the device's shell has it: when set, fastrpc uses it instead of
+    /// `ADSP_LIBRARY_PATH` (quic/fastrpc `apps_std_imp.c`), so runs set both.
+    #[serde(default)]
+    pub dsp_library_path: Option<String>,
 }
 
 impl DeviceInfo {
@@ -140,6 +148,7 @@ impl Device {
         }
         let script = format!(
             r#"echo "arch=$(uname -m)"
+[ -n "${{DSP_LIBRARY_PATH:-}}" ] && echo "dsp_library_path=$DSP_LIBRARY_PATH"
 root="${{QNN_SDK_ROOT:-}}"; from=ssh-env
 if [ -z "$root" ]; then root=$("${{SHELL:-sh}}" -lc 'printenv QNN_SDK_ROOT' </dev/null 2>/dev/null | tail -n 1); from=login-shell; fi
 [ -n "$root" ] && echo "sdk_root=$root" && echo "sdk_root_from=$from"
@@ -147,6 +156,10 @@ if [ -n "$root" ] && [ -d "$root" ]; then
   echo sdk_is_dir=1
   [ -f "$root/sdk.yaml" ] && echo "sdk_version=$(sed -n 's/^version:[[:space:]]*//p' "$root/sdk.yaml" | head -n 1 | tr -d '"\r')"
   for d in "$root"/bin/*/; do [ -d "$d" ] && echo "bin_dir=$(basename "$d")"; done
+  for d in "$root"/lib/*/; do
+    case "$(basename "$d")" in aarch64-*|x86_64-linux-clang) ;; *) continue ;; esac
+    echo "lib_stubs=$(basename "$d"):$(cd "$d" && ls libQnnHtpV*Stub.so 2>/dev/null | tr '\n' ' ')"
+  done
 {checks}fi
 mkdir -p {w}/bin {w}/runs || exit 3
 echo "workdir_abs=$(cd {w} && pwd)"
@@ -197,6 +210,19 @@ true"#
                 .and_then(|v| v.parse::<u64>().ok())
                 .map_or(0, |kb| kb * 1024),
             workdir_abs: one("workdir_abs").unwrap_or_else(|| url.workdir.clone()),
+            lib_stubs: kv
+                .get("lib_stubs")
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.split_once(':'))
+                .map(|(d, s)| {
+                    (
+                        d.to_string(),
+                        s.split_whitespace().map(str::to_string).collect(),
+                    )
+                })
+                .collect(),
+            dsp_library_path: one("dsp_library_path").filter(|v| !v.is_empty()),
         };
         Ok(Device {
             ssh,

@@ -93,7 +93,8 @@ impl Device {
             let t = inputs
                 .get(spec.name.get_ref())
                 .with_context(|| format!("no input `{}` for {name}", spec.name.get_ref()))?;
-            let bytes = crate::toolchain::sdk::steps::raw_bytes(t, native.inputs);
+            let bytes =
+                crate::toolchain::sdk::steps::input_bytes(spec.name.get_ref(), t, native.inputs)?;
             in_bytes += bytes.len() as u64;
             std::fs::write(local.join(format!("input_{i}.raw")), bytes)?;
             entries.push(format!("{}:={run_dir}/input_{i}.raw", spec.name.get_ref()));
@@ -133,6 +134,7 @@ impl Device {
             let script = format!(
                 "cd {wq} && export LD_LIBRARY_PATH={r}/lib/{dir}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}} \
                  && export ADSP_LIBRARY_PATH=\"{r}/lib/hexagon-v73/unsigned${{ADSP_LIBRARY_PATH:+;$ADSP_LIBRARY_PATH}}\" \
+                 && export DSP_LIBRARY_PATH=\"{r}/lib/hexagon-v73/unsigned${{DSP_LIBRARY_PATH:+;$DSP_LIBRARY_PATH}}\" \
                  && {r}/bin/{dir}/qnn-net-run --retrieve_context {fin} --backend {r}/lib/{dir}/libQnnHtp.so \
                  --input_list {run_dir}/input_list.txt --output_dir {run_dir}/out --profiling_level basic {flags} \
                  && {r}/bin/{dir}/qnn-profile-viewer --input_log {run_dir}/out/qnn-profiling-data_0.log --output {run_dir}/out/profile.csv"

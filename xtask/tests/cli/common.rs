@@ -277,8 +277,11 @@ pub fn run_sdk(p: &Scratch, sdk_root: &Path, args: &[&str], env: &[(&str, &str)]
     cmd.env("PATH", path_with(&sdk_root.join("bin/x86_64-linux-clang")))
         .env("QAIRT_SDK_ROOT", sdk_root)
         .env("QAIRT_DOUBLE_BIN", crate::common::sdk_double_bin());
+    // No SDK environment from the caller: the tool sets it from QAIRT_SDK_ROOT.
     cmd.env_remove("QAIRT_DOUBLE_FAIL")
-        .env_remove("XTASK_SDK_TIMEOUT_SECS");
+        .env_remove("XTASK_SDK_TIMEOUT_SECS")
+        .env_remove("PYTHONPATH")
+        .env_remove("LD_LIBRARY_PATH");
     for (k, v) in env {
         cmd.env(k, v);
     }

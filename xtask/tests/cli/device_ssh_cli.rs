@@ -144,6 +144,15 @@ impl Server {
             "",
         )
         .unwrap();
+        // The board folders as in the SDK layout that could be checked (2.25): only the
+        // Qualcomm Linux folder holds the V73 stub, the Ubuntu one only the V68 stub.
+        for (dir, stub) in [
+            ("aarch64-oe-linux-gcc11.2", "libQnnHtpV73Stub.so"),
+            ("aarch64-ubuntu-gcc9.4", "libQnnHtpV68Stub.so"),
+        ] {
+            std::fs::create_dir_all(sdk_root.join("lib").join(dir)).unwrap();
+            std::fs::write(sdk_root.join("lib").join(dir).join(stub), "").unwrap();
+        }
         std::fs::create_dir_all(sdk_root.join("lib/hexagon-v73/unsigned")).unwrap();
         std::fs::write(
             sdk_root.join("lib/hexagon-v73/unsigned/libQnnHtpV73Skel.so"),
@@ -357,8 +366,25 @@ fn parity_and_run_on_a_loopback_device() {
         "lib/hexagon-v73/unsigned/libQnnHtpV73Skel.so",
         "free disk",
         "device ready",
+        "SDK lib folders searched",
+        "DSP_LIBRARY_PATH unset on the device",
     ] {
         assert!(doctor.stdout.contains(want), "{want}: {}", doctor.all());
+    }
+    // Every lib folder searched, with the stubs it holds.
+    for (dir, stub) in [
+        ("lib/aarch64-oe-linux-gcc11.2 ", "libQnnHtpV73Stub.so"),
+        ("lib/aarch64-ubuntu-gcc9.4 ", "libQnnHtpV68Stub.so"),
+        ("lib/x86_64-linux-clang ", "libQnnHtpV73Stub.so   <- used"),
+    ] {
+        assert!(
+            doctor
+                .stdout
+                .lines()
+                .any(|l| l.contains(dir) && l.contains(stub)),
+            "{dir}{stub}: {}",
+            doctor.all()
+        );
     }
     assert!(!doctor.stdout.contains("MISSING"), "{}", doctor.all());
 

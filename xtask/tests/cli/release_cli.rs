@@ -602,8 +602,6 @@ fn releases_replace_the_revision_and_fetch_accepts_the_hubs_own_files() {
             "release",
             "--repo",
             "someone/tiny",
-            "--revision",
-            "v1",
             "--bundle",
             bundle.to_str().unwrap(),
         ]);
@@ -626,11 +624,18 @@ fn releases_replace_the_revision_and_fetch_accepts_the_hubs_own_files() {
     assert!(!p.path("hf-store").exists(), "{}", old.all());
 
     release(&both, true, "1.9.0").assert_code(0);
-    let remote = p.path("hf-store/someone/tiny/v1");
+    let store = p.path("hf-store");
+    let remote = remote_tree(&store, "someone/tiny", "main");
     assert!(remote.join(".gitattributes").is_file(), "the Hub adds it");
     assert!(remote.join("ctx/action_step_socid77_archv73.bin").is_file());
+    let log = std::fs::read_to_string(p.path("hf.log")).unwrap();
+    assert!(
+        log.contains("hf discussions merge someone/tiny 1 --yes"),
+        "{log}"
+    );
     // Re-release with one component fewer: no stale remote file, `.gitattributes` kept.
     release(&one, true, "1.9.0").assert_code(0);
+    let remote = remote_tree(&store, "someone/tiny", "main");
     assert!(!remote.join("ctx/action_step_socid77_archv73.bin").exists());
     assert!(!remote.join("onnx/action_step").exists());
     assert!(remote.join(".gitattributes").is_file());
@@ -642,7 +647,7 @@ fn releases_replace_the_revision_and_fetch_accepts_the_hubs_own_files() {
     copy_tree(&p.path("hf-store"), &f.path("hf-store"));
     let fetch = run_with_hf(
         &f,
-        &["fetch", "--repo", "someone/tiny", "--revision", "v1"],
+        &["fetch", "--repo", "someone/tiny", "--revision", "main"],
         true,
         None,
     );
@@ -652,12 +657,240 @@ fn releases_replace_the_revision_and_fetch_accepts_the_hubs_own_files() {
             .is_file()
     );
     // Anything else unlisted is still refused.
-    std::fs::write(f.path("hf-store/someone/tiny/v1/stray.txt"), b"x").unwrap();
+    std::fs::write(
+        remote_tree(&f.path("hf-store"), "someone/tiny", "main").join("stray.txt"),
+        b"x",
+    )
+    .unwrap();
     let refused = run_with_hf(
         &f,
-        &["fetch", "--repo", "someone/tiny", "--revision", "v1"],
+        &["fetch", "--repo", "someone/tiny", "--revision", "main"],
         true,
         None,
     );
     refused.assert_refused(2, "extra: stray.txt");
+}
+
+/// The tree of `rev` (a branch or tag) of `repo` in the `hf` double's store.
+fn remote_tree(store: &Path, repo: &str, rev: &str) -> PathBuf {
+    let d = store.join(repo);
+    let oid = ["refs/heads", "refs/tags"]
+        .iter()
+        .find_map(|r| std::fs::read_to_string(d.join(r).join(rev)).ok())
+        .unwrap_or_else(|| panic!("no revision {rev} in {}", d.display()));
+    d.join("commits").join(oid.trim())
+}
+
+fn packaged(p: &Scratch) -> PathBuf {
+    p.run(&[
+        "build-ctx",
+        "--soc",
+        "77",
+        "--only",
+        "action_context,action_step",
+    ])
+    .assert_code(0);
+    let out = p.path("dist/tiny");
+    p.run(&[
+        "package",
+        "--soc",
+        "77",
+        "--only",
+        "action_context,action_step",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .assert_code(0);
+    out
+}
+
+fn release_cmd(p: &Scratch, bundle: &Path, extra: &[&str]) -> Command {
+    let mut args = vec![
+        "release",
+        "--repo",
+        "someone/tiny",
+        "--bundle",
+        bundle.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let mut cmd = p.command(&args);
+    cmd.env("PATH", common::path_with(&hf_double_dir()))
+        .env("HF_TEST_DOUBLE_LOG", p.path("hf.log"))
+        .env("HF_TEST_DOUBLE_STORE", p.path("hf-store"))
+        .env("HF_TOKEN", "t")
+        .env_remove("HF_TEST_DOUBLE_FAIL")
+        .env_remove("HF_TEST_DOUBLE_PAUSE_AFTER_COMMIT");
+    cmd
+}
+
+/// `release` killed between two upload batches (3 files per commit here): `main` still holds
+/// the previous release, untouched; the partial upload sits in an unmerged pull request.
+#[test]
+fn a_release_killed_between_two_upload_batches_leaves_the_target_unchanged() {
+    let p = Scratch::tiny();
+    let bundle = packaged(&p);
+    let store = p.path("hf-store");
+    // A first, complete release of an older bundle (its manifest differs: one file changed).
+    let one = p.path("dist/one");
+    p.run(&[
+        "package",
+        "--soc",
+        "77",
+        "--only",
+        "action_context",
+        "--out",
+        one.to_str().unwrap(),
+    ])
+    .assert_code(0);
+    let first = Run::from(release_cmd(&p, &one, &[]).output().unwrap());
+    first.assert_code(0);
+    let main_before = std::fs::read_to_string(store.join("someone/tiny/refs/heads/main")).unwrap();
+    let tree_before: Vec<_> = walk(&remote_tree(&store, "someone/tiny", "main"));
+    // The new bundle has both components: its manifest and sums differ.
+    let marker = p.path("paused");
+    let mut child = release_cmd(&p, &bundle, &[])
+        .env("HF_TEST_DOUBLE_BATCH_FILES", "3")
+        .env("HF_TEST_DOUBLE_PAUSE_AFTER_COMMIT", &marker)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !marker.is_file()
+        || std::fs::read_to_string(&marker)
+            .unwrap()
+            .split_whitespace()
+            .count()
+            < 2
+    {
+        assert!(
+            started.elapsed().as_secs() < 120,
+            "the upload never committed a batch"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // One batch committed, more to come: kill the release and the upload under it.
+    let hf_pid = std::fs::read_to_string(&marker)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    Command::new("kill").args(["-9", &hf_pid]).status().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(store.join("someone/tiny/refs/heads/main")).unwrap(),
+        main_before,
+        "main moved"
+    );
+    assert_eq!(
+        walk(&remote_tree(&store, "someone/tiny", "main")),
+        tree_before
+    );
+    assert!(
+        store.join("someone/tiny/refs/pr/2").is_file(),
+        "the partial upload is in a PR"
+    );
+    // Run again to the end: now main is the new bundle, in one step.
+    let again = Run::from(release_cmd(&p, &bundle, &[]).output().unwrap());
+    again.assert_code(0);
+    let now = remote_tree(&store, "someone/tiny", "main");
+    assert_eq!(
+        std::fs::read(now.join("manifest.json")).unwrap(),
+        std::fs::read(bundle.join("manifest.json")).unwrap()
+    );
+    let rec = read_json(&p.path("reports/tiny/release.json"));
+    assert_eq!(rec["revision"], "main");
+    assert!(rec["huggingface_hub"].as_str().is_some(), "{rec}");
+}
+
+/// `--tag v1.2` creates a real tag (refs/tags/v1.2) at the verified commit, and no branch.
+#[test]
+fn a_release_to_a_tag_creates_a_tag_not_a_branch() {
+    let p = Scratch::tiny();
+    let bundle = packaged(&p);
+    let run = Run::from(
+        release_cmd(&p, &bundle, &["--tag", "v1.2"])
+            .output()
+            .unwrap(),
+    );
+    run.assert_code(0);
+    let repo = p.path("hf-store/someone/tiny");
+    assert!(repo.join("refs/tags/v1.2").is_file(), "{}", run.all());
+    assert!(!repo.join("refs/heads/v1.2").exists());
+    let heads: Vec<String> = std::fs::read_dir(repo.join("refs/heads"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(heads, ["main"], "the staging branch is removed");
+    let tree = remote_tree(&p.path("hf-store"), "someone/tiny", "v1.2");
+    assert_eq!(
+        std::fs::read(tree.join("SHA256SUMS")).unwrap(),
+        std::fs::read(bundle.join("SHA256SUMS")).unwrap()
+    );
+    let rec = read_json(&p.path("reports/tiny/release.json"));
+    assert_eq!(
+        (rec["revision"].as_str(), rec["revision_kind"].as_str()),
+        (Some("v1.2"), Some("tag"))
+    );
+    let log = std::fs::read_to_string(p.path("hf.log")).unwrap();
+    assert!(
+        log.contains("hf repos tag create someone/tiny v1.2 --revision"),
+        "{log}"
+    );
+    // The same bundle to the same tag again: already there, nothing uploaded.
+    let again = Run::from(
+        release_cmd(&p, &bundle, &["--tag", "v1.2"])
+            .output()
+            .unwrap(),
+    );
+    again.assert_code(0);
+    assert!(
+        again.stdout.contains("already holds this bundle"),
+        "{}",
+        again.all()
+    );
+    // Another bundle to the same tag: refused before anything is uploaded; the tag stays.
+    let tag_before = std::fs::read_to_string(repo.join("refs/tags/v1.2")).unwrap();
+    let one = p.path("dist/one");
+    p.run(&[
+        "package",
+        "--soc",
+        "77",
+        "--only",
+        "action_context",
+        "--out",
+        one.to_str().unwrap(),
+    ])
+    .assert_code(0);
+    let other = Run::from(release_cmd(&p, &one, &["--tag", "v1.2"]).output().unwrap());
+    assert_ne!(other.code, 0, "{}", other.all());
+    assert!(
+        other.stderr.contains("tag v1.2 already exists"),
+        "{}",
+        other.all()
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("refs/tags/v1.2")).unwrap(),
+        tag_before
+    );
+    let log = std::fs::read_to_string(p.path("hf.log")).unwrap();
+    assert_eq!(log.matches("hf upload").count(), 1, "{log}");
+}
+
+fn walk(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            (
+                e.path().strip_prefix(dir).unwrap().display().to_string(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
 }

@@ -303,13 +303,16 @@ fn an_sdk_of_another_version_is_refused_unless_allowed_and_a_missing_sdk_is_expl
     assert!(none.stderr.contains("set QAIRT_SDK_ROOT"), "{}", none.all());
 }
 
-/// One tool of the double run directly from the scratch project's root.
+/// One tool of the double run directly from the scratch project's root, in the environment the
+/// SDK's `bin/envsetup.sh` sets (as a user who sourced it).
 fn tool(p: &Scratch, name: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd =
-        std::process::Command::new(double_root().join("bin/x86_64-linux-clang").join(name));
+    let root = double_root();
+    let mut cmd = std::process::Command::new(root.join("bin/x86_64-linux-clang").join(name));
     cmd.args(args)
         .current_dir(p.dir.path())
         .env("QAIRT_DOUBLE_BIN", crate::common::sdk_double_bin())
+        .env("PYTHONPATH", root.join("lib/python"))
+        .env("LD_LIBRARY_PATH", root.join("lib/x86_64-linux-clang"))
         .env_remove("QAIRT_DOUBLE_FAIL");
     for (k, v) in env {
         cmd.env(k, v);
@@ -485,8 +488,9 @@ fn parity_with_the_sdk_on_the_cpu_reports_and_a_missing_tool_exits_2() {
     run.assert_refused(2, "`qnn-net-run` is missing");
 }
 
-/// The `odd_io` fixture's graph and golden: x f32 [1,4], idx i64 [1,4] →
-/// `head/sum.0` = x + float(idx), `ns:sq` = x·x, `0_neg` = −x, `1.twice` = idx + idx (i64).
+/// The `odd_io` fixture's graph and golden: x f32 [1,4], idx i64 [1,4], flag bool [1,4] →
+/// `head/sum.0` = x + float(idx), `ns:sq` = x·x, `0_neg` = −x, `1.twice` = idx + idx (i64),
+/// `half` = fp16(x), `nonzero` = bool(x), `not_flag` = ¬flag.
 fn write_odd_io_fixture(p: &Scratch) {
     use xtask::onnx::rewrite::{put_bytes, put_varint};
     let int = |out: &mut Vec<u8>, num: u64, v: u64| {
@@ -534,17 +538,24 @@ fn write_odd_io_fixture(p: &Scratch) {
         node("Mul", &["x", "x"], "ns:sq", None),
         node("Neg", &["x"], "0_neg", None),
         node("Add", &["idx", "idx"], "1.twice", None),
+        node("Cast", &["x"], "half", Some(10)),
+        node("Cast", &["x"], "nonzero", Some(9)),
+        node("Not", &["flag"], "not_flag", None),
     ] {
         put_bytes(&mut graph, 1, &n);
     }
     put_bytes(&mut graph, 2, b"odd_io");
     put_bytes(&mut graph, 11, &value_info("x", 1));
     put_bytes(&mut graph, 11, &value_info("idx", 7));
+    put_bytes(&mut graph, 11, &value_info("flag", 9));
     for (name, elem) in [
         ("head/sum.0", 1),
         ("ns:sq", 1),
         ("0_neg", 1),
         ("1.twice", 7),
+        ("half", 10),
+        ("nonzero", 9),
+        ("not_flag", 9),
     ] {
         put_bytes(&mut graph, 12, &value_info(name, elem));
     }
@@ -559,10 +570,12 @@ fn write_odd_io_fixture(p: &Scratch) {
     std::fs::write(p.path("onnx/odd_io/graph.onnx"), model).unwrap();
 
     use xtask::tensor::Tensor;
-    let x = [0.5f32, -1.25, 2.0, 3.5];
+    let x = [0.5f32, -1.25, 0.0, 3.5];
+    let flag = [true, false, false, true];
     let idx = [3i64, -2, 1 << 20, 7];
     let f = |v: Vec<f32>| Tensor::F32(ndarray::ArrayD::from_shape_vec(vec![1, 4], v).unwrap());
     let i = |v: Vec<i64>| Tensor::I64(ndarray::ArrayD::from_shape_vec(vec![1, 4], v).unwrap());
+    let b = |v: Vec<bool>| Tensor::Bool(ndarray::ArrayD::from_shape_vec(vec![1, 4], v).unwrap());
     let golden = std::collections::BTreeMap::from([
         ("x".to_string(), f(x.to_vec())),
         ("idx".to_string(), i(idx.to_vec())),
@@ -573,13 +586,225 @@ fn write_odd_io_fixture(p: &Scratch) {
         ("sq".to_string(), f(x.iter().map(|a| a * a).collect())),
         ("neg".to_string(), f(x.iter().map(|a| -a).collect())),
         ("twice".to_string(), i(idx.iter().map(|b| b * 2).collect())),
+        ("flag".to_string(), b(flag.to_vec())),
+        (
+            "nonzero".to_string(),
+            b(x.iter().map(|v| *v != 0.0).collect()),
+        ),
+        ("not_flag".to_string(), b(flag.iter().map(|v| !v).collect())),
     ]);
     std::fs::create_dir_all(p.path("golden/odd_io")).unwrap();
-    xtask::tensor::write_npz(&p.path("golden/odd_io/graph_io.npz"), &golden).unwrap();
+    let npz = p.path("golden/odd_io/graph_io.npz");
+    xtask::tensor::write_npz(&npz, &golden).unwrap();
+    // `half` as numpy's float16 (`<f2`), which the crate's npz writer does not write.
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    let mut header = "{'descr': '<f2', 'fortran_order': False, 'shape': (1, 4), }".to_string();
+    while !(10 + header.len() + 1).is_multiple_of(64) {
+        header.push(' ');
+    }
+    header.push('\n');
+    npy.extend((header.len() as u16).to_le_bytes());
+    npy.extend(header.as_bytes());
+    for v in x {
+        npy.extend(half::f16::from_f32(v).to_le_bytes());
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&npz)
+        .unwrap();
+    let mut zip = zip::ZipWriter::new_append(file).unwrap();
+    zip.start_file("half.npy", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    std::io::Write::write_all(&mut zip, &npy).unwrap();
+    zip.finish().unwrap();
 }
 
 #[test]
-fn int64_inputs_go_as_native_files_and_outputs_are_read_by_their_raw_names() {
+fn native_int64_fp16_and_bool_outputs_are_read_from_native_raw_files() {
+    let p = Scratch::fixture("odd_io");
+    write_odd_io_fixture(&p);
+    std::fs::create_dir_all(p.path("ctx/odd_io")).unwrap();
+    // The SDK path converts (idx declared int32), passes --use_native_input_files and
+    // --use_native_output_files, and reads Result_0/head/sum.0.raw, …/1.twice_native.raw,
+    // …/half_native.raw, …/nonzero_native.raw, …/not_flag_native.raw.
+    let only_convert = [
+        "build-ctx",
+        "--soc",
+        "77",
+        "--model",
+        "odd_io",
+        "--toolchain",
+        "sdk",
+    ];
+    let built = run_sdk(&p, &double_root(), &only_convert, &[]);
+    let dlc = p.path("ctx/odd_io/graph.dlc");
+    assert!(dlc.is_file(), "{}", built.all());
+    let convert_log = std::fs::read_to_string(p.path("reports/odd_io/logs/graph-convert.log"))
+        .unwrap_or_default();
+    let run = run_sdk(
+        &p,
+        &double_root(),
+        &[
+            "parity",
+            "--backend",
+            "cpu",
+            "--toolchain",
+            "sdk",
+            "--model",
+            "odd_io",
+        ],
+        &[],
+    );
+    run.assert_code(0);
+    let report = read_json(&p.path("reports/odd_io/parity-cpu.json"));
+    let outputs = report["components"][0]["outputs"].as_array().unwrap();
+    assert_eq!(outputs.len(), 7, "{report}");
+    for o in outputs {
+        assert!(
+            o["metrics"]["max_abs_err"].as_f64().unwrap() == 0.0,
+            "{o} {convert_log}"
+        );
+    }
+    // The double writes what the real tool writes: native files for the non-float32 outputs.
+    let lib = double_root().join("lib/x86_64-linux-clang");
+    let x: Vec<u8> = [0.5f32, -1.25, 0.0, 3.5]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    std::fs::write(p.path("x.raw"), x).unwrap();
+    let idx: Vec<u8> = [3i32, -2, 1 << 20, 7]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    std::fs::write(p.path("idx.raw"), idx).unwrap();
+    // bool input given as a float32 file: converted by qnn-net-run itself
+    let flag: Vec<u8> = [1.0f32, 0.0, 0.0, 1.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    std::fs::write(p.path("flag.raw"), flag).unwrap();
+    std::fs::write(p.path("list.txt"), "x:=x.raw idx:=idx.raw flag:=flag.raw\n").unwrap();
+    let net_run = |extra: &[&str]| {
+        let mut args = vec![
+            "--backend",
+            lib.join("libQnnCpu.so")
+                .to_str()
+                .unwrap()
+                .to_string()
+                .leak() as &str,
+            "--model",
+            lib.join("libQnnModelDlc.so")
+                .to_str()
+                .unwrap()
+                .to_string()
+                .leak(),
+            "--dlc_path",
+            "ctx/odd_io/graph.dlc",
+            "--input_list",
+            "list.txt",
+            "--output_dir",
+            "out",
+        ];
+        args.extend_from_slice(extra);
+        tool(&p, "qnn-net-run", &args, &[])
+    };
+    net_run(&[
+        "--native_input_tensor_names",
+        "idx",
+        "--use_native_output_files",
+    ])
+    .assert_code(0);
+    let r = p.path("out/Result_0");
+    assert_eq!(
+        std::fs::read(r.join("1.twice_native.raw")).unwrap().len(),
+        4 * 8
+    );
+    assert_eq!(
+        std::fs::read(r.join("half_native.raw")).unwrap().len(),
+        4 * 2
+    );
+    assert_eq!(
+        std::fs::read(r.join("not_flag_native.raw")).unwrap(),
+        [0u8, 1, 1, 0]
+    );
+    assert_eq!(
+        std::fs::read(r.join("nonzero_native.raw")).unwrap(),
+        [1u8, 1, 0, 1]
+    );
+    assert_eq!(std::fs::read(r.join("0_neg.raw")).unwrap().len(), 4 * 4);
+    assert!(!r.join("half.raw").exists() && !r.join("0_neg_native.raw").exists());
+    // The int32-declared idx as a float file is converted too; nothing int64 is left in the DLC.
+    let idx_f: Vec<u8> = [3.0f32, -2.0, 1048576.0, 7.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    std::fs::write(p.path("idx.raw"), idx_f).unwrap();
+    net_run(&[]).assert_code(0);
+}
+
+#[test]
+fn the_converter_needs_the_sdk_environment_and_the_tool_provides_it() {
+    let p = Scratch::tiny();
+    std::fs::create_dir_all(p.path("ctx/tiny")).unwrap();
+    let convert = [
+        "--input_network",
+        "onnx/tiny/action_context.onnx",
+        "--output_path",
+        "ctx/tiny/action_context.dlc",
+        "--float_bitwidth",
+        "32",
+    ];
+    // Without envsetup.sh's variables the real converter cannot import qti.aisw (exit 1).
+    for unset in ["PYTHONPATH", "LD_LIBRARY_PATH"] {
+        let mut cmd = std::process::Command::new(
+            double_root().join("bin/x86_64-linux-clang/qairt-converter"),
+        );
+        cmd.args(convert)
+            .current_dir(p.dir.path())
+            .env("QAIRT_DOUBLE_BIN", crate::common::sdk_double_bin())
+            .env("PYTHONPATH", double_root().join("lib/python"))
+            .env(
+                "LD_LIBRARY_PATH",
+                double_root().join("lib/x86_64-linux-clang"),
+            )
+            .env_remove(unset);
+        let run = Run::from(cmd.output().unwrap());
+        run.assert_code(1);
+        assert!(run.stderr.contains("Traceback"), "{}", run.all());
+        assert!(!p.path("ctx/tiny/action_context.dlc").exists());
+    }
+    // The tool sets them from QAIRT_SDK_ROOT alone (run_sdk clears both) and records them.
+    let only = [
+        "build-ctx",
+        "--soc",
+        "77",
+        "--only",
+        "action_context",
+        "--toolchain",
+        "sdk",
+    ];
+    run_sdk(&p, &double_root(), &only, &[]).assert_code(0);
+    let record =
+        std::fs::read_to_string(p.path("reports/tiny/build-soc77.json")).unwrap_or_default();
+    let root = double_root().canonicalize().unwrap();
+    assert!(
+        record.contains("sdk_env") && record.contains(&format!("{}/lib/python", root.display())),
+        "{record}"
+    );
+    // doctor checks `qairt-converter --help` in that environment
+    let doctor = run_sdk(&p, &double_root(), &["doctor", "--need", "ort"], &[]);
+    assert!(
+        doctor.stdout.contains("qairt-converter --help runs"),
+        "{}",
+        doctor.all()
+    );
+}
+
+/// A DLC whose int64 input was kept int64 (no `--source_model_input_datatype`): `qnn-net-run`
+/// has no float-to-int64 conversion, so a float32 file for it is refused.
+#[test]
+fn an_int64_input_kept_int64_needs_a_native_file() {
     let p = Scratch::fixture("odd_io");
     write_odd_io_fixture(&p);
     std::fs::create_dir_all(p.path("ctx/odd_io")).unwrap();
@@ -598,36 +823,11 @@ fn int64_inputs_go_as_native_files_and_outputs_are_read_by_their_raw_names() {
         &[],
     )
     .assert_code(0);
-    // The SDK path passes --use_native_input_files/--use_native_output_files and reads
-    // Result_0/head/sum.0.raw, Result_0/ns:sq.raw, Result_0/0_neg.raw, Result_0/1.twice.raw.
-    let run = run_sdk(
-        &p,
-        &double_root(),
-        &[
-            "parity",
-            "--backend",
-            "cpu",
-            "--toolchain",
-            "sdk",
-            "--model",
-            "odd_io",
-        ],
-        &[],
-    );
-    run.assert_code(0);
-    let log = std::fs::read_to_string(p.path("reports/odd_io/logs/graph-cpu-parity.log"))
-        .unwrap_or_default();
-    let report = read_json(&p.path("reports/odd_io/parity-cpu.json"));
-    for o in report["components"][0]["outputs"].as_array().unwrap() {
-        assert!(
-            o["metrics"]["max_abs_err"].as_f64().unwrap() == 0.0,
-            "{o} {log}"
-        );
-    }
     // Without the native flag the double refuses int64 inputs given as float32 files.
     std::fs::write(p.path("x.raw"), [0u8; 16]).unwrap();
     std::fs::write(p.path("idx.raw"), [0u8; 16]).unwrap();
-    std::fs::write(p.path("list.txt"), "x:=x.raw idx:=idx.raw\n").unwrap();
+    std::fs::write(p.path("flag.raw"), [0u8; 16]).unwrap();
+    std::fs::write(p.path("list.txt"), "x:=x.raw idx:=idx.raw flag:=flag.raw\n").unwrap();
     let lib = double_root().join("lib/x86_64-linux-clang");
     let refused = tool(
         &p,

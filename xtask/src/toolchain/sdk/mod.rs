@@ -9,8 +9,10 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use crate::recipe::Component;
+use crate::tensor::DType;
 
 pub mod context_info;
+pub mod env;
 pub mod profile;
 pub mod raw;
 pub mod steps;
@@ -37,6 +39,9 @@ impl Sdk {
         if !root.is_dir() {
             bail!("QAIRT_SDK_ROOT={} is not a folder", root.display());
         }
+        // Absolute: the tools run from the project root with paths into the SDK in their
+        // environment (see `env`).
+        let root = std::path::absolute(&root)?;
         let from_yaml = std::fs::read_to_string(root.join("sdk.yaml"))
             .ok()
             .and_then(|t| {
@@ -128,6 +133,17 @@ pub fn converter_args(
     }
     if c.preserve_io_datatype {
         args.push("--preserve_io_datatype".into());
+        // int64 inputs are declared int32 at conversion, as Qualcomm's own conversion flows do
+        // (the HTP has no int64 I/O path we could verify; `qnn-net-run`'s float-to-native
+        // conversion has no INT_64 case): the host writes them as int32 files (see
+        // `raw::input_bytes`, which refuses values beyond int32).
+        for spec in comp.file.inputs.iter().filter(|s| s.dtype == DType::I64) {
+            args.extend([
+                "--source_model_input_datatype".into(),
+                spec.name.get_ref().clone(),
+                "int32".into(),
+            ]);
+        }
     }
     if skip_simplify {
         args.push("--onnx_skip_simplification".into());
@@ -235,15 +251,19 @@ pub fn step_timeout() -> Duration {
         .map_or(Duration::from_secs(3600), Duration::from_secs)
 }
 
-/// Runs one SDK tool in `cwd`, keeping its output in `log`; a failure shows the argv, the exit
-/// status, the tail of the output and the log; a hang is stopped at the timeout.
-pub fn run_tool(tool: &Path, args: &[String], cwd: &Path, log: &Path) -> Result<()> {
-    crate::proc::Proc::new(tool)
+/// Runs one SDK tool in `cwd` with the SDK's environment ([`Sdk::env`]), keeping its output in
+/// `log`; a failure shows the argv, the exit status, the tail of the output and the log; a hang
+/// is stopped at the timeout.
+pub fn run_tool(sdk: &Sdk, tool: &Path, args: &[String], cwd: &Path, log: &Path) -> Result<()> {
+    let mut p = crate::proc::Proc::new(tool)
         .args(args)
         .dir(cwd)
         .log(log)
         .timeout(step_timeout())
-        .hint("set XTASK_SDK_TIMEOUT_SECS for longer steps; the tool's whole output is in the log")
-        .run()?;
+        .hint("set XTASK_SDK_TIMEOUT_SECS for longer steps; the tool's whole output is in the log");
+    for (k, v) in sdk.env() {
+        p = p.env(k, v);
+    }
+    p.run()?;
     Ok(())
 }

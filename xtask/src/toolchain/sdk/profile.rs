@@ -34,13 +34,36 @@ fn split_csv(line: &str) -> Vec<String> {
     cells.into_iter().map(|c| c.trim().to_string()).collect()
 }
 
-/// The per-inference execute times (µs) of the `timing_source` EXECUTE rows, in file order.
-/// Rows in `CYCLES` or `COUNT` are not times and are skipped; `MS`/`NS` are converted.
-pub fn execute_samples_us(csv: &str, timing_source: &str) -> Result<Vec<f64>> {
-    let mut lines = csv.lines();
+/// One event row of the viewer's CSV, placed: its message (`EXECUTE`, `EXECUTE IPS`, `LOAD`,
+/// …), time in µs (`None` for BYTES/CYCLES/COUNT/INF/SEC rows), timing source and level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub message: String,
+    pub us: Option<f64>,
+    pub source: String,
+    /// `ROOT` (a top-level event) or `SUB-EVENT` (a part of the ROOT event before it).
+    pub level: String,
+}
+
+/// Units the viewer writes: times, and the counts/sizes/rates that are not times.
+fn scale_to_us(unit: &str) -> Option<Option<f64>> {
+    Some(match unit.to_ascii_uppercase().as_str() {
+        "US" => Some(1.0),
+        "MS" => Some(1e3),
+        "NS" => Some(1e-3),
+        "CYCLES" | "COUNT" | "BYTES" | "INF/SEC" => None,
+        _ => return None,
+    })
+}
+
+/// Every event row after the header, each placed or an error naming the row (its line number
+/// and text): a level other than `ROOT`/`SUB-EVENT`, an unknown unit, a time that is not a
+/// number or a missing cell is a layout this code does not know, never skipped silently.
+pub fn rows(csv: &str) -> Result<Vec<Row>> {
+    let mut lines = csv.lines().enumerate();
     let header = lines
         .by_ref()
-        .map(split_csv)
+        .map(|(_, l)| split_csv(l))
         .find(|cells| {
             cells.iter().any(|c| c == "Message") && cells.iter().any(|c| c == "Timing Source")
         })
@@ -51,40 +74,75 @@ pub fn execute_samples_us(csv: &str, timing_source: &str) -> Result<Vec<f64>> {
             .position(|c| c == name)
             .with_context(|| format!("the profile CSV header has no `{name}` column: {header:?}"))
     };
-    let (message, time, unit, source) = (
+    let (message, time, unit, source, level) = (
         col("Message")?,
         col("Time")?,
         col("Unit of Measurement")?,
         col("Timing Source")?,
+        col("Event Level")?,
     );
-    let mut samples = Vec::new();
-    for (i, line) in lines.enumerate() {
-        let cells = split_csv(line);
-        let cell = |c: usize| cells.get(c).map(String::as_str).unwrap_or("");
-        if !cell(message).eq_ignore_ascii_case("EXECUTE")
-            || !cell(source).eq_ignore_ascii_case(timing_source)
-        {
+    let mut out = Vec::new();
+    for (i, line) in lines {
+        if line.trim().is_empty() {
             continue;
         }
-        let scale = match cell(unit).to_ascii_uppercase().as_str() {
-            "US" => 1.0,
-            "MS" => 1e3,
-            "NS" => 1e-3,
-            "CYCLES" | "COUNT" => continue,
-            other => bail!("profile CSV row {}: unknown unit `{other}`", i + 1),
+        let cells = split_csv(line);
+        let at = || format!("profile CSV line {} `{line}`", i + 1);
+        let cell = |c: usize| cells.get(c).map(String::as_str).unwrap_or("");
+        let lvl = cell(level).to_ascii_uppercase();
+        if lvl != "ROOT" && lvl != "SUB-EVENT" {
+            bail!(
+                "{}: event level `{}` is neither ROOT nor SUB-EVENT",
+                at(),
+                cell(level)
+            );
+        }
+        if cell(message).is_empty() || cell(source).is_empty() {
+            bail!("{}: no message or timing source", at());
+        }
+        let Some(scale) = scale_to_us(cell(unit)) else {
+            bail!("{}: unknown unit `{}`", at(), cell(unit));
         };
-        let value: f64 = cell(time).parse().with_context(|| {
-            format!("profile CSV row {}: `{}` is not a time", i + 1, cell(time))
-        })?;
-        samples.push(value * scale);
+        let value: f64 = cell(time)
+            .parse()
+            .with_context(|| format!("{}: `{}` is not a number", at(), cell(time)))?;
+        out.push(Row {
+            message: cell(message).to_ascii_uppercase(),
+            us: scale.map(|s| value * s),
+            source: cell(source).to_ascii_uppercase(),
+            level: lvl,
+        });
     }
-    Ok(samples)
+    Ok(out)
 }
 
-/// The distribution of the [`TIMING_SOURCE`] execute times; `None` when the CSV has no such rows.
+/// The per-inference execute times (µs) of `timing_source`: its top-level (`ROOT`) `EXECUTE`
+/// rows in a time unit, in file order. `SUB-EVENT` rows (parts of an execute), `EXECUTE IPS`
+/// (a rate) and CYCLES/COUNT rows are recognised and left out.
+pub fn execute_samples_us(csv: &str, timing_source: &str) -> Result<Vec<f64>> {
+    Ok(rows(csv)?
+        .into_iter()
+        .filter(|r| r.level == "ROOT" && r.message == "EXECUTE" && r.source == timing_source)
+        .filter_map(|r| r.us)
+        .collect())
+}
+
+/// The per-inference times and where they come from: [`TIMING_SOURCE`] (NETRUN) rows, or the
+/// `BACKEND` ROOT EXECUTE rows when the log has no NETRUN rows at all (`None`: neither).
+pub fn per_inference(csv: &str) -> Result<Option<(String, Vec<f64>)>> {
+    for source in [TIMING_SOURCE, "BACKEND"] {
+        let samples = execute_samples_us(csv, source)?;
+        if !samples.is_empty() {
+            return Ok(Some((source.to_string(), samples)));
+        }
+    }
+    Ok(None)
+}
+
+/// The distribution of the per-inference execute times (see [`per_inference`]); `None` when
+/// the CSV has no such rows.
 pub fn execute_stats(csv: &str) -> Result<Option<ExecuteStats>> {
-    let samples = execute_samples_us(csv, TIMING_SOURCE)?;
-    Ok((!samples.is_empty()).then(|| ExecuteStats::of(TIMING_SOURCE, &samples)))
+    Ok(per_inference(csv)?.map(|(source, samples)| ExecuteStats::of(&source, &samples)))
 }
 
 #[cfg(test)]
@@ -136,8 +194,45 @@ Msg Timestamp,Message,Time,Unit of Measurement,Timing Source,Event Level,Event I
 
     #[test]
     fn columns_are_found_wherever_the_header_puts_them() {
-        let csv = "preamble\nEvent Identifier,Timing Source,Unit of Measurement,Time,Message,Msg Timestamp\nx,NETRUN,US,77,EXECUTE,999999\n";
+        let csv = "preamble\nEvent Identifier,Timing Source,Event Level,Unit of Measurement,Time,Message,Msg Timestamp\nx,NETRUN,ROOT,US,77,EXECUTE,999999\n";
         assert_eq!(execute_samples_us(csv, "NETRUN").unwrap(), [77.0]);
+    }
+
+    /// The viewer's other row kinds: a ROOT EXECUTE per inference with SUB-EVENT rows under it
+    /// (one of them also named EXECUTE), an EXECUTE IPS rate, BYTES; only the ROOT rows count.
+    #[test]
+    fn root_sub_event_and_execute_ips_rows_give_one_time_per_inference() {
+        let csv = "\
+Msg Timestamp, Message, Time, Unit of Measurement, Timing Source, Event Level, Event Identifier
+100,LOAD,900,US,NETRUN,ROOT,Load Binary
+101,INIT,1200,BYTES,BACKEND,ROOT,Memory
+200,EXECUTE,480,US,NETRUN,ROOT,Graph 0: g
+201,EXECUTE,410,US,BACKEND,ROOT,Accelerator (execute) time
+202,EXECUTE,400,US,BACKEND,SUB-EVENT,Accelerator (execute excluding wait) time
+203,EXECUTE,12,US,NETRUN,SUB-EVENT,Graph 0: g input copy
+300,EXECUTE,520,US,NETRUN,ROOT,Graph 0: g
+301,EXECUTE,11,US,NETRUN,SUB-EVENT,Graph 0: g input copy
+302,EXECUTE IPS,1923.08,INF/SEC,NETRUN,ROOT,Graph 0: g
+";
+        assert_eq!(execute_samples_us(csv, "NETRUN").unwrap(), [480.0, 520.0]);
+        assert_eq!(execute_samples_us(csv, "BACKEND").unwrap(), [410.0]);
+        let s = execute_stats(csv).unwrap().unwrap();
+        assert_eq!((s.timing_source.as_str(), s.samples), ("NETRUN", 2));
+        // a log with BACKEND rows only (as ORT's QNN profiler writes) falls back to them
+        let backend_only: String = csv
+            .lines()
+            .filter(|l| !l.contains("NETRUN"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let s = execute_stats(&backend_only).unwrap().unwrap();
+        assert_eq!((s.timing_source.as_str(), s.samples), ("BACKEND", 1));
+        // a row the code cannot place is an error naming it
+        let odd = format!("{csv}400,EXECUTE,5,US,NETRUN,LEAF,Graph 0: g\n");
+        let err = execute_stats(&odd).unwrap_err().to_string();
+        assert!(
+            err.contains("line 11") && err.contains("LEAF") && err.contains("400,EXECUTE"),
+            "{err}"
+        );
     }
 
     #[test]

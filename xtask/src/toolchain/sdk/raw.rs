@@ -19,6 +19,30 @@ pub fn raw_bytes(t: &Tensor, native: bool) -> Vec<u8> {
         .collect()
 }
 
+/// An input tensor as the `.raw` file `qnn-net-run` is given: [`raw_bytes`], except that a
+/// native int64 input goes as int32 (it was declared int32 at conversion with
+/// `--source_model_input_datatype NAME int32`); a value beyond int32 is refused, never wrapped.
+pub fn input_bytes(name: &str, t: &Tensor, native: bool) -> Result<Vec<u8>> {
+    let Tensor::I64(a) = t else {
+        return Ok(raw_bytes(t, native));
+    };
+    if !native {
+        return Ok(raw_bytes(t, false));
+    }
+    let mut out = Vec::with_capacity(a.len() * 4);
+    for v in a.iter() {
+        let Ok(v32) = i32::try_from(*v) else {
+            bail!(
+                "input `{name}` holds {v}, beyond int32: the SDK path declares int64 inputs int32 at \
+                 conversion (--source_model_input_datatype {name} int32), as Qualcomm's conversion \
+                 flows do; keep its values within int32 or cast the input to int32 in the ONNX"
+            );
+        };
+        out.extend(v32.to_le_bytes());
+    }
+    Ok(out)
+}
+
 /// A `.raw` file back into a tensor of `dtype` (native bytes) or float32.
 pub fn from_raw(bytes: &[u8], dtype: DType, shape: &[usize], native: bool) -> Result<Tensor> {
     let dtype = if native { dtype } else { DType::F32 };
@@ -66,11 +90,20 @@ pub fn from_raw(bytes: &[u8], dtype: DType, shape: &[usize], native: bool) -> Re
 }
 
 /// The file `qnn-net-run` wrote for output `name` in `result` (`Result_<i>`): the raw tensor
-/// name plus `.raw` (a `/` makes subfolders; a leading `/` is not an absolute path). A name
-/// starting with a digit may come back with a leading `_` after conversion, so that spelling
-/// is accepted too. When neither exists, the error lists every file that was written.
-pub fn output_file(result: &Path, name: &str) -> Result<PathBuf> {
-    let rel = format!("{}.raw", name.trim_start_matches('/'));
+/// name plus `.raw` (a `/` makes subfolders; a leading `/` is not an absolute path), or, with
+/// `--use_native_output_files` (`native`) for a tensor that is not float32, plus
+/// `_native.raw` (Qualcomm's SampleApp `IOTensor.cpp` `writeOutputTensors`; the same strings
+/// are in `qnn-net-run`). A name starting with a digit may come back with a leading `_` after
+/// conversion, so that spelling is accepted too. When none exists, the error lists every file
+/// that was written.
+pub fn output_file(result: &Path, name: &str, dtype: DType, native: bool) -> Result<PathBuf> {
+    let suffix = if native && dtype != DType::F32 {
+        "_native.raw"
+    } else {
+        ".raw"
+    };
+    let stem = name.trim_start_matches('/');
+    let rel = format!("{stem}{suffix}");
     let mut candidates = vec![result.join(&rel)];
     if name.starts_with(|c: char| c.is_ascii_digit()) {
         candidates.push(result.join(format!("_{rel}")));
@@ -89,13 +122,27 @@ pub fn output_file(result: &Path, name: &str) -> Result<PathBuf> {
                 .map(|p| p.display().to_string())
         })
         .collect();
+    let float_instead = suffix != ".raw" && written.iter().any(|w| *w == format!("{stem}.raw"));
     bail!(
-        "qnn-net-run wrote no output `{name}` ({}); it wrote {}",
+        "qnn-net-run wrote no output `{name}` ({}{}); it wrote {}{}",
         candidates[0].display(),
+        if candidates.len() > 1 {
+            format!(" or {}", candidates[1].display())
+        } else {
+            String::new()
+        },
         if written.is_empty() {
             format!("nothing in {}", result.display())
         } else {
             written.join(", ")
+        },
+        if float_instead {
+            format!(
+                " (`{stem}.raw` is the float32 file: the {dtype} output in its own type is \
+                 `{stem}_native.raw`, written with --use_native_output_files)"
+            )
+        } else {
+            String::new()
         }
     )
 }
@@ -118,20 +165,18 @@ mod tests {
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(&p, [0u8; 4]).unwrap();
         }
+        let f32_file = |name: &str| output_file(r, name, DType::F32, true);
         assert_eq!(
-            output_file(r, "head/logits.0").unwrap(),
+            f32_file("head/logits.0").unwrap(),
             r.join("head/logits.0.raw")
         );
         assert_eq!(
-            output_file(r, "/head/logits.0").unwrap(),
+            f32_file("/head/logits.0").unwrap(),
             r.join("head/logits.0.raw")
         );
-        assert_eq!(
-            output_file(r, "ns:scaled").unwrap(),
-            r.join("ns:scaled.raw")
-        );
-        assert_eq!(output_file(r, "0_first").unwrap(), r.join("_0_first.raw"));
-        let err = output_file(r, "head_logits_0").err().unwrap().to_string();
+        assert_eq!(f32_file("ns:scaled").unwrap(), r.join("ns:scaled.raw"));
+        assert_eq!(f32_file("0_first").unwrap(), r.join("_0_first.raw"));
+        let err = f32_file("head_logits_0").err().unwrap().to_string();
         for listed in [
             "head/logits.0.raw",
             "ns:scaled.raw",
@@ -140,6 +185,43 @@ mod tests {
         ] {
             assert!(err.contains(listed), "{err}");
         }
+    }
+
+    #[test]
+    fn native_outputs_that_are_not_float32_are_read_from_native_raw_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        for rel in ["ids_native.raw", "mask.raw", "_7_native.raw", "x.raw"] {
+            std::fs::write(r.join(rel), [0u8; 4]).unwrap();
+        }
+        assert_eq!(
+            output_file(r, "ids", DType::I64, true).unwrap(),
+            r.join("ids_native.raw")
+        );
+        assert_eq!(
+            output_file(r, "7", DType::F16, true).unwrap(),
+            r.join("_7_native.raw")
+        );
+        // float32 outputs keep `<name>.raw` even with native output files
+        assert_eq!(
+            output_file(r, "x", DType::F32, true).unwrap(),
+            r.join("x.raw")
+        );
+        // without native output files every output is a float32 `<name>.raw`
+        assert_eq!(
+            output_file(r, "mask", DType::Bool, false).unwrap(),
+            r.join("mask.raw")
+        );
+        let err = output_file(r, "mask", DType::Bool, true)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("mask_native.raw")
+                && err.contains("ids_native.raw")
+                && err.contains("float32 file"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //!
 //! `qnn-net-run` files: the input list holds one line per inference of space-separated
 //! `name:=path` pairs; outputs are `Result_<i>/<raw tensor name>.raw` (a `/` in a name makes
-//! subfolders). Files are float32 unless native I/O is asked for ([`NativeIo`]).
+//! subfolders), `<raw tensor name>_native.raw` for a native output that is not float32. Files
+//! are float32 unless native I/O is asked for ([`NativeIo`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ use crate::onnx::writer::epcontext_wrapper;
 use crate::recipe::Component;
 use crate::tensor::{DType, Tensor};
 
-pub use super::raw::{from_raw, output_file, raw_bytes};
+pub use super::raw::{from_raw, input_bytes, output_file, raw_bytes};
 
 /// What every SDK step works on: the SDK, the project, the component, its staging folder.
 pub struct Job<'a> {
@@ -37,6 +38,7 @@ impl Job<'_> {
     /// Runs one SDK tool for this component, its output kept in the step's log.
     fn run(&self, tool: &str, args: &[String], step: &str) -> Result<()> {
         run_tool(
+            self.sdk,
             &self.sdk.tool(tool)?,
             args,
             self.root,
@@ -164,7 +166,7 @@ fn write_inputs(
             .get(name)
             .with_context(|| format!("no golden input `{name}`"))?;
         let path = job.staging.join(format!("input_{i}.raw"));
-        std::fs::write(&path, raw_bytes(t, native.inputs))?;
+        std::fs::write(&path, input_bytes(name, t, native.inputs)?)?;
         entries.push(format!("{name}:={}", path.display()));
     }
     let list = job.staging.join("input_list.txt");
@@ -172,7 +174,8 @@ fn write_inputs(
     Ok(list)
 }
 
-/// `Result_0/<raw name>.raw` of every declared output, shaped and typed by the recipe.
+/// `Result_0/<raw name>.raw` (or `_native.raw`, see [`output_file`]) of every declared output,
+/// shaped and typed by the recipe.
 fn read_outputs(
     job: &Job<'_>,
     out_dir: &Path,
@@ -192,7 +195,7 @@ pub fn read_result_outputs(
     let result = out_dir.join("Result_0");
     for spec in &comp.file.outputs {
         let name = spec.name.get_ref();
-        let path = output_file(&result, name)?;
+        let path = output_file(&result, name, spec.dtype, native.outputs)?;
         let bytes = std::fs::read(&path)?;
         let t = from_raw(&bytes, spec.dtype, &spec.shape, native.outputs)
             .with_context(|| format!("{}", path.display()))?;

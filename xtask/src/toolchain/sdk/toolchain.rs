@@ -133,7 +133,7 @@ impl Toolchain for Sdk {
         let dlc = super::steps::convert(&self.job(job), &job.onnx.path)?;
         Ok(Staged {
             files: vec![dlc],
-            detail: serde_json::json!({ "toolchain": self.label() }),
+            detail: serde_json::json!({ "toolchain": self.label(), "sdk_env": self.env_record() }),
         })
     }
 
@@ -161,7 +161,7 @@ impl Toolchain for Sdk {
         let files: Vec<PathBuf> = vec![made.bin, made.wrapper];
         Ok(Staged {
             files,
-            detail: serde_json::json!({ "graph_name": made.graph_name, "ep_sdk_version": made.build_id, "bin_file": bin_name, "toolchain": self.label() }),
+            detail: serde_json::json!({ "graph_name": made.graph_name, "ep_sdk_version": made.build_id, "bin_file": bin_name, "toolchain": self.label(), "sdk_env": self.env_record() }),
         })
     }
 
