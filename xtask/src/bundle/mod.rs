@@ -8,5 +8,7 @@ pub mod fetch;
 pub mod hf;
 pub mod manifest;
 pub mod package;
+pub mod provenance;
+pub mod reader;
 pub mod release;
 pub mod verify;

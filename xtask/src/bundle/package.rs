@@ -18,7 +18,7 @@ use crate::hashing::{HashMemo, sha256_bytes, sha256_file};
 use crate::htp_target::soc::Soc;
 use crate::recipe::{Component, Model};
 use crate::runtime::Runtime;
-use crate::runtime::bootstrap::{QNN_WHEEL, ensure_runtime};
+use crate::runtime::bootstrap::{QNN_WHEEL, ensure_runtime_rehashed};
 
 /// What to package: the model's selected components for one SoC, into `out`.
 pub struct PackageRequest<'a> {
@@ -56,7 +56,7 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
     for left in crate::atomic::remove_leftovers(parent, ".bundle-")? {
         eprintln!("removed {left}, left behind by an interrupted package");
     }
-    let rt = Runtime::load(ensure_runtime(root)?)?;
+    let rt = Runtime::load(ensure_runtime_rehashed(root)?)?;
     let versions = runtime_versions(&rt)?;
     // Release-grade: every input and artifact is re-hashed, nothing is taken on (size, mtime).
     let mut memo = HashMemo::full();
@@ -173,6 +173,7 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
         commit: git_commit(root),
         allow_stale,
         stale,
+        unverified_inputs: super::provenance::note(root, model_name),
         components,
     };
     let staging = tempfile::Builder::new()

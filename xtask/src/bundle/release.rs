@@ -23,7 +23,7 @@ pub struct ReleaseRequest<'a> {
 pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
     check_repo_id(req.repo)?;
     let bundle = &req.bundle;
-    if !bundle.join("manifest.json").is_file() {
+    if std::fs::symlink_metadata(bundle.join("manifest.json")).is_err() {
         bail!(
             "{} is not a bundle: run `cargo xtask package --model {} --soc 77 --out {}` first",
             bundle.display(),
@@ -42,18 +42,11 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
     }
     let manifest = read_manifest(bundle)?;
     let manifest_sha = crate::hashing::sha256_file(&bundle.join("manifest.json"))?;
-    let mut upload: Vec<String> = vec![
-        "upload".into(),
-        req.repo.to_string(),
-        bundle.display().to_string(),
-        ".".into(),
-        "--repo-type".into(),
-        "model".into(),
-    ];
+    let mut options: Vec<String> = vec!["--repo-type".into(), "model".into()];
     if let Some(r) = req.revision {
-        upload.extend(["--revision".into(), r.to_string()]);
+        options.extend(["--revision".into(), r.to_string()]);
     }
-    upload.extend([
+    options.extend([
         // Replace the revision's content: remote files absent from the bundle are deleted in
         // the same commit (`hf upload` never deletes without it; `.gitattributes` is kept).
         "--delete".into(),
@@ -65,6 +58,12 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
             &manifest_sha[..16]
         ),
     ]);
+    let positionals = [
+        req.repo.to_string(),
+        bundle.display().to_string(),
+        ".".into(),
+    ];
+    let upload = super::hf::hf_argv("upload", &options, &positionals);
     let total: u64 = manifest.files.iter().map(|f| f.bytes).sum();
     crate::outln!(
         "release of {} to https://huggingface.co/{}{}: {} files, {:.1} MB",

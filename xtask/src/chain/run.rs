@@ -16,7 +16,7 @@ use super::sessions::{ChainSessions, ms};
 use super::whatif;
 use crate::parity::metrics::compare;
 use crate::recipe::{HostSection, Model};
-use crate::runtime::bootstrap::ensure_runtime;
+use crate::runtime::bootstrap::ensure_runtime_rehashed;
 use crate::runtime::{Backend, Runtime};
 use crate::tensor::Tensor;
 
@@ -62,7 +62,7 @@ pub fn run_and_report(
             "--fp32 and --attribute put components on ORT's CPU EP instead of a QNN backend: use --backend cpu or htp"
         );
     }
-    let rt = Runtime::load(ensure_runtime(root)?)?;
+    let rt = Runtime::load(ensure_runtime_rehashed(root)?)?;
     let inputs = load_host_inputs(root, model, &host)?;
     let models = session_models(root, &rt, model, backend)?;
     let mut sessions = ChainSessions::new(&rt, model, backend.clone(), models, opts.streaming);
@@ -143,7 +143,8 @@ pub fn run_and_report(
             "resident"
         }
         .into(),
-        versions: crate::report::ToolVersions::of(&rt),
+        versions: crate::report::ToolVersions::of(&rt)
+            .with_provenance(root, &model.file.model.name),
         layout: super::layout::ChainLayout::of(model, &host, &inputs.denorm),
         iters: opts.iters,
         warmup: opts.warmup,

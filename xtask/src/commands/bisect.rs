@@ -18,7 +18,7 @@ pub struct Bisect {
     component: String,
     #[arg(long, value_enum)]
     backend: BackendKind,
-    #[arg(long, default_value = "tiny")]
+    #[arg(long, default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
     model: String,
     /// Find the first tensor whose cosine against the reference falls below this. Without
     /// it, every float tensor is measured and operators are ranked by the error they introduce.

@@ -30,7 +30,7 @@ pub struct Doctor {
     #[arg(long, value_name = "ssh://user@host[:port][/workdir]")]
     device: Option<String>,
     /// With --device: the QAIRT version to expect (default: the tiny model's `[target] qairt`).
-    #[arg(long, requires = "device", default_value = "tiny")]
+    #[arg(long, requires = "device", default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
     model: String,
 }
 

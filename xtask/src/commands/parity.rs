@@ -39,7 +39,13 @@ impl Parity {
         let model = &sel.model;
         let comps = sel.components();
         require_files(ctx, model, &comps)?;
-        let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
+        // An HTP result can be released: its libraries are re-hashed in full first.
+        let libs = if self.backend == BackendKind::Htp {
+            crate::runtime::bootstrap::ensure_runtime_rehashed(&ctx.root)?
+        } else {
+            ensure_runtime(&ctx.root)?
+        };
+        let rt = Runtime::load(libs)?;
         let backend = backend_for(model, self.backend);
         if let Some(url) = &self.device {
             return self.run_on_device(ctx, &rt, model, &comps, &backend, url);
@@ -94,6 +100,7 @@ impl Parity {
             results.push(result);
         }
         let mut report = ParityReport::new(&self.sel.model, &backend, &rt, results);
+        report.versions = report.versions.with_provenance(&ctx.root, &self.sel.model);
         let dir = crate::project::reports_dir(&ctx.root, &self.sel.model);
         if !self.sel.only.is_empty() {
             let order: Vec<&str> = model.components.iter().map(|c| c.name()).collect();

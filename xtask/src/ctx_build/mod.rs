@@ -140,7 +140,8 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     memo.into_inner()
         .unwrap_or_else(|e| e.into_inner())
         .save(&memo_path)?;
-    let report = report::BuildReport::new(name, &req.soc, &rt, &versions, results);
+    let mut report = report::BuildReport::new(name, &req.soc, &rt, &versions, results);
+    report.unverified_inputs = crate::bundle::provenance::note(root, name);
     let dir = crate::project::reports_dir(root, name);
     report::write_build_report(&dir, &report)?;
     report.print_summary(&crate::project::rel(root, &dir));

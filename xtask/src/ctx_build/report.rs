@@ -123,6 +123,9 @@ pub struct BuildReport {
     pub onnxruntime: String,
     pub qnn: String,
     pub runtime_source: String,
+    /// Inputs fetched without a manifest (`fetch --unverified`), when any are in use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unverified_inputs: Option<String>,
     pub components: Vec<ComponentBuild>,
     pub pass: bool,
 }
@@ -142,6 +145,7 @@ impl BuildReport {
             onnxruntime: versions.onnxruntime.clone(),
             qnn: versions.qnn.clone(),
             runtime_source: rt.libs.source.into(),
+            unverified_inputs: None,
             pass: components.iter().all(|c| c.pass),
             components,
         }
@@ -198,6 +202,9 @@ fn build_markdown(r: &BuildReport) -> String {
         "ONNX Runtime {} · QNN {} · runtime: {}\n",
         r.onnxruntime, r.qnn, r.runtime_source
     );
+    if let Some(u) = &r.unverified_inputs {
+        let _ = writeln!(md, "**{u}**\n");
+    }
     let _ = writeln!(
         md,
         "| component | step | status | seconds | outputs | detail |"

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::host::check_host;
+use super::names::check_recipe_name;
 use super::paths::require_inside;
 use super::validate::{at, check_cosine, check_tolerance};
 use super::{Component, ComponentFile, GateOverride, Model, ModelFile};
@@ -41,7 +42,7 @@ pub fn known_models(root: &Path) -> Vec<String> {
 }
 
 pub fn load_model(root: &Path, name: &str) -> Result<Model> {
-    super::paths::check_model_name(name)?;
+    super::names::check_model_name(name)?;
     let model_path = Path::new("recipes").join(name).join("model.toml");
     let text = fs::read_to_string(root.join(&model_path)).with_context(|| {
         format!(
@@ -61,6 +62,7 @@ pub fn load_model(root: &Path, name: &str) -> Result<Model> {
     check_overrides(&model_path, &text, &file.parity.overrides, None)?;
     let mut seen = std::collections::BTreeSet::new();
     for comp in &file.model.components {
+        check_recipe_name(&model_path, &text, "model", "components", comp)?;
         if !seen.insert(comp) {
             bail!(
                 "{} lists component `{comp}` twice: each component is built and checked once",
@@ -76,9 +78,13 @@ pub fn load_model(root: &Path, name: &str) -> Result<Model> {
             &at(&model_path, &text, "host", "trace", 0),
         )?;
     }
+    super::target::check_model_section(&model_path, &text, &file)?;
     let mut components = Vec::new();
     for comp in &file.model.components {
         components.push(load_component(root, name, comp)?);
+    }
+    if let Some(host) = &file.host {
+        super::target::check_action_dims(&model_path, &text, host, &components)?;
     }
     Ok(Model {
         file,
@@ -146,6 +152,13 @@ fn check_component(comp: &Component, expected_name: &str) -> Result<()> {
             );
         }
     }
+    check_recipe_name(
+        &comp.recipe_path,
+        &comp.recipe_text,
+        "context",
+        "graph_name",
+        &comp.file.context.graph_name,
+    )?;
     let cv = &comp.file.convert;
     if ![16, 32].contains(&cv.float_bitwidth) {
         bail!(

@@ -6,8 +6,10 @@
 mod contract;
 pub mod host;
 mod load;
+pub mod names;
 pub mod paths;
 mod schema;
+pub mod target;
 pub mod validate;
 
 use std::path::PathBuf;
