@@ -4,7 +4,7 @@ use super::*;
 use ndarray::IxDyn;
 
 fn gate() -> Gate {
-    crate::recipe::ChainGate::default().boundary_gate()
+    crate::recipe::ChainGate::default().boundary_gate("ort")
 }
 
 fn arr(shape: &[usize], values: Vec<f32>) -> ArrayD<f32> {

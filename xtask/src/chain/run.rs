@@ -111,12 +111,12 @@ pub fn run_and_report(
     if let Some(cpu) = &cpu {
         merge_timings(&mut sessions, cpu);
     }
-    let mut boundaries = judge_boundaries(&host, &result, &expected);
+    let mut boundaries = judge_boundaries(backend.label(), &host, &result, &expected);
     super::introduced::attach_golden_inputs(
         &mut boundaries,
         &forced,
         &|name| feed.get(name).cloned(),
-        &host.gate.boundary_gate(),
+        &host.gate.boundary_gate(backend.label()),
     );
     let attribution = match (opts.attribute, cpu.as_mut()) {
         (true, Some(cpu)) => Some(attribute(
@@ -264,11 +264,12 @@ fn session_models(
 pub(crate) type Reference = Result<ArrayD<f32>, String>;
 
 pub(crate) fn judge_boundaries(
+    backend: &str,
     host: &HostSection,
     result: &ChainResult,
     expected: &BTreeMap<String, Reference>,
 ) -> Vec<BoundaryParity> {
-    let gate = host.gate.boundary_gate();
+    let gate = host.gate.boundary_gate(backend);
     result
         .boundaries
         .iter()

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use super::host::check_host;
 use super::names::check_recipe_name;
 use super::paths::require_inside;
-use super::validate::{at, check_cosine, check_tolerance};
+use super::validate::{at, at_entry, check_cosine, check_relative, check_tolerance};
 use super::{Component, ComponentFile, GateOverride, Model, ModelFile};
 
 /// Parses TOML into `T`, turning serde/toml errors into "file:line:col: message".
@@ -189,9 +189,15 @@ fn check_component(comp: &Component, expected_name: &str) -> Result<()> {
         &at(&comp.recipe_path, text, "parity", "atol", 0),
         parity.atol,
     )?;
-    check_tolerance(
+    check_relative(
         &at(&comp.recipe_path, text, "parity", "rtol", 0),
         parity.rtol,
+    )?;
+    check_norm_ratio_map(
+        &comp.recipe_path,
+        text,
+        "parity.max_norm_ratio_error",
+        &parity.max_norm_ratio_error,
     )?;
     check_overrides(&comp.recipe_path, text, &parity.overrides, Some(&outputs))?;
     check_rewrites(comp)
@@ -234,6 +240,12 @@ fn check_overrides(
             &at(path, text, "parity.override", "min_cosine", i),
             o.min_cosine,
         )?;
+        if let Some(v) = o.max_norm_ratio_error {
+            check_relative(
+                &at(path, text, "parity.override", "max_norm_ratio_error", i),
+                v,
+            )?;
+        }
         if let Some(b) = &o.backend
             && !["ort", "cpu", "htp"].contains(&b.as_str())
         {
@@ -250,6 +262,23 @@ fn check_overrides(
                 path.display()
             );
         }
+    }
+    Ok(())
+}
+
+/// A per-backend scale gate map (`{ htp = 0.05 }`): known backends, bounds in [0, 1].
+pub(super) fn check_norm_ratio_map(
+    path: &Path,
+    text: &str,
+    table: &str,
+    map: &std::collections::BTreeMap<String, f64>,
+) -> Result<()> {
+    for (backend, value) in map {
+        let where_ = at_entry(path, text, table, backend);
+        if !["ort", "cpu", "htp"].contains(&backend.as_str()) {
+            bail!("{where_}: {backend:?} is not one of ort, cpu, htp");
+        }
+        check_relative(&where_, *value)?;
     }
     Ok(())
 }
@@ -293,6 +322,7 @@ mod tests {
             output: None,
             backend: None,
             min_cosine: 0.9,
+            max_norm_ratio_error: None,
             reason: "".into(),
         };
         assert!(check_overrides(Path::new("m.toml"), "", &[o], None).is_err());
@@ -312,7 +342,7 @@ mod tests {
         let text = format!("{model}[host.gate]\natol = 0.5\nrtol = -1.0\n");
         let file: ModelFile = parse_toml(Path::new("m.toml"), &text).unwrap();
         let host = file.host.as_ref().unwrap();
-        assert_eq!(host.gate.boundary_gate().atol, 0.5);
+        assert_eq!(host.gate.boundary_gate("ort").atol, 0.5);
         let err = check_host(Path::new("m.toml"), &text, &file.model, host)
             .unwrap_err()
             .to_string();
