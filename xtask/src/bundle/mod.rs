@@ -4,6 +4,7 @@
 pub mod assemble;
 pub mod card;
 pub mod checks;
+pub mod destination;
 pub mod fetch;
 pub mod hf;
 pub mod manifest;

@@ -43,12 +43,8 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
     let (root, model, comps, soc, out, allow_stale) =
         (*root, *model, *comps, soc, out, *allow_stale);
     let model_name = &model.file.model.name;
-    if out.exists() && std::fs::read_dir(out)?.next().is_some() {
-        bail!(
-            "{} exists and is not empty: remove it or choose another --out (a bundle is never written over)",
-            out.display()
-        );
-    }
+    let out = &super::destination::check_out(root, out)?;
+    let _build = super::destination::no_running_build(root, model_name)?;
     let parent = out.parent().context("--out has no parent")?;
     std::fs::create_dir_all(parent)?;
     // One package at a time per destination folder; staging folders of killed runs go first.
@@ -58,6 +54,7 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
     }
     let rt = Runtime::load(ensure_runtime_rehashed(root)?)?;
     let versions = runtime_versions(&rt)?;
+    crate::recipe::target::check_qairt(model, Some(&versions.qnn))?;
     // Release-grade: every input and artifact is re-hashed, nothing is taken on (size, mtime).
     let mut memo = HashMemo::full();
     let mut stale = Vec::new();

@@ -25,6 +25,7 @@ fn report(boundaries: Vec<BoundaryParity>) -> RunReport {
             qnn_plugin: "0".into(),
             runtime_source: "test".into(),
             data_root: None,
+            unverified_inputs: None,
         },
         layout: Default::default(),
         iters: 1,

@@ -63,6 +63,9 @@ pub fn run_and_report(
         );
     }
     let rt = Runtime::load(ensure_runtime_rehashed(root)?)?;
+    if backend != &Backend::OrtCpu {
+        crate::recipe::target::check_qairt(model, rt.qnn_build_version().as_deref())?;
+    }
     let inputs = load_host_inputs(root, model, &host)?;
     let models = session_models(root, &rt, model, backend)?;
     let mut sessions = ChainSessions::new(&rt, model, backend.clone(), models, opts.streaming);

@@ -47,6 +47,9 @@ impl Parity {
         };
         let rt = Runtime::load(libs)?;
         let backend = backend_for(model, self.backend);
+        if backend != Backend::OrtCpu && self.toolchain == super::ToolchainKind::Embedded {
+            crate::recipe::target::check_qairt(model, rt.qnn_build_version().as_deref())?;
+        }
         if let Some(url) = &self.device {
             return self.run_on_device(ctx, &rt, model, &comps, &backend, url);
         }

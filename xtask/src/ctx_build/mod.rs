@@ -108,6 +108,9 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     execute::remove_stale_staging(&ctx_dir)?;
     let rt = Runtime::load(ensure_runtime(root)?)?;
     let mut versions = fresh::runtime_versions(&rt)?;
+    if req.toolchain == ToolchainKind::Embedded {
+        crate::recipe::target::check_qairt(req.model, Some(&versions.qnn))?;
+    }
     let sdk;
     let embedded = Embedded { rt: Some(&rt) };
     let toolchain: &dyn Toolchain = match req.toolchain {

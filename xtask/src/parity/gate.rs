@@ -47,7 +47,8 @@ pub fn judge(m: &Metrics, gate: &Gate) -> Verdict {
         reasons.push(format!("cosine {:.8} < gate {}", m.cosine, gate.min_cosine));
     }
     let off = (m.norm_ratio - 1.0).abs();
-    if !(off <= gate.max_norm_ratio_error) {
+    // NaN (no ratio, or an old gate without a bound) fails too.
+    if off.is_nan() || gate.max_norm_ratio_error.is_nan() || off > gate.max_norm_ratio_error {
         reasons.push(format!(
             "scale: |output| / |golden| = {:.6e}, off by {off:.3e} > gate {} (the output is {:.6e} times the golden's size)",
             m.norm_ratio, gate.max_norm_ratio_error, m.norm_ratio

@@ -21,30 +21,24 @@ pub fn data_root() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// Where `path` really is: the longest existing prefix canonicalized (symlinks followed), the
-/// rest normalized lexically (`..` pops, `.` is dropped).
+/// Where `path` really is, part by part as the kernel would walk it: each existing prefix
+/// canonicalized (symlinks followed), `..` taken from the real parent, `.` dropped; parts that
+/// do not exist yet are appended as written.
 pub fn resolve(path: &Path) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut rest = Vec::new();
-    while !existing.exists() {
-        match (existing.file_name(), existing.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name.to_os_string());
-                existing = parent.to_path_buf();
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            PathPart::CurDir => {}
+            PathPart::ParentDir => {
+                out.pop();
             }
-            _ => break,
-        }
-    }
-    let mut out = std::fs::canonicalize(&existing).unwrap_or(existing);
-    for part in rest.iter().rev() {
-        for c in Path::new(part).components() {
-            match c {
-                PathPart::ParentDir => {
-                    out.pop();
+            PathPart::Normal(name) => {
+                out.push(name);
+                if let Ok(real) = std::fs::canonicalize(&out) {
+                    out = real;
                 }
-                PathPart::CurDir => {}
-                other => out.push(other),
             }
+            other => out.push(other),
         }
     }
     out
@@ -84,7 +78,12 @@ mod tests {
         std::fs::write(r.join("onnx/m/a.onnx"), b"x").unwrap();
         require_inside(r, Path::new("onnx/m/a.onnx"), "c.toml:3: component.onnx").unwrap();
         require_inside(r, Path::new("onnx/m/not-yet.onnx"), "k").unwrap();
-        for bad in ["/etc/passwd", "../../../etc/passwd", "onnx/m/../../../x"] {
+        for bad in [
+            "/etc/passwd",
+            "../../../etc/passwd",
+            "onnx/m/../../../x",
+            "dist/a/../../../x",
+        ] {
             let err = require_inside(r, Path::new(bad), "c.toml:3: component.onnx")
                 .unwrap_err()
                 .to_string();
