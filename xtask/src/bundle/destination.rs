@@ -25,6 +25,7 @@ const PROJECT_INPUTS: [&str; 8] = [
 pub fn check_out(root: &Path, out: &Path) -> Result<PathBuf> {
     use crate::recipe::paths::{data_root, resolve};
     let real = resolve(out);
+    let shown = crate::project::rel(root, out);
     let root_real = resolve(root);
     let mut protected: Vec<(String, PathBuf)> = PROJECT_INPUTS
         .iter()
@@ -35,8 +36,7 @@ pub fn check_out(root: &Path, out: &Path) -> Result<PathBuf> {
     }
     if root_real.starts_with(&real) {
         bail!(
-            "--out {} is the project root or holds it: choose a new folder such as dist/<model>",
-            out.display()
+            "--out {shown} is the project root or holds it: choose a new folder such as dist/<model>"
         );
     }
     if let Some((name, _)) = protected
@@ -44,15 +44,13 @@ pub fn check_out(root: &Path, out: &Path) -> Result<PathBuf> {
         .find(|(_, p)| real.starts_with(p) || p.starts_with(&real))
     {
         bail!(
-            "--out {} resolves into the project's {name}, which the tool reads and builds from: choose a new folder such as dist/<model>",
-            out.display()
+            "--out {shown} resolves into the project's {name}, which the tool reads and builds from: choose a new folder such as dist/<model>"
         );
     }
     match std::fs::metadata(&real) {
-        Ok(m) if !m.is_dir() => bail!("--out {} exists and is not a folder", out.display()),
+        Ok(m) if !m.is_dir() => bail!("--out {shown} exists and is not a folder"),
         Ok(_) if std::fs::read_dir(&real)?.next().is_some() => bail!(
-            "{} exists and is not empty: remove it or choose another --out (a bundle is never written over)",
-            out.display()
+            "{shown} exists and is not empty: remove it or choose another --out (a bundle is never written over)"
         ),
         _ => Ok(real),
     }

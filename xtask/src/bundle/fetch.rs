@@ -163,7 +163,8 @@ pub fn fetch(req: &FetchRequest<'_>) -> Result<usize> {
     {
         let pats = include.clone();
         let chosen = |p: &str| pats.as_ref().is_none_or(|pats| selected(&pats[2..], p));
-        let problems = check_files_matching(dir, &chosen)?;
+        let problems = check_files_matching(dir, &chosen)
+            .context("the downloaded bundle cannot be checked (nothing was laid out)")?;
         if !problems.is_empty() {
             bail!(
                 "the downloaded bundle does not match its manifest (nothing was laid out):\n  {}",

@@ -60,11 +60,23 @@ pub fn at_entry(path: &Path, text: &str, table: &str, key: &str) -> String {
     located(path, line, &format!("{table}.{key}"))
 }
 
+/// A number as the recipe would write it: `1e300`, not three hundred digits.
+fn shown(v: f64) -> String {
+    if v.is_finite() && v != 0.0 && !(1e-4..1e6).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
+}
+
 /// A cosine threshold: finite, within [0, 1]. A negative threshold would accept an output
 /// pointing the other way (a negated tensor has cosine -1).
 pub fn check_cosine(where_: &str, value: f64) -> Result<()> {
     if !(value.is_finite() && (0.0..=1.0).contains(&value)) {
-        bail!("{where_} = {value} is not a cosine threshold: it must be a finite number in [0, 1]");
+        bail!(
+            "{where_} = {} is not a cosine threshold: it must be a finite number in [0, 1]",
+            shown(value)
+        );
     }
     Ok(())
 }
@@ -87,7 +99,10 @@ pub fn check_relative(where_: &str, value: f64) -> Result<()> {
 
 fn check_bounded(where_: &str, value: f64, max: f64, what: &str) -> Result<()> {
     if !(value.is_finite() && (0.0..=max).contains(&value)) {
-        bail!("{where_} = {value} is not {what}: it must be a finite number in [0, {max}]");
+        bail!(
+            "{where_} = {} is not {what}: it must be a finite number in [0, {max}]",
+            shown(value)
+        );
     }
     Ok(())
 }

@@ -10,7 +10,9 @@ mod common;
 mod conformance_cli;
 mod device_ssh_cli;
 mod fp16_version_cli;
+mod hostile_bundle_cli;
 mod hostile_cli;
+mod hostile_recipes_cli;
 mod new_model_cli;
 mod offline_cli;
 mod parity_cli;
@@ -21,6 +23,8 @@ mod rewrite_cli;
 mod rewrite_decompose;
 mod run_cli;
 mod runtime_cli;
+#[allow(dead_code)]
+mod sandbox;
 mod sdk_cli;
 mod whatif_cli;
 mod workflow_schema;
