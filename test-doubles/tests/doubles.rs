@@ -53,3 +53,16 @@ fn hf_refuses_an_unknown_subcommand_with_exit_2() {
     let out = hf_double(&["no-such-verb"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// As click parses it: `--` ends the options, so a repository id after it that starts with
+/// `-` is a positional (here: not found, exit 1), while the same value before it is an
+/// unknown option (exit 2).
+#[test]
+fn hf_treats_everything_after_the_double_dash_as_positional() {
+    let out = hf_double(&["download", "--repo-type", "model", "--", "-h/x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("404: repository -h/x not found"));
+    let out = hf_double(&["download", "-h/x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("No such option"));
+}
