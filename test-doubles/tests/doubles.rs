@@ -181,3 +181,19 @@ fn hf_uploads_in_batches_into_a_pull_request_merged_in_one_step() {
         "changed"
     );
 }
+
+/// As click parses it: `--` ends the options, so a repository id after it that starts with
+/// `-` is a positional (here: not found, exit 1), while the same value before it is an
+/// unknown option (exit 2).
+#[test]
+fn hf_treats_everything_after_the_double_dash_as_positional() {
+    let out = hf_double(&["download", "--repo-type", "model", "--", "-h/x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("Repository Not Found for url: https://huggingface.co/api/models/-h/x")
+    );
+    let out = hf_double(&["download", "-h/x"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("No such option"));
+}

@@ -23,6 +23,9 @@ pub struct BundleInfo {
     pub allow_stale: bool,
     /// Components whose artifacts were stale when packaged (only with --allow-stale).
     pub stale: Vec<String>,
+    /// Inputs fetched without a manifest (`fetch --unverified`) this bundle was made from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unverified_inputs: Option<String>,
     pub components: Vec<BundleComponent>,
 }
 
@@ -191,6 +194,9 @@ pub fn render(
                 b.stale.join(", ")
             }
         );
+    }
+    if let Some(u) = &b.unverified_inputs {
+        let _ = writeln!(md, "> **Warning:** {u}.\n");
     }
     let _ = writeln!(
         md,

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::hf::{check_repo_id, run_hf};
+use super::hf::{hf_argv, run_hf, validate_repo_id, validate_revision};
 use super::manifest::{check_files_matching, read_manifest};
+use super::reader;
 use crate::hashing::sha256_bytes;
 use crate::recipe::{Component, Model};
 
@@ -22,6 +23,8 @@ pub struct FetchRequest<'a> {
     pub only: Option<Vec<&'a Component>>,
     /// Only the build inputs (ONNX + external data, golden, trace), no context binaries.
     pub inputs_only: bool,
+    /// Lay out a download without `manifest.json` (recorded as unverified).
+    pub unverified: bool,
 }
 
 /// The Hub's `--include` patterns (fnmatch: `*` also matches `/`) of the selected files.
@@ -85,22 +88,21 @@ fn selected(pats: &[String], path: &str) -> bool {
 }
 
 fn download(req: &FetchRequest<'_>, dir: &Path, include: Option<&[String]>) -> Result<()> {
-    check_repo_id(req.repo)?;
-    let mut args: Vec<String> = vec![
-        "download".into(),
-        req.repo.to_string(),
+    validate_repo_id(req.repo)?;
+    let mut options: Vec<String> = vec![
         "--repo-type".into(),
         "model".into(),
         "--local-dir".into(),
         dir.display().to_string(),
     ];
     if let Some(r) = req.revision {
-        args.extend(["--revision".into(), r.to_string()]);
+        validate_revision(r)?;
+        options.extend(["--revision".into(), r.to_string()]);
     }
     for p in include.unwrap_or_default() {
-        args.extend(["--include".into(), p.clone()]);
+        options.extend(["--include".into(), p.clone()]);
     }
-    run_hf(&args)?;
+    run_hf(&hf_argv("download", &options, &[req.repo.to_string()]))?;
     Ok(())
 }
 
@@ -151,111 +153,153 @@ pub fn fetch(req: &FetchRequest<'_>) -> Result<usize> {
     let include = include_patterns(req);
     download(req, tmp.path(), include.as_deref())?;
     let dir = tmp.path();
-    if dir.join("manifest.json").is_file() {
+    let name = &req.model.file.model.name;
+    // The files to lay out: listed, selected and checked (with the sha256 the copy must
+    // match), or with `--unverified` every plain file of a download without a manifest.
+    let files: Vec<(String, Option<String>)> = if std::fs::symlink_metadata(
+        dir.join("manifest.json"),
+    )
+    .is_ok()
+    {
         let pats = include.clone();
-        let problems = check_files_matching(dir, &|p| {
-            pats.as_ref().is_none_or(|pats| selected(&pats[2..], p))
-        })?;
+        let chosen = |p: &str| pats.as_ref().is_none_or(|pats| selected(&pats[2..], p));
+        let problems = check_files_matching(dir, &chosen)
+            .context("the downloaded bundle cannot be checked (nothing was laid out)")?;
         if !problems.is_empty() {
             bail!(
                 "the downloaded bundle does not match its manifest (nothing was laid out):\n  {}",
                 problems.join("\n  ")
             );
         }
+        read_manifest(dir)?
+            .files
+            .into_iter()
+            .filter(|f| chosen(&f.path))
+            .map(|f| (f.path, Some(f.sha256)))
+            .collect()
     } else if include.is_some() {
         bail!(
             "{} has no manifest.json: a partial download (--only) cannot be checked, so nothing was laid out",
             req.repo
         );
-    } else {
-        crate::outln!(
-            "note: {} has no manifest.json; files are laid out unchecked",
+    } else if !req.unverified {
+        bail!(
+            "{} has no manifest.json: its files cannot be checked, so nothing was laid out; pass --unverified to lay them out anyway (every report and card made from them will say so)",
             req.repo
         );
-    }
-    let moves = layout(req.root, req.model, dir)?;
+    } else {
+        let scan = reader::scan(dir)?;
+        if !scan.refused.is_empty() {
+            bail!(
+                "the download holds entries that are not plain files (nothing was laid out):\n  {}",
+                scan.refusals().join("\n  ")
+            );
+        }
+        scan.files.into_keys().map(|rel| (rel, None)).collect()
+    };
+    let moves: Vec<(String, Option<String>, PathBuf)> = files
+        .into_iter()
+        .filter_map(|(rel, sha)| destination(req.root, req.model, &rel).map(|to| (rel, sha, to)))
+        .collect();
     // A partial download that found nothing falls through: the caller names what is missing.
     if moves.is_empty() && include.is_none() {
         bail!(
-            "{} holds none of model `{}`'s files (expected onnx/<component>/, golden/, ctx/)",
-            req.repo,
-            req.model.file.model.name
+            "{} holds none of model `{name}`'s files (expected onnx/<component>/, golden/, ctx/)",
+            req.repo
         );
     }
-    for (from, to) in &moves {
-        std::fs::create_dir_all(to.parent().context("destination")?)?;
-        let staged = to.with_extension("fetching");
-        std::fs::copy(from, &staged).with_context(|| format!("cannot copy {}", from.display()))?;
-        crate::atomic::move_into_place(&staged, to)?;
+    let laid = lay_out(dir, &moves)?;
+    let rel_of = |to: &Path| crate::project::rel(req.root, to);
+    if req.unverified {
+        let source = format!("{}@{}", req.repo, req.revision.unwrap_or("main"));
+        let files: Vec<(String, String)> = laid
+            .iter()
+            .map(|(to, sha)| (rel_of(to), sha.clone()))
+            .collect();
+        super::provenance::record(req.root, name, &source, &files)?;
+        crate::outln!(
+            "warning: {} file(s) laid out UNVERIFIED (no manifest); recorded in reports/{name}/unverified-inputs.json",
+            files.len()
+        );
+    } else {
+        let paths: Vec<String> = laid.iter().map(|(to, _)| rel_of(to)).collect();
+        super::provenance::clear(req.root, name, &paths)?;
     }
     crate::outln!(
-        "fetched {} file(s) of `{}` from {}; next: `cargo xtask parity --backend cpu --model {}` or `cargo xtask build-ctx --model {} --dry-run`",
-        moves.len(),
-        req.model.file.model.name,
+        "fetched {} file(s) of `{name}` from {}; next: `cargo xtask parity --backend cpu --model {name}` or `cargo xtask build-ctx --model {name} --dry-run`",
+        laid.len(),
         req.repo,
-        req.model.file.model.name,
-        req.model.file.model.name
     );
-    Ok(moves.len())
+    Ok(laid.len())
 }
 
-/// Where each bundle file goes for this model: by the recipes' own paths.
-fn layout(root: &Path, model: &Model, bundle: &Path) -> Result<Vec<(PathBuf, PathBuf)>> {
-    let mut moves = Vec::new();
-    let mut add = |from: PathBuf, to: PathBuf| {
-        if from.is_file() {
-            moves.push((from, to));
+/// Copies every file (never through a link, each checked against its sha256 while copied) to
+/// a staging name beside its destination, then moves all into place; on any failure the
+/// staged copies are removed and nothing is replaced. Returns (destination, sha256).
+fn lay_out(
+    dir: &Path,
+    moves: &[(String, Option<String>, PathBuf)],
+) -> Result<Vec<(PathBuf, String)>> {
+    let mut staged: Vec<(PathBuf, PathBuf, String)> = Vec::new();
+    let result = (|| -> Result<()> {
+        for (rel, sha, to) in moves {
+            let parent = to.parent().context("destination")?;
+            std::fs::create_dir_all(parent)?;
+            let file_name = to.file_name().context("destination")?.to_string_lossy();
+            let stage = parent.join(format!(".{file_name}.fetching"));
+            let _ = std::fs::remove_file(&stage);
+            let got = reader::copy_out(dir, rel, &stage, sha.as_deref())?;
+            staged.push((stage, to.clone(), got));
         }
-    };
-    for comp in &model.components {
-        let name = comp.name();
-        let onnx_dir = comp.file.component.onnx.parent().unwrap_or(Path::new(""));
-        for entry in std::fs::read_dir(bundle.join("onnx").join(name))
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            add(entry.path(), root.join(onnx_dir).join(entry.file_name()));
+        Ok(())
+    })();
+    if let Err(e) = result {
+        for (stage, _, _) in &staged {
+            let _ = std::fs::remove_file(stage);
         }
-        let golden_name = comp
-            .file
-            .golden
-            .file
-            .file_name()
-            .context("golden file name")?;
-        add(
-            bundle.join("golden").join(golden_name),
-            root.join(&comp.file.golden.file),
-        );
+        return Err(e.context("nothing was laid out"));
     }
-    if let Some(host) = &model.file.host {
-        // The trace's files as its JSON names them (the same rule as the chain and package).
-        let dir = host.trace.parent().unwrap_or(Path::new(""));
-        let json = host.trace.file_name().context("trace file name")?;
-        let downloaded = bundle.join("golden").join(json);
-        if downloaded.is_file() {
-            let files = crate::golden::trace_files(
-                &bundle.join("golden"),
-                &crate::recipe::HostSection {
-                    trace: PathBuf::from(json),
-                    ..host.clone()
-                },
-            )?;
-            for file in [files.json, files.npz] {
-                let name = file.file_name().context("trace file name")?.to_owned();
-                add(file, root.join(dir).join(name));
+    let mut laid = Vec::new();
+    for (stage, to, sha) in staged {
+        crate::atomic::move_into_place(&stage, &to)?;
+        laid.push((to, sha));
+    }
+    Ok(laid)
+}
+
+/// Where bundle file `rel` goes for this model, by the recipes' own paths: `onnx/<c>/<file>`
+/// beside component c's ONNX, `golden/<file>` to the component whose golden it is (or beside
+/// the host trace for `golden/trace*`), `ctx/<file>` into `ctx/<model>/`. Anything else (the
+/// card, reports, deeper folders) is not laid out.
+fn destination(root: &Path, model: &Model, rel: &str) -> Option<PathBuf> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    match parts.as_slice() {
+        ["onnx", comp, file] => {
+            let comp = model.components.iter().find(|c| c.name() == *comp)?;
+            let onnx_dir = comp.file.component.onnx.parent().unwrap_or(Path::new(""));
+            Some(root.join(onnx_dir).join(file))
+        }
+        ["golden", file] => {
+            let golden = model
+                .components
+                .iter()
+                .find(|c| c.file.golden.file.file_name().is_some_and(|n| n == *file));
+            if let Some(comp) = golden {
+                return Some(root.join(&comp.file.golden.file));
             }
+            let host = model
+                .file
+                .host
+                .as_ref()
+                .filter(|_| file.starts_with("trace"))?;
+            Some(
+                root.join(host.trace.parent().unwrap_or(Path::new("")))
+                    .join(file),
+            )
         }
+        ["ctx", file] => Some(crate::project::ctx_dir(root, &model.file.model.name).join(file)),
+        _ => None,
     }
-    let ctx_dir = crate::project::ctx_dir(root, &model.file.model.name);
-    for entry in std::fs::read_dir(bundle.join("ctx"))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        add(entry.path(), ctx_dir.join(entry.file_name()));
-    }
-    Ok(moves)
 }
 
 #[cfg(test)]

@@ -1,14 +1,16 @@
 //! `manifest.json` and `SHA256SUMS`: the bundle's own list of files (path, size, sha256, role),
-//! written by `package` and checked by `verify`, `fetch` and `release`. Files the Hugging Face
-//! Hub manages itself are tolerated beside the listed ones, and nothing else is.
+//! written by `package` and checked by `verify`, `fetch` and `release` through the hardened
+//! reader (`bundle::reader`): listed paths must stay inside, entries must be plain files or
+//! folders, links are never followed. Files the Hugging Face Hub manages itself are tolerated
+//! beside the listed ones, and nothing else is.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::hashing::sha256_file;
+use super::reader::{self, Scan};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ManifestEntry {
@@ -49,75 +51,102 @@ pub fn hub_managed(rel: &str) -> bool {
     rel == ".gitattributes" || rel.starts_with(".cache/huggingface/")
 }
 
-pub fn read_manifest(dir: &Path) -> Result<Manifest> {
-    let path = dir.join("manifest.json");
-    let bytes = std::fs::read(&path)
-        .with_context(|| format!("{} has no manifest.json: not a bundle", dir.display()))?;
-    serde_json::from_slice(&bytes)
-        .with_context(|| format!("{} is not a valid manifest", path.display()))
+/// The bundle's own files, never listed in the manifest.
+fn own_file(rel: &str) -> bool {
+    rel == "manifest.json" || rel == "SHA256SUMS"
 }
 
-/// Changed, missing and extra files, each named (every file is re-hashed in full).
+/// Reads `manifest.json` (a regular file in the bundle, never through a link) and refuses it
+/// when a listed path is unsafe or listed twice: nothing it lists is opened before that.
+pub fn read_manifest(dir: &Path) -> Result<Manifest> {
+    if std::fs::symlink_metadata(dir.join("manifest.json")).is_err() {
+        bail!("{} has no manifest.json: not a bundle", dir.display());
+    }
+    let bytes = reader::read_small(dir, "manifest.json")?;
+    let manifest: Manifest = serde_json::from_slice(&bytes).with_context(|| {
+        format!(
+            "{} is not a valid manifest",
+            dir.join("manifest.json").display()
+        )
+    })?;
+    let mut seen = BTreeSet::new();
+    let mut unsafe_paths = Vec::new();
+    for f in &manifest.files {
+        if let Some(why) = reader::unsafe_path(&f.path) {
+            unsafe_paths.push(format!("{:?}: {why}", f.path));
+        } else if own_file(&f.path) || !seen.insert(f.path.as_str()) {
+            unsafe_paths.push(format!(
+                "{:?}: listed twice, or the manifest's own file",
+                f.path
+            ));
+        }
+    }
+    if !unsafe_paths.is_empty() {
+        bail!(
+            "manifest.json of {} lists path(s) that do not name a file inside the bundle (nothing was read from them):\n  {}",
+            dir.display(),
+            unsafe_paths.join("\n  ")
+        );
+    }
+    Ok(manifest)
+}
+
+/// Changed, missing, extra and non-regular files, each named (every file is re-hashed in
+/// full, opened without following links).
 pub fn check_files(dir: &Path) -> Result<Vec<String>> {
     check_files_matching(dir, &|_| true)
 }
 
 /// `check_files` for a partial download: only the listed files `selected` accepts must be
-/// present and intact; any file present must still be listed (or be the Hub's own).
+/// present and intact; any file present must still be listed (or be the Hub's own), and every
+/// entry, selected or not, must be a regular file or a folder.
 pub fn check_files_matching(dir: &Path, selected: &dyn Fn(&str) -> bool) -> Result<Vec<String>> {
     let manifest = read_manifest(dir)?;
-    let mut problems = Vec::new();
-    let mut listed = BTreeSet::new();
-    for f in &manifest.files {
-        listed.insert(f.path.clone());
-        if !selected(&f.path) {
-            continue;
-        }
-        let path = dir.join(&f.path);
-        match std::fs::metadata(&path) {
-            Err(_) => problems.push(format!("missing: {}", f.path)),
-            Ok(m) if m.len() != f.bytes => problems.push(format!(
-                "changed: {} ({} bytes, manifest says {})",
-                f.path,
-                m.len(),
-                f.bytes
-            )),
-            Ok(_) => {
-                let sha = sha256_file(&path)?;
-                if sha != f.sha256 {
-                    problems.push(format!(
-                        "changed: {} (sha256 {sha}, manifest says {})",
-                        f.path, f.sha256
-                    ));
-                }
-            }
-        }
-    }
-    for entry in walkdir::WalkDir::new(dir)
-        .into_iter()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_file())
-    {
-        let rel = entry
-            .path()
-            .strip_prefix(dir)?
-            .to_string_lossy()
-            .into_owned();
-        if rel != "manifest.json"
-            && rel != "SHA256SUMS"
-            && !hub_managed(&rel)
-            && !listed.contains(&rel)
-        {
+    let scan = reader::scan(dir)?;
+    let mut problems = scan.refusals();
+    problems.extend(listed_problems(dir, &manifest, &scan, selected));
+    let listed: BTreeSet<&str> = manifest.files.iter().map(|f| f.path.as_str()).collect();
+    for rel in scan.files.keys() {
+        if !own_file(rel) && !hub_managed(rel) && !listed.contains(rel.as_str()) {
             problems.push(format!("extra: {rel} (not in manifest.json)"));
         }
     }
-    let sums = manifest.sha256sums();
-    if std::fs::read_to_string(dir.join("SHA256SUMS"))
-        .ok()
-        .as_deref()
-        != Some(sums.as_str())
-    {
+    let sums_ok = scan.files.contains_key("SHA256SUMS")
+        && reader::read_small(dir, "SHA256SUMS").ok().as_deref()
+            == Some(manifest.sha256sums().as_bytes());
+    if !sums_ok {
         problems.push("SHA256SUMS does not match manifest.json".into());
     }
     Ok(problems)
+}
+
+/// Every selected listed file: present as a regular file, of its size, of its sha256.
+fn listed_problems(
+    dir: &Path,
+    manifest: &Manifest,
+    scan: &Scan,
+    selected: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    for f in manifest.files.iter().filter(|f| selected(&f.path)) {
+        if scan.refused.contains_key(&f.path) {
+            continue; // already named with what it is
+        }
+        match scan.files.get(&f.path) {
+            None => problems.push(format!("missing: {}", f.path)),
+            Some(&len) if len != f.bytes => problems.push(format!(
+                "changed: {} ({len} bytes, manifest says {})",
+                f.path, f.bytes
+            )),
+            Some(_) => match reader::sha256(dir, &f.path) {
+                Err(e) => problems.push(format!("{e:#}")),
+                Ok(sha) if sha != f.sha256 => problems.push(format!(
+                    "changed: {} (sha256 {sha}, manifest says {})",
+                    f.path, f.sha256
+                )),
+                Ok(_) => {}
+            },
+        }
+    }
+    problems
 }

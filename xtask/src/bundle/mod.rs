@@ -4,10 +4,13 @@
 pub mod assemble;
 pub mod card;
 pub mod checks;
+pub mod destination;
 pub mod fetch;
 pub mod hf;
 pub mod manifest;
 pub mod package;
+pub mod provenance;
+pub mod reader;
 pub mod records;
 pub mod release;
 pub mod release_target;

@@ -19,7 +19,7 @@ use crate::hashing::{HashMemo, sha256_bytes, sha256_file};
 use crate::htp_target::soc::Soc;
 use crate::recipe::{Component, Model};
 use crate::runtime::Runtime;
-use crate::runtime::bootstrap::{QNN_WHEEL, ensure_runtime};
+use crate::runtime::bootstrap::{QNN_WHEEL, ensure_runtime_rehashed};
 use crate::vocab::ToolchainKind;
 
 /// What to package: the model's selected components for one SoC, into `out`.
@@ -45,12 +45,8 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
     let (root, model, comps, soc, out, allow_stale) =
         (*root, *model, *comps, soc, out, *allow_stale);
     let model_name = &model.file.model.name;
-    if out.exists() && std::fs::read_dir(out)?.next().is_some() {
-        bail!(
-            "{} exists and is not empty: remove it or choose another --out (a bundle is never written over)",
-            out.display()
-        );
-    }
+    let out = &super::destination::check_out(root, out)?;
+    let _build = super::destination::no_running_build(root, model_name)?;
     let parent = out.parent().context("--out has no parent")?;
     std::fs::create_dir_all(parent)?;
     // One package at a time per destination folder; staging folders of killed runs go first.
@@ -58,8 +54,9 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
     for left in crate::atomic::remove_leftovers(parent, ".bundle-")? {
         eprintln!("removed {left}, left behind by an interrupted package");
     }
-    let rt = Runtime::load(ensure_runtime(root)?)?;
+    let rt = Runtime::load(ensure_runtime_rehashed(root)?)?;
     let versions = runtime_versions(&rt)?;
+    crate::recipe::target::check_qairt(model, Some(&versions.qnn))?;
     // Release-grade: every input and artifact is re-hashed, nothing is taken on (size, mtime).
     let mut memo = HashMemo::full();
     let mut stale = Vec::new();
@@ -176,6 +173,7 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
         commit: git_commit(root),
         allow_stale,
         stale,
+        unverified_inputs: super::provenance::note(root, model_name),
         components,
     };
     let staging = tempfile::Builder::new()

@@ -44,7 +44,7 @@ pub struct ReleaseRequest<'a> {
 pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
     check_repo_id(req.repo)?;
     let bundle = &req.bundle;
-    if !bundle.join("manifest.json").is_file() {
+    if std::fs::symlink_metadata(bundle.join("manifest.json")).is_err() {
         bail!(
             "{} is not a bundle: run `cargo xtask package --model {} --soc 77 --out {}` first",
             bundle.display(),

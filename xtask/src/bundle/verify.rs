@@ -9,13 +9,16 @@ use anyhow::{Result, bail};
 
 use super::card::{BundleInfo, htp_figures, latency_figures, render};
 use super::manifest::{check_files, read_manifest};
-use crate::runtime::bootstrap::ensure_runtime;
+use super::reader;
 use crate::runtime::{Backend, HtpTarget, Runtime};
 
 /// Checks everything a bundle claims; returns how many context binaries loaded on the HTP.
 pub fn verify_bundle(root: &Path, dir: &Path) -> Result<usize> {
     let mut problems = check_files(dir)?;
-    problems.extend(check_wrappers(dir)?);
+    // Only a bundle of plain, listed, intact files is read any further (wrappers, card, loads).
+    if problems.is_empty() {
+        problems.extend(check_wrappers(dir)?);
+    }
     problems.extend(check_card(dir));
     problems.extend(super::records::check_bundle(dir));
     if !problems.is_empty() {
@@ -40,8 +43,9 @@ fn wrappers(dir: &Path) -> Result<Vec<String>> {
 fn check_wrappers(dir: &Path) -> Result<Vec<String>> {
     let mut problems = Vec::new();
     for rel in wrappers(dir)? {
-        let path = dir.join(&rel);
-        let Ok(summary) = crate::onnx::proto::read_summary(&path) else {
+        let parsed =
+            reader::read_small(dir, &rel).and_then(|b| crate::onnx::proto::parse_model(&b));
+        let Ok(summary) = parsed else {
             problems.push(format!("{rel}: not a readable ONNX wrapper"));
             continue;
         };
@@ -55,7 +59,13 @@ fn check_wrappers(dir: &Path) -> Result<Vec<String>> {
             problems.push(format!("{rel}: holds no EPContext node"));
         }
         for t in targets {
-            if t.contains("..") || Path::new(&t).is_absolute() || !path.with_file_name(&t).is_file()
+            let beside = match rel.rsplit_once('/') {
+                Some((folder, _)) => format!("{folder}/{t}"),
+                None => t.clone(),
+            };
+            if t.contains('/')
+                || reader::unsafe_path(&beside).is_some()
+                || reader::open(dir, &beside).is_err()
             {
                 problems.push(format!(
                     "{rel}: its EPContext points at {t:?}, which is not a binary beside it"
@@ -69,7 +79,7 @@ fn check_wrappers(dir: &Path) -> Result<Vec<String>> {
 /// Renders the card from the bundled reports and compares it with README.md.
 pub fn check_card(dir: &Path) -> Vec<String> {
     let read = |rel: &str| {
-        std::fs::read(dir.join(rel))
+        reader::read_small(dir, rel)
             .ok()
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
     };
@@ -86,7 +96,9 @@ pub fn check_card(dir: &Path) -> Vec<String> {
         .find_map(|b| read(&format!("reports/run-{b}.json")))
         .map(|r| latency_figures(&r));
     let expected = render(&info, htp.as_ref(), run.as_ref());
-    let actual = std::fs::read_to_string(dir.join("README.md")).unwrap_or_default();
+    let actual = reader::read_small(dir, "README.md")
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
     if actual == expected {
         return Vec::new();
     }
@@ -104,14 +116,14 @@ pub fn check_card(dir: &Path) -> Vec<String> {
 
 fn load_binaries(root: &Path, dir: &Path) -> Result<usize> {
     let info: BundleInfo =
-        serde_json::from_slice(&std::fs::read(dir.join("reports/bundle.json"))?)?;
-    let rt = Runtime::load(ensure_runtime(root)?)?;
+        serde_json::from_slice(&reader::read_small(dir, "reports/bundle.json")?)?;
+    let rt = Runtime::load(crate::runtime::bootstrap::ensure_runtime_rehashed(root)?)?;
     let target = HtpTarget::for_built_contexts(info.soc_id, info.htp_arch);
     let mut problems = Vec::new();
     let all = wrappers(dir)?;
     let runtime_qnn = rt.qnn_build_version().unwrap_or_default();
     for rel in &all {
-        let summary = crate::onnx::proto::read_summary(&dir.join(rel))?;
+        let summary = crate::onnx::proto::parse_model(&reader::read_small(dir, rel)?)?;
         let built_with = summary
             .nodes
             .iter()

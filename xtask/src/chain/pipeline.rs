@@ -180,6 +180,15 @@ pub fn run_chain_fed(
         zero_padded_dims(&mut x, pad)?;
         x = keep(format!("euler step {i} (t={step_t})/trajectory"), x);
     }
+    let width = x.shape().get(2).copied().unwrap_or(0);
+    if x.ndim() != 3 || width < host.action_dim_used {
+        bail!(
+            "`{}` returned a trajectory of shape {:?}: no first {} action dims ([host] action_dim_used) to take",
+            host.action_step,
+            x.shape(),
+            host.action_dim_used
+        );
+    }
     let used = keep(
         "normalized actions (before clipping)".into(),
         x.slice(s![.., .., ..host.action_dim_used])

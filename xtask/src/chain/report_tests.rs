@@ -4,7 +4,7 @@ use super::*;
 use ndarray::IxDyn;
 
 fn gate() -> Gate {
-    crate::recipe::ChainGate::default().boundary_gate()
+    crate::recipe::ChainGate::default().boundary_gate("ort")
 }
 
 fn arr(shape: &[usize], values: Vec<f32>) -> ArrayD<f32> {
@@ -25,6 +25,7 @@ fn report(boundaries: Vec<BoundaryParity>) -> RunReport {
             qnn_plugin: "0".into(),
             runtime_source: "test".into(),
             data_root: None,
+            unverified_inputs: None,
         },
         layout: Default::default(),
         iters: 1,

@@ -16,7 +16,7 @@ use super::sessions::{ChainSessions, ms};
 use super::whatif;
 use crate::parity::metrics::compare;
 use crate::recipe::{HostSection, Model};
-use crate::runtime::bootstrap::ensure_runtime;
+use crate::runtime::bootstrap::ensure_runtime_rehashed;
 use crate::runtime::{Backend, Runtime};
 use crate::tensor::Tensor;
 
@@ -62,7 +62,10 @@ pub fn run_and_report(
             "--fp32 and --attribute put components on ORT's CPU EP instead of a QNN backend: use --backend cpu or htp"
         );
     }
-    let rt = Runtime::load(ensure_runtime(root)?)?;
+    let rt = Runtime::load(ensure_runtime_rehashed(root)?)?;
+    if backend != &Backend::OrtCpu {
+        crate::recipe::target::check_qairt(model, rt.qnn_build_version().as_deref())?;
+    }
     let inputs = load_host_inputs(root, model, &host)?;
     let models = session_models(root, &rt, model, backend)?;
     let mut sessions = ChainSessions::new(&rt, model, backend.clone(), models, opts.streaming);
@@ -111,12 +114,12 @@ pub fn run_and_report(
     if let Some(cpu) = &cpu {
         merge_timings(&mut sessions, cpu);
     }
-    let mut boundaries = judge_boundaries(&host, &result, &expected);
+    let mut boundaries = judge_boundaries(backend.label(), &host, &result, &expected);
     super::introduced::attach_golden_inputs(
         &mut boundaries,
         &forced,
         &|name| feed.get(name).cloned(),
-        &host.gate.boundary_gate(),
+        &host.gate.boundary_gate(backend.label()),
     );
     let attribution = match (opts.attribute, cpu.as_mut()) {
         (true, Some(cpu)) => Some(attribute(
@@ -143,7 +146,8 @@ pub fn run_and_report(
             "resident"
         }
         .into(),
-        versions: crate::report::ToolVersions::of(&rt),
+        versions: crate::report::ToolVersions::of(&rt)
+            .with_provenance(root, &model.file.model.name),
         layout: super::layout::ChainLayout::of(model, &host, &inputs.denorm),
         iters: opts.iters,
         warmup: opts.warmup,
@@ -263,11 +267,12 @@ fn session_models(
 pub(crate) type Reference = Result<ArrayD<f32>, String>;
 
 pub(crate) fn judge_boundaries(
+    backend: &str,
     host: &HostSection,
     result: &ChainResult,
     expected: &BTreeMap<String, Reference>,
 ) -> Vec<BoundaryParity> {
-    let gate = host.gate.boundary_gate();
+    let gate = host.gate.boundary_gate(backend);
     result
         .boundaries
         .iter()

@@ -18,11 +18,11 @@ pub struct Bisect {
     component: String,
     #[arg(long, value_enum)]
     backend: BackendKind,
-    #[arg(long, default_value = "tiny")]
+    #[arg(long, default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
     model: String,
     /// Find the first tensor whose cosine against the reference falls below this. Without
     /// it, every float tensor is measured and operators are ranked by the error they introduce.
-    #[arg(long)]
+    #[arg(long, value_parser = cosine_threshold)]
     threshold: Option<f64>,
     /// Operators listed when ranking.
     #[arg(long, default_value_t = 10)]
@@ -30,6 +30,16 @@ pub struct Bisect {
     /// Intermediate tensors exposed per round.
     #[arg(long, default_value_t = 64)]
     max_outputs: usize,
+}
+
+/// `--threshold`: a cosine, finite and in [0, 1] (`nan` would make every comparison false).
+fn cosine_threshold(text: &str) -> std::result::Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{text:?} is not a cosine threshold: give a finite number in [0, 1], e.g. 0.999"
+        )),
+    }
 }
 
 impl Bisect {

@@ -30,7 +30,7 @@ pub struct Doctor {
     #[arg(long, value_name = "ssh://user@host[:port][/workdir]")]
     device: Option<String>,
     /// With --device: the QAIRT version to expect (default: the tiny model's `[target] qairt`).
-    #[arg(long, requires = "device", default_value = "tiny")]
+    #[arg(long, requires = "device", default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
     model: String,
 }
 
@@ -133,7 +133,8 @@ impl Doctor {
             }
         }
         crate::outln!("QAIRT SDK     {}", sdk_status(platform));
-        for line in qairt_vs_recipes(&ctx.root, qnn_build.as_deref(), sdk_version().as_deref()) {
+        let qairt = qairt_vs_recipes(&ctx.root, qnn_build.as_deref(), sdk_version().as_deref());
+        for line in &qairt {
             crate::outln!("{line}");
         }
         if rt.qnn_unavailable().is_some() {
@@ -150,8 +151,18 @@ impl Doctor {
             .map(|b| b.label())
             .filter(|b| unusable.contains(b))
             .collect();
+        let mismatched = qairt.iter().any(|l| l.ends_with("MISMATCH"));
+        if mismatched {
+            crate::outln!(
+                "doctor: a recipe's [target] qairt is not the QNN version here (MISMATCH above): its binaries would be built and judged with another QAIRT"
+            );
+        }
         if needed.is_empty() {
-            return Ok(Outcome::Success);
+            return Ok(if mismatched {
+                Outcome::GateFailed
+            } else {
+                Outcome::Success
+            });
         }
         crate::outln!(
             "doctor: backend(s) {} needed but not usable (see above); `--need ort` checks the ORT CPU backend alone",

@@ -1,4 +1,4 @@
-//! `cargo xtask fetch [--repo OWNER/NAME] [--model M] [--only C,..] [--inputs-only]`: downloads a
+//! `cargo xtask fetch [--repo OWNER/NAME] [--model M] [--only C,..] [--inputs-only] [--unverified]`: downloads a
 //! published bundle (or only some components' files) and lays it out for the model's recipes
 //! (see `bundle::fetch`). The repository comes from `--repo` or the recipe's
 //! `[model] source_repo`. `--cache-key` prints the content key of the selection (for a CI
@@ -26,6 +26,10 @@ pub struct Fetch {
     /// nothing out.
     #[arg(long)]
     cache_key: bool,
+    /// Lay out a download that has no `manifest.json` (nothing can check it); every report
+    /// and card made from those files then says they are unverified.
+    #[arg(long)]
+    unverified: bool,
 }
 
 impl Fetch {
@@ -40,16 +44,22 @@ impl Fetch {
                 sel.name()
             );
         };
+        let revision = self
+            .revision
+            .as_deref()
+            .or(section.source_revision.as_deref());
+        crate::bundle::hf::validate_repo_id(repo)?;
+        if let Some(r) = revision {
+            crate::bundle::hf::validate_revision(r)?;
+        }
         let req = FetchRequest {
             root: &ctx.root,
             repo,
-            revision: self
-                .revision
-                .as_deref()
-                .or(section.source_revision.as_deref()),
+            revision,
             model,
             only: (!self.sel.only.is_empty()).then(|| sel.components()),
             inputs_only: self.inputs_only,
+            unverified: self.unverified,
         };
         if self.cache_key {
             crate::outln!("{}", cache_key(&req)?);

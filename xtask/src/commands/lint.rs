@@ -28,9 +28,16 @@ impl Lint {
         let report = match &self.report {
             Some(path) => {
                 let path = std::path::absolute(path)?;
-                if !path.is_file() {
+                let problem = match std::fs::metadata(&path) {
+                    Err(_) => Some("no such file"),
+                    Ok(m) if !m.is_file() => Some(
+                        "not a regular file (a folder, device or FIFO): give a conformance report (JSON)",
+                    ),
+                    Ok(_) => None,
+                };
+                if let Some(problem) = problem {
                     return Err(crate::bad_input::BadInput(anyhow::anyhow!(
-                        "--report {}: no such file",
+                        "--report {}: {problem}",
                         path.display()
                     ))
                     .into());

@@ -34,7 +34,7 @@ pub struct Ctx {
 #[derive(clap::Args, Debug, Clone)]
 pub struct ModelArgs {
     /// The model: a folder under `recipes/`.
-    #[arg(long, default_value = "tiny")]
+    #[arg(long, default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
     pub model: String,
     /// Only these components (comma-separated); pipeline order is kept.
     #[arg(long, value_delimiter = ',')]

@@ -51,7 +51,15 @@ impl Parity {
         let sel = self.sel.select(ctx)?;
         let comps = sel.components();
         require_files(ctx, &sel.model, &comps)?;
-        let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
+        // An HTP result can be released: its libraries are re-hashed in full first.
+        let libs = match self.backend {
+            BackendKind::Htp => crate::runtime::bootstrap::ensure_runtime_rehashed(&ctx.root)?,
+            _ => ensure_runtime(&ctx.root)?,
+        };
+        let rt = Runtime::load(libs)?;
+        if self.backend != BackendKind::Ort && !sdk {
+            crate::recipe::target::check_qairt(&sel.model, rt.qnn_build_version().as_deref())?;
+        }
         let (root, model, clamp, iters) =
             (&ctx.root, &sel.model, !self.no_clamp, self.iters as usize);
         let exec: Box<dyn Executor> = match (&self.device, sdk) {

@@ -18,7 +18,7 @@ pub struct Release {
     /// Release as a tag (created with `hf repos tag create`), never a branch.
     #[arg(long)]
     tag: Option<String>,
-    #[arg(long, default_value = "tiny")]
+    #[arg(long, default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
     model: String,
     /// The bundle to upload (default: dist/<model> in the project root).
     #[arg(long)]
@@ -30,16 +30,29 @@ pub struct Release {
 
 impl Release {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        crate::bundle::hf::validate_repo_id(&self.repo)?;
+        if let Some(r) = &self.revision {
+            crate::bundle::hf::validate_revision(r)?;
+        }
+        let bundle = self
+            .bundle
+            .clone()
+            .unwrap_or_else(|| ctx.root.join("dist").join(&self.model));
+        // `hf upload` reads `*`, `?` and `[` in its local path as a glob (upload.py,
+        // `_resolve_upload_paths`): it would upload other files than this bundle.
+        if bundle.to_string_lossy().contains(['*', '?', '[']) {
+            anyhow::bail!(
+                "--bundle {} holds `*`, `?` or `[`, which `hf upload` reads as a pattern: rename the folder",
+                bundle.display()
+            );
+        }
         release(&ReleaseRequest {
             root: &ctx.root,
             repo: &self.repo,
             revision: self.revision.as_deref(),
             tag: self.tag.as_deref(),
             model: &self.model,
-            bundle: self
-                .bundle
-                .clone()
-                .unwrap_or_else(|| ctx.root.join("dist").join(&self.model)),
+            bundle,
             dry_run: self.dry_run,
         })?;
         Ok(Outcome::Success)

@@ -12,7 +12,7 @@ use crate::recipe::load_model;
 pub struct Run {
     #[arg(long, value_enum)]
     backend: BackendKind,
-    #[arg(long, default_value = "tiny")]
+    #[arg(long, default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
     model: String,
     /// Timed chain runs.
     #[arg(long, default_value_t = 10)]
@@ -57,9 +57,9 @@ impl Run {
             if self.iters == 0 {
                 anyhow::bail!("--iters must be at least 1");
             }
-            let rt = crate::runtime::Runtime::load(crate::runtime::bootstrap::ensure_runtime(
-                &ctx.root,
-            )?)?;
+            let rt = crate::runtime::Runtime::load(
+                crate::runtime::bootstrap::ensure_runtime_rehashed(&ctx.root)?,
+            )?;
             let device = crate::device::Device::connect(url)?;
             device.require_runnable(&model.file.target.qairt)?;
             let report = crate::device::chain::run_and_report(

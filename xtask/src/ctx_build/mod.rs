@@ -120,6 +120,9 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     execute::remove_stale_staging(&ctx_dir)?;
     let rt = Runtime::load(ensure_runtime(root)?)?;
     let mut versions = fresh::runtime_versions(&rt)?;
+    if req.toolchain == ToolchainKind::Embedded {
+        crate::recipe::target::check_qairt(req.model, Some(&versions.qnn))?;
+    }
     let sdk;
     let toolchain: &dyn Toolchain = match req.toolchain {
         ToolchainKind::Embedded => &Embedded,
@@ -154,7 +157,8 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
         .unwrap_or_else(|e| e.into_inner())
         .save(&memo_path)?;
     let cache = req.cache.as_ref().map(|c| c.dir().display().to_string());
-    let report = report::BuildReport::new(name, &req.soc, &rt, &versions, cache, results);
+    let mut report = report::BuildReport::new(name, &req.soc, &rt, &versions, cache, results);
+    report.unverified_inputs = crate::bundle::provenance::note(root, name);
     let dir = crate::project::reports_dir(root, name);
     report::write_build_report(&dir, &report)?;
     report.print_summary(&crate::project::rel(root, &dir));

@@ -163,6 +163,9 @@ pub struct BuildReport {
     pub runtime_source: String,
     /// The build cache used (`--cache` / `XTASK_CACHE_DIR`), if any.
     pub cache: Option<String>,
+    /// Inputs fetched without a manifest (`fetch --unverified`), when any are in use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unverified_inputs: Option<String>,
     pub components: Vec<ComponentBuild>,
     pub pass: bool,
 }
@@ -184,6 +187,7 @@ impl BuildReport {
             qnn: versions.qnn.clone(),
             runtime_source: rt.libs.source.into(),
             cache,
+            unverified_inputs: None,
             pass: components.iter().all(|c| c.pass),
             components,
         }
@@ -246,6 +250,9 @@ fn build_markdown(r: &BuildReport) -> String {
     );
     if let Some(c) = &r.cache {
         let _ = writeln!(md, "Build cache: `{c}`\n");
+    }
+    if let Some(u) = &r.unverified_inputs {
+        let _ = writeln!(md, "**{u}**\n");
     }
     let _ = writeln!(
         md,

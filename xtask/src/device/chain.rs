@@ -118,7 +118,7 @@ pub fn run_and_report(
         Ok(run.outputs)
     })?;
     let expected = expected_boundaries(model, &host, &inputs)?;
-    let boundaries = judge_boundaries(&host, &result, &expected);
+    let boundaries = judge_boundaries("htp", &host, &result, &expected);
     let components: Vec<DeviceComponentTimes> = model
         .components
         .iter()

@@ -61,10 +61,8 @@ impl Ssh {
         {
             bail!("XTASK_SSH_CONFIG={} is not a file", c.display());
         }
-        let connect_timeout = std::env::var("XTASK_SSH_CONNECT_TIMEOUT")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(10);
+        let connect_timeout =
+            connect_timeout_from(std::env::var("XTASK_SSH_CONNECT_TIMEOUT").ok())?;
         Ok(Ssh {
             url,
             control,
@@ -266,6 +264,20 @@ impl std::fmt::Display for DeviceError {
 
 impl std::error::Error for DeviceError {}
 
+/// `XTASK_SSH_CONNECT_TIMEOUT`: whole seconds, 1 to 3600, default 10 when unset or empty; any
+/// other value is refused by name rather than silently replaced.
+fn connect_timeout_from(value: Option<String>) -> Result<u64> {
+    let Some(v) = value.filter(|v| !v.is_empty()) else {
+        return Ok(10);
+    };
+    match v.trim().parse::<u64>() {
+        Ok(s) if (1..=3600).contains(&s) => Ok(s),
+        _ => bail!(
+            "XTASK_SSH_CONNECT_TIMEOUT={v:?} is not a timeout: give whole seconds from 1 to 3600 (default 10)"
+        ),
+    }
+}
+
 /// Whether `e` is the link to the device failing (auth, host key, unreachable, dropped), not
 /// a command failing on it.
 pub fn is_link_failure(e: &anyhow::Error) -> bool {
@@ -276,6 +288,18 @@ pub fn is_link_failure(e: &anyhow::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_connect_timeout_is_whole_seconds_or_refused() {
+        assert_eq!(connect_timeout_from(None).unwrap(), 10);
+        assert_eq!(connect_timeout_from(Some("30".into())).unwrap(), 30);
+        for bad in ["ten", "-1", "0", "1.5", "99999"] {
+            let err = connect_timeout_from(Some(bad.into()))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("XTASK_SSH_CONNECT_TIMEOUT"), "{err}");
+        }
+    }
 
     #[test]
     fn quoting_survives_single_quotes() {

@@ -28,18 +28,43 @@ impl DeviceUrl {
             Some((u, h)) => (Some(u.to_string()), h),
             None => (None, authority),
         };
-        let (host, port) = match hostport.rsplit_once(':') {
-            Some((h, p)) if !h.contains(':') || h.starts_with('[') => {
-                let port: u16 = p
-                    .parse()
+        // `host`, `host:port`, `[v6]` or `[v6]:port` (RFC 3986: an IPv6 address is bracketed);
+        // anything else, such as a second `:port`, is refused rather than read as a host.
+        let (host, port_text) = if let Some(inner) = hostport.strip_prefix('[') {
+            let Some((h, after)) = inner.split_once(']') else {
+                bail!("--device {text}: `[` without `]`");
+            };
+            if h.parse::<std::net::Ipv6Addr>().is_err() {
+                bail!("--device {text}: `[{h}]` is not an IPv6 address");
+            }
+            match after {
+                "" => (h, None),
+                p => match p.strip_prefix(':') {
+                    Some(p) => (h, Some(p)),
+                    None => bail!("--device {text}: `{after}` after `]` is not `:port`"),
+                },
+            }
+        } else {
+            match hostport.split(':').count() {
+                1 => (hostport, None),
+                2 => hostport
+                    .split_once(':')
+                    .map(|(h, p)| (h, Some(p)))
+                    .unwrap_or((hostport, None)),
+                _ => bail!(
+                    "--device {text}: `{hostport}` has more than one `:`: write host:port (an IPv6 address in brackets, [::1]:22)"
+                ),
+            }
+        };
+        let port = match port_text {
+            None => None,
+            Some(p) => Some(
+                p.parse::<u16>()
                     .ok()
                     .filter(|p| *p > 0)
-                    .ok_or_else(|| anyhow::anyhow!("--device {text}: `{p}` is not a port"))?;
-                (h, Some(port))
-            }
-            _ => (hostport, None),
+                    .ok_or_else(|| anyhow::anyhow!("--device {text}: `{p}` is not a port"))?,
+            ),
         };
-        let host = host.trim_start_matches('[').trim_end_matches(']');
         let valid = |s: &str| {
             !s.is_empty()
                 && !s.starts_with('-')
@@ -143,6 +168,10 @@ mod tests {
             "ssh://host/a b",
             "ssh://host/../etc",
             "ssh://host/$(x)",
+            "ssh://root@127.0.0.1:1:2",
+            "ssh://::1",
+            "ssh://[::1]x",
+            "ssh://[nothost]:22",
         ] {
             assert!(DeviceUrl::parse(bad).is_err(), "{bad}");
         }

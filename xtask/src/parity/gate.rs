@@ -1,5 +1,6 @@
-//! The one parity gate: a minimum cosine (with `atol`/`rtol` for the informational
-//! `within_tol`), NaN- and Inf-aware on both sides. Component outputs (`parity`, `build-ctx`)
+//! The one parity gate: a minimum cosine and a maximum scale error (| |y|/|golden| - 1 |,
+//! which the cosine cannot see), with `atol`/`rtol` for the informational `within_tol`,
+//! NaN- and Inf-aware on both sides. Component outputs (`parity`, `build-ctx`)
 //! and chain boundaries (`run`) are judged by it, so a tensor that fails one fails the other.
 
 use serde::{Deserialize, Serialize};
@@ -28,6 +29,14 @@ pub fn judge(m: &Metrics, gate: &Gate) -> Verdict {
     }
     if m.cosine.is_nan() || m.cosine < gate.min_cosine {
         reasons.push(format!("cosine {:.8} < gate {}", m.cosine, gate.min_cosine));
+    }
+    let off = (m.norm_ratio - 1.0).abs();
+    // NaN (no ratio, or an old gate without a bound) fails too.
+    if off.is_nan() || gate.max_norm_ratio_error.is_nan() || off > gate.max_norm_ratio_error {
+        reasons.push(format!(
+            "scale: |output| / |golden| = {:.6e}, off by {off:.3e} > gate {} (the output is {:.6e} times the golden's size)",
+            m.norm_ratio, gate.max_norm_ratio_error, m.norm_ratio
+        ));
     }
     Verdict {
         pass: reasons.is_empty(),
@@ -108,6 +117,7 @@ mod tests {
     fn gate(min: f64) -> Gate {
         Gate {
             min_cosine: min,
+            max_norm_ratio_error: 1e-3,
             atol: 1e-4,
             rtol: 1e-3,
             waiver: None,
@@ -190,9 +200,25 @@ mod tests {
     }
 
     #[test]
+    fn a_scaled_output_fails_the_scale_gate_with_a_perfect_cosine() {
+        let g = [1.0, -2.0, 3.0, 0.5];
+        for k in [1e6, 1e-42, 1.01] {
+            let y: Vec<f64> = g.iter().map(|v| v * k).collect();
+            let j = gate(0.9999).judge_tensor(&[4], &y, tensor(&[4], &g));
+            assert_eq!(j.status, Status::Fail, "{k}");
+            assert!(j.reasons[0].starts_with("scale:"), "{:?}", j.reasons);
+        }
+        let y: Vec<f64> = g.iter().map(|v| v * (1.0 + 5e-4)).collect();
+        assert_eq!(
+            gate(0.9999).judge_tensor(&[4], &y, tensor(&[4], &g)).status,
+            Status::Pass
+        );
+    }
+
+    #[test]
     fn tolerances_do_not_gate() {
-        // 2x the expected values: cosine 1, every element over tolerance; the gate is cosine.
-        let j = gate(0.9999).judge_tensor(&[2], &[2.0, 4.0], tensor(&[2], &[1.0, 2.0]));
+        // Every element over tolerance, cosine and scale right: the tolerances do not gate.
+        let j = gate(0.9999).judge_tensor(&[2], &[1.002, 1.997], tensor(&[2], &[1.0, 2.0]));
         assert_eq!(j.status, Status::Pass);
         assert_eq!(j.metrics.unwrap().over_tol, 2);
     }

@@ -1,13 +1,13 @@
 //! Parity metrics: pure functions over slices, accumulated in f64, NaN/Inf counted. The gate
 //! that judges them is `parity::gate`.
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
-/// JSON has no NaN: serde_json writes it as `null`, so `null` reads back as NaN (shared by
-/// every report with figures that can be NaN).
-pub fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+fn nan() -> f64 {
+    f64::NAN
 }
+
+pub use crate::recipe::gate::f64_or_nan;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metrics {
@@ -22,6 +22,11 @@ pub struct Metrics {
     /// ||actual - expected|| / ||expected||.
     #[serde(deserialize_with = "f64_or_nan")]
     pub rel_l2_err: f64,
+    /// ||actual|| / ||expected|| over the finite pairs: 1 when the scale is right; a global
+    /// scale error (a lost 1/sqrt(d), a wrong unit) moves it while the cosine stays 1. NaN in
+    /// reports written before it existed.
+    #[serde(default = "nan", deserialize_with = "f64_or_nan")]
+    pub norm_ratio: f64,
     /// Every element within `atol + rtol * |expected|` (informational, never the gate).
     pub within_tol: bool,
     /// Elements over that tolerance.
@@ -62,6 +67,7 @@ pub fn compare(actual: &[f64], expected: &[f64], atol: f64, rtol: f64) -> Metric
         max_abs_index: 0,
         mean_abs_err: 0.0,
         rel_l2_err: 0.0,
+        norm_ratio: 1.0,
         within_tol: true,
         over_tol: 0,
         nan_actual: 0,
@@ -103,6 +109,11 @@ pub fn compare(actual: &[f64], expected: &[f64], atol: f64, rtol: f64) -> Metric
         f64::NAN
     };
     m.cosine = cosine_from_sums(dot, na, ne);
+    m.norm_ratio = match (na == 0.0, ne == 0.0) {
+        (true, true) => 1.0,
+        (false, true) => f64::INFINITY,
+        _ => na.sqrt() / ne.sqrt(),
+    };
     m.rel_l2_err = if ne > 0.0 {
         (diff2 / ne).sqrt()
     } else if diff2 == 0.0 {
@@ -205,6 +216,17 @@ mod tests {
     fn zero_tensors() {
         assert_eq!(compare(&[0.0, 0.0], &[0.0, 0.0], 0.0, 0.0).cosine, 1.0);
         assert_eq!(compare(&[0.0, 0.0], &[1.0, 0.0], 0.0, 0.0).cosine, 0.0);
+    }
+
+    #[test]
+    fn the_norm_ratio_sees_a_scale_the_cosine_cannot() {
+        let g = [1.0, -2.0, 3.0];
+        let scaled: Vec<f64> = g.iter().map(|v| v * 1e6).collect();
+        let m = compare(&scaled, &g, 0.0, 0.0);
+        assert!((m.cosine - 1.0).abs() < 1e-12);
+        assert!((m.norm_ratio - 1e6).abs() < 1e-3);
+        assert_eq!(compare(&[0.0], &[0.0], 0.0, 0.0).norm_ratio, 1.0);
+        assert_eq!(compare(&[1.0], &[0.0], 0.0, 0.0).norm_ratio, f64::INFINITY);
     }
 
     #[test]

@@ -173,7 +173,7 @@ pub fn parity_markdown(r: &ParityReport) -> String {
     }
     let _ = writeln!(
         md,
-        "\nCosine is the correctness gate; `within_tol` is informational.\n"
+        "\nThe gates are the cosine and the scale (| |y|/|golden| - 1 | within its bound); `within_tol` is informational.\n"
     );
     md.push_str(&md_table(
         &["context", "output", "cosine"],
@@ -204,6 +204,8 @@ pub fn parity_markdown(r: &ParityReport) -> String {
             "output",
             "cosine",
             "gate",
+            "|y|/|golden|",
+            "scale gate",
             "max abs err (at)",
             "mean abs err",
             "rel L2",
@@ -219,6 +221,8 @@ pub fn parity_markdown(r: &ParityReport) -> String {
                     o.name.clone(),
                     m.shown_cosine(),
                     o.gate.min_cosine.to_string(),
+                    format!("{:.6}", m.norm_ratio),
+                    format!("±{}", o.gate.max_norm_ratio_error),
                     format!("{:.3e} {:?}", m.max_abs_err, o.max_abs_at),
                     format!("{:.3e}", m.mean_abs_err),
                     format!("{:.3e}", m.rel_l2_err),
@@ -327,10 +331,11 @@ fn print_component_table(c: &ComponentResult) {
         return;
     }
     crate::outln!(
-        "      {:<16} {:>12} {:>10} {:>11} {:>11} {:>10} {:>10}  {}",
+        "      {:<16} {:>12} {:>10} {:>12} {:>11} {:>11} {:>10} {:>10}  {}",
         "output",
         "cosine",
         "gate",
+        "|y|/|gold|",
         "max_abs",
         "mean_abs",
         "rel_l2",
@@ -340,10 +345,11 @@ fn print_component_table(c: &ComponentResult) {
     for o in &c.outputs {
         let m = &o.metrics;
         crate::outln!(
-            "      {:<16} {:>12} {:>10} {:>11.3e} {:>11.3e} {:>10.3e} {:>10}  {}/{}",
+            "      {:<16} {:>12} {:>10} {:>12.6} {:>11.3e} {:>11.3e} {:>10.3e} {:>10}  {}/{}",
             o.name,
             m.shown_cosine(),
             o.gate.min_cosine,
+            m.norm_ratio,
             m.max_abs_err,
             m.mean_abs_err,
             m.rel_l2_err,

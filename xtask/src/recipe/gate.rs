@@ -2,14 +2,28 @@
 //! `parity::gate` judges by them. The type lives here so that the recipe layer does not import
 //! the parity engine.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// The thresholds one tensor is judged by.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Gate {
     pub min_cosine: f64,
+    /// Largest accepted | |y| / |golden| - 1 | (the scale gate); NaN in reports written before
+    /// it existed.
+    #[serde(default = "unknown", deserialize_with = "f64_or_nan")]
+    pub max_norm_ratio_error: f64,
     pub atol: f64,
     pub rtol: f64,
     /// The written reason of an override, when one applies.
     pub waiver: Option<String>,
+}
+
+fn unknown() -> f64 {
+    f64::NAN
+}
+
+/// JSON has no NaN: serde_json writes it as `null`, so `null` reads back as NaN (shared by
+/// every report with figures that can be NaN).
+pub fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }

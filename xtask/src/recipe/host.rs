@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
-use super::validate::{at, at_entry, check_cosine, check_tolerance};
+use super::validate::{at, at_entry, check_cosine, check_relative, check_tolerance};
 use super::{HostSection, ModelSection};
 
 /// The `norm_mode` values the chain implements.
@@ -299,15 +299,25 @@ pub(super) fn check_host(
         &at(path, text, "host.gate", "min_cosine", 0),
         gate.min_cosine,
     )?;
-    for (key, value) in [("atol", gate.atol), ("rtol", gate.rtol)] {
-        check_tolerance(&at(path, text, "host.gate", key, 0), value)
-            .map_err(|e| anyhow::anyhow!("{e} ([host.gate] {key} must be a finite number >= 0)"))?;
-    }
+    check_tolerance(&at(path, text, "host.gate", "atol", 0), gate.atol).map_err(|e| {
+        anyhow::anyhow!("{e} ([host.gate] atol must be a finite number in [0, 1000])")
+    })?;
+    check_relative(&at(path, text, "host.gate", "rtol", 0), gate.rtol)
+        .map_err(|e| anyhow::anyhow!("{e} ([host.gate] rtol must be a finite number in [0, 1])"))?;
+    super::load::check_norm_ratio_map(
+        path,
+        text,
+        "host.gate.max_norm_ratio_error",
+        &gate.max_norm_ratio_error,
+    )?;
     for (key, value) in &host.gate.actions_max_abs {
         if !["ort", "cpu", "htp"].contains(&key.as_str()) {
             bail!("{p}: [host.gate] actions_max_abs key {key:?} is not one of ort, cpu, htp");
         }
-        check_tolerance(&at(path, text, "host.gate.actions_max_abs", key, 0), *value)?;
+        check_tolerance(
+            &at_entry(path, text, "host.gate.actions_max_abs", key),
+            *value,
+        )?;
     }
     Ok(())
 }

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::host::check_host;
+use super::names::check_recipe_name;
 use super::paths::require_inside;
-use super::validate::{at, check_cosine, check_tolerance};
+use super::validate::{at, at_entry, check_cosine, check_relative, check_tolerance};
 use super::{Component, ComponentFile, GateOverride, Model, ModelFile};
 
 /// Parses TOML into `T`, turning serde/toml errors into "file:line:col: message".
@@ -41,7 +42,7 @@ pub fn known_models(root: &Path) -> Vec<String> {
 }
 
 pub fn load_model(root: &Path, name: &str) -> Result<Model> {
-    super::paths::check_model_name(name)?;
+    super::names::check_model_name(name)?;
     let model_path = Path::new("recipes").join(name).join("model.toml");
     let text = fs::read_to_string(root.join(&model_path)).with_context(|| {
         format!(
@@ -62,6 +63,7 @@ pub fn load_model(root: &Path, name: &str) -> Result<Model> {
     check_target_arch(&model_path, &text, file.target.soc, file.target.htp_arch)?;
     let mut seen = std::collections::BTreeSet::new();
     for comp in &file.model.components {
+        check_recipe_name(&model_path, &text, "model", "components", comp)?;
         if !seen.insert(comp) {
             bail!(
                 "{} lists component `{comp}` twice: each component is built and checked once",
@@ -77,9 +79,13 @@ pub fn load_model(root: &Path, name: &str) -> Result<Model> {
             &at(&model_path, &text, "host", "trace", 0),
         )?;
     }
+    super::target::check_model_section(&model_path, &text, &file)?;
     let mut components = Vec::new();
     for comp in &file.model.components {
         components.push(load_component(root, name, comp)?);
+    }
+    if let Some(host) = &file.host {
+        super::target::check_action_dims(&model_path, &text, host, &components)?;
     }
     Ok(Model {
         file,
@@ -168,6 +174,13 @@ fn check_component(comp: &Component, expected_name: &str) -> Result<()> {
             );
         }
     }
+    check_recipe_name(
+        &comp.recipe_path,
+        &comp.recipe_text,
+        "context",
+        "graph_name",
+        &comp.file.context.graph_name,
+    )?;
     let cv = &comp.file.convert;
     if ![16, 32].contains(&cv.float_bitwidth) {
         bail!(
@@ -198,9 +211,15 @@ fn check_component(comp: &Component, expected_name: &str) -> Result<()> {
         &at(&comp.recipe_path, text, "parity", "atol", 0),
         parity.atol,
     )?;
-    check_tolerance(
+    check_relative(
         &at(&comp.recipe_path, text, "parity", "rtol", 0),
         parity.rtol,
+    )?;
+    check_norm_ratio_map(
+        &comp.recipe_path,
+        text,
+        "parity.max_norm_ratio_error",
+        &parity.max_norm_ratio_error,
     )?;
     check_overrides(&comp.recipe_path, text, &parity.overrides, Some(&outputs))?;
     check_rewrites(comp)
@@ -243,6 +262,12 @@ fn check_overrides(
             &at(path, text, "parity.override", "min_cosine", i),
             o.min_cosine,
         )?;
+        if let Some(v) = o.max_norm_ratio_error {
+            check_relative(
+                &at(path, text, "parity.override", "max_norm_ratio_error", i),
+                v,
+            )?;
+        }
         if let Some(b) = &o.backend
             && !["ort", "cpu", "htp"].contains(&b.as_str())
         {
@@ -259,6 +284,23 @@ fn check_overrides(
                 path.display()
             );
         }
+    }
+    Ok(())
+}
+
+/// A per-backend scale gate map (`{ htp = 0.05 }`): known backends, bounds in [0, 1].
+pub(super) fn check_norm_ratio_map(
+    path: &Path,
+    text: &str,
+    table: &str,
+    map: &std::collections::BTreeMap<String, f64>,
+) -> Result<()> {
+    for (backend, value) in map {
+        let where_ = at_entry(path, text, table, backend);
+        if !["ort", "cpu", "htp"].contains(&backend.as_str()) {
+            bail!("{where_}: {backend:?} is not one of ort, cpu, htp");
+        }
+        check_relative(&where_, *value)?;
     }
     Ok(())
 }
@@ -316,6 +358,7 @@ mod tests {
             output: None,
             backend: None,
             min_cosine: 0.9,
+            max_norm_ratio_error: None,
             reason: "".into(),
         };
         assert!(check_overrides(Path::new("m.toml"), "", &[o], None).is_err());
@@ -335,7 +378,7 @@ mod tests {
         let text = format!("{model}[host.gate]\natol = 0.5\nrtol = -1.0\n");
         let file: ModelFile = parse_toml(Path::new("m.toml"), &text).unwrap();
         let host = file.host.as_ref().unwrap();
-        assert_eq!(host.gate.boundary_gate().atol, 0.5);
+        assert_eq!(host.gate.boundary_gate("ort").atol, 0.5);
         let err = check_host(Path::new("m.toml"), &text, &file.model, host)
             .unwrap_err()
             .to_string();

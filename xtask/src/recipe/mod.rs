@@ -6,8 +6,10 @@
 mod contract;
 pub mod host;
 mod load;
+pub mod names;
 pub mod paths;
 mod schema;
+pub mod target;
 pub mod validate;
 
 use std::path::PathBuf;
@@ -74,15 +76,18 @@ impl Component {
         });
         let best = matching
             .max_by_key(|o| u8::from(o.output.is_some()) * 2 + u8::from(o.backend.is_some()));
+        let scale = norm_ratio_bound(&self.file.parity.max_norm_ratio_error, backend);
         match best {
             Some(o) => Gate {
                 min_cosine: o.min_cosine,
+                max_norm_ratio_error: o.max_norm_ratio_error.unwrap_or(scale),
                 atol: self.file.parity.atol,
                 rtol: self.file.parity.rtol,
                 waiver: Some(o.reason.clone()),
             },
             None => Gate {
                 min_cosine: self.file.parity.min_cosine,
+                max_norm_ratio_error: scale,
                 atol: self.file.parity.atol,
                 rtol: self.file.parity.rtol,
                 waiver: None,

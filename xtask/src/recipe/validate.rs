@@ -60,20 +60,49 @@ pub fn at_entry(path: &Path, text: &str, table: &str, key: &str) -> String {
     located(path, line, &format!("{table}.{key}"))
 }
 
-/// A cosine threshold: finite, within [-1, 1].
+/// A number as the recipe would write it: `1e300`, not three hundred digits.
+fn shown(v: f64) -> String {
+    if v.is_finite() && v != 0.0 && !(1e-4..1e6).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
+}
+
+/// A cosine threshold: finite, within [0, 1]. A negative threshold would accept an output
+/// pointing the other way (a negated tensor has cosine -1).
 pub fn check_cosine(where_: &str, value: f64) -> Result<()> {
-    if !(value.is_finite() && (-1.0..=1.0).contains(&value)) {
+    if !(value.is_finite() && (0.0..=1.0).contains(&value)) {
         bail!(
-            "{where_} = {value} is not a cosine threshold: it must be a finite number in [-1, 1]"
+            "{where_} = {} is not a cosine threshold: it must be a finite number in [0, 1]",
+            shown(value)
         );
     }
     Ok(())
 }
 
-/// An absolute or relative tolerance: finite and >= 0.
+/// The largest absolute tolerance (`atol`, `actions_max_abs`) a recipe may set: every tensor
+/// these graphs gate is an activation, a normalised value or an action in robot units, all far
+/// below it, so a larger bound would pass anything (`1e300`).
+pub const MAX_ABS_TOLERANCE: f64 = 1e3;
+
+/// An absolute tolerance: finite, in [0, MAX_ABS_TOLERANCE].
 pub fn check_tolerance(where_: &str, value: f64) -> Result<()> {
-    if !(value.is_finite() && value >= 0.0) {
-        bail!("{where_} = {value} is not a tolerance: it must be a finite number >= 0");
+    check_bounded(where_, value, MAX_ABS_TOLERANCE, "an absolute tolerance")
+}
+
+/// A relative bound (`rtol`, `max_norm_ratio_error`): finite, in [0, 1]; above 1 (100 %) it
+/// accepts an output of any size.
+pub fn check_relative(where_: &str, value: f64) -> Result<()> {
+    check_bounded(where_, value, 1.0, "a relative tolerance")
+}
+
+fn check_bounded(where_: &str, value: f64, max: f64, what: &str) -> Result<()> {
+    if !(value.is_finite() && (0.0..=max).contains(&value)) {
+        bail!(
+            "{where_} = {} is not {what}: it must be a finite number in [0, {max}]",
+            shown(value)
+        );
     }
     Ok(())
 }
@@ -128,14 +157,18 @@ mod tests {
 
     #[test]
     fn thresholds_must_be_finite_and_in_range() {
-        for bad in [f64::NAN, -2.0, 1.5, f64::INFINITY] {
+        for bad in [f64::NAN, -2.0, -1.0, -0.5, 1.5, f64::INFINITY] {
             assert!(check_cosine("k", bad).is_err(), "{bad}");
         }
-        for good in [-1.0, 0.0, 0.9999, 1.0] {
+        for good in [0.0, 0.9999, 1.0] {
             check_cosine("k", good).unwrap();
         }
-        assert!(check_tolerance("k", -1e-3).is_err());
-        assert!(check_tolerance("k", f64::NAN).is_err());
+        for bad in [-1e-3, f64::NAN, 1e300, 1e4] {
+            assert!(check_tolerance("k", bad).is_err(), "{bad}");
+        }
         check_tolerance("k", 0.0).unwrap();
+        check_tolerance("k", 1e-2).unwrap();
+        assert!(check_relative("k", 2.0).is_err());
+        check_relative("k", 0.02).unwrap();
     }
 }

@@ -22,6 +22,10 @@ pub struct ToolVersions {
     /// report always says where its data came from).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_root: Option<String>,
+    /// Set when some of the model's input files were fetched without a manifest
+    /// (`fetch --unverified`): which, and from where (`bundle::provenance`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unverified_inputs: Option<String>,
 }
 
 impl ToolVersions {
@@ -34,7 +38,14 @@ impl ToolVersions {
             qnn_plugin: crate::runtime::bootstrap::QNN_WHEEL.requirement.into(),
             runtime_source: rt.libs.source.into(),
             data_root: crate::recipe::paths::data_root().map(|d| d.display().to_string()),
+            unverified_inputs: None,
         }
+    }
+
+    /// These versions with the model's unverified inputs, if any (`fetch --unverified`).
+    pub fn with_provenance(mut self, root: &Path, model: &str) -> Self {
+        self.unverified_inputs = crate::bundle::provenance::note(root, model);
+        self
     }
 
     /// The one line every Markdown report opens with: what produced its figures.
@@ -49,6 +60,9 @@ impl ToolVersions {
         );
         if let Some(d) = &self.data_root {
             line.push_str(&format!(" · data: XTASK_DATA_ROOT={d}"));
+        }
+        if let Some(u) = &self.unverified_inputs {
+            line.push_str(&format!(" · **{u}**"));
         }
         line
     }

@@ -37,8 +37,13 @@ pub struct Scratch {
 impl Scratch {
     /// A copy of recipes/, onnx/tiny and golden/tiny with the shared runtime linked in.
     pub fn tiny() -> Self {
+        Self::tiny_in(&std::env::temp_dir())
+    }
+
+    /// `tiny()` in a folder of `parent` (so a test can watch what lies beside the project).
+    pub fn tiny_in(parent: &Path) -> Self {
         ensure_runtime();
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir_in(parent).unwrap();
         let repo = repo_root();
         for rel in ["recipes", "onnx/tiny", "golden/tiny"] {
             copy_tree(&repo.join(rel), &dir.path().join(rel));
@@ -295,4 +300,23 @@ pub fn line_of(text: &str, start: &str) -> usize {
         .position(|l| l.starts_with(start))
         .unwrap_or_else(|| panic!("no line starts with {start:?}"))
         + 1
+}
+
+/// The scratch project's runtime as a private tree: hard links everywhere (cheap), except the
+/// file to damage, which is a real copy so the shared runtime is never touched.
+pub fn private_runtime(p: &Scratch, damaged: &str) {
+    let shared = std::fs::canonicalize(p.path("target/qnn-runtime")).unwrap();
+    std::fs::remove_file(p.path("target/qnn-runtime")).unwrap();
+    for entry in walkdir::WalkDir::new(&shared) {
+        let entry = entry.unwrap();
+        let rel = entry.path().strip_prefix(&shared).unwrap();
+        let dest = p.path("target/qnn-runtime").join(rel);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else if rel.ends_with(damaged) {
+            std::fs::copy(entry.path(), &dest).unwrap();
+        } else {
+            std::fs::hard_link(entry.path(), &dest).unwrap();
+        }
+    }
 }

@@ -345,7 +345,7 @@ fn corpus() -> Vec<Case> {
             setup: |p| edit_text(p, RECIPE, "min_cosine = 0.9999", "min_cosine = -2.0"),
             args: BUILD,
             code: 2,
-            says: &["action_context.toml:", "parity.min_cosine = -2", "[-1, 1]"],
+            says: &["action_context.toml:", "parity.min_cosine = -2", "[0, 1]"],
         },
         Case {
             name: "min_cosine = 1.5",

@@ -12,7 +12,9 @@ mod conformance_cli;
 mod device_ssh_cli;
 mod fp16_version_cli;
 mod generator_cli;
+mod hostile_bundle_cli;
 mod hostile_cli;
+mod hostile_recipes_cli;
 mod new_model_cli;
 mod offline_cli;
 mod parity_cli;
@@ -23,6 +25,8 @@ mod rewrite_cli;
 mod rewrite_decompose;
 mod run_cli;
 mod runtime_cli;
+#[allow(dead_code)]
+mod sandbox;
 mod sdk_cli;
 mod step_cache_cli;
 mod whatif_cli;

@@ -8,24 +8,7 @@ use std::path::Path;
 
 use common::Scratch;
 
-/// The scratch project's runtime as a private tree: hard links everywhere (cheap), except the
-/// file to damage, which is a real copy so the shared runtime is never touched.
-fn private_runtime(p: &Scratch, damaged: &str) {
-    let shared = std::fs::canonicalize(p.path("target/qnn-runtime")).unwrap();
-    std::fs::remove_file(p.path("target/qnn-runtime")).unwrap();
-    for entry in walkdir::WalkDir::new(&shared) {
-        let entry = entry.unwrap();
-        let rel = entry.path().strip_prefix(&shared).unwrap();
-        let dest = p.path("target/qnn-runtime").join(rel);
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&dest).unwrap();
-        } else if rel.ends_with(damaged) {
-            std::fs::copy(entry.path(), &dest).unwrap();
-        } else {
-            std::fs::hard_link(entry.path(), &dest).unwrap();
-        }
-    }
-}
+use common::private_runtime;
 
 fn find(p: &Scratch, name: &str) -> std::path::PathBuf {
     walkdir::WalkDir::new(p.path("target/qnn-runtime"))

@@ -74,7 +74,7 @@ impl BenchParity {
 
 #[derive(clap::Args)]
 pub struct ParityEngineOnce {
-    #[arg(long)]
+    #[arg(long, value_parser = crate::recipe::names::parse_model_name)]
     model: String,
 }
 
