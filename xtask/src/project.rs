@@ -80,3 +80,6 @@ pub fn scrub(root: &Path, text: &str) -> String {
 pub fn scratch_dir(root: &Path, name: &str) -> PathBuf {
     root.join("target").join(name)
 }
+
+/// Where the rewritten copies of ONNX graphs live (`[rewrite] apply`), relative to the root.
+pub const REWRITE_DIR: &str = "target/rewrite";

@@ -53,7 +53,7 @@ pub struct BundleComponent {
     /// How far the DLC was checked, from the convert record.
     pub dlc_validation: String,
     /// The graph rewrites QNN's copy of the ONNX got, from the convert record.
-    pub rewrites: Option<crate::onnx::decompose::RewriteCheck>,
+    pub rewrites: Option<crate::rewritten::RewriteCheck>,
     /// The schema of the build record these facts were read from.
     pub record_schema: u32,
     /// The tool versions that built the binary (its context record).
@@ -382,7 +382,7 @@ fn rewrites_section(b: &BundleInfo, md: &mut String) {
     if with.is_empty() {
         return;
     }
-    let table = crate::onnx::decompose::rewrites_table(
+    let table = crate::rewritten::rewrites_table(
         "context",
         with.iter().flat_map(|(c, r)| r.cells(&c.name)),
     );

@@ -7,8 +7,8 @@ use anyhow::{Context, Result, bail};
 
 use crate::ctx_build::fingerprint::ComponentRecord;
 use crate::hashing::HashMemo;
-use crate::htp_target::soc::Soc;
 use crate::recipe::Component;
+use crate::soc::Soc;
 
 /// What is wrong with a component's built binary and wrapper, whatever its freshness: the
 /// binary must hash to what its context step recorded, and the wrapper's EPContext node must

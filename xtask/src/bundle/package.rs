@@ -16,10 +16,10 @@ use crate::ctx_build::fingerprint::{ComponentRecord, Freshness};
 use crate::ctx_build::fresh::runtime_versions;
 use crate::ctx_build::plan::plan_component;
 use crate::hashing::{HashMemo, sha256_bytes, sha256_file};
-use crate::htp_target::soc::Soc;
 use crate::recipe::{Component, Model};
 use crate::runtime::Runtime;
 use crate::runtime::bootstrap::{QNN_WHEEL, ensure_runtime_rehashed};
+use crate::soc::Soc;
 use crate::vocab::ToolchainKind;
 
 /// What to package: the model's selected components for one SoC, into `out`.

@@ -253,7 +253,7 @@ fn session_models(
                 }
             }
             // QNN's CPU backend runs what the build converts: the rewritten copy, if any.
-            _ => crate::onnx::decompose::onnx_for(root, &model.file.model.name, comp, backend)?,
+            _ => crate::rewritten::onnx_for(root, &model.file.model.name, comp, backend)?,
         };
         out.insert(comp.name().to_string(), path);
     }

@@ -69,7 +69,9 @@ impl BuildCtx {
             toolchain: self.toolchain,
             allow_sdk_version: self.allow_sdk_version,
             verbose: ctx.verbose,
-            cache: crate::step_cache::StepCache::from_flag_or_env(self.cache.as_deref())?,
+            cache: crate::ctx_build::step_cache::StepCache::from_flag_or_env(
+                self.cache.as_deref(),
+            )?,
             print_keys: self.print_keys,
         };
         req.validate()?;

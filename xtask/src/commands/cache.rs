@@ -1,13 +1,13 @@
 //! `cargo xtask cache ls|gc`: the build cache's entries (sizes, last use) and its size
-//! control (least recently used first). The work is `crate::step_cache`.
+//! control (least recently used first). The work is `crate::ctx_build::step_cache`.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
 use super::{Ctx, Outcome};
-use crate::step_cache::gc::{human_bytes, ls_table, parse_size};
-use crate::step_cache::{CACHE_ENV, StepCache};
+use crate::ctx_build::step_cache::gc::{human_bytes, ls_table, parse_size};
+use crate::ctx_build::step_cache::{CACHE_ENV, StepCache};
 
 #[derive(clap::Args)]
 pub struct Cache {

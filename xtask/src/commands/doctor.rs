@@ -228,7 +228,9 @@ pub fn qairt_vs_recipes(root: &Path, qnn_build: Option<&str>, sdk: Option<&str>)
 }
 
 fn sdk_version() -> Option<String> {
-    crate::toolchain::sdk::Sdk::detect().ok().map(|s| s.version)
+    crate::ctx_build::toolchain::sdk::Sdk::detect()
+        .ok()
+        .map(|s| s.version)
 }
 
 fn sdk_status(platform: Platform) -> String {
@@ -240,7 +242,7 @@ fn sdk_status(platform: Platform) -> String {
             "not set (QNN_SDK_ROOT / QAIRT_SDK_ROOT unset)".into()
         };
     }
-    match crate::toolchain::sdk::Sdk::detect() {
+    match crate::ctx_build::toolchain::sdk::Sdk::detect() {
         Ok(sdk) if platform.qnn_wheel().is_none() => {
             format!("{} at {}", sdk.version, sdk.root.display())
         }

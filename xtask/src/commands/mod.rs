@@ -21,8 +21,9 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 
-pub use crate::htp_target::{backend_for, backend_for_component, target_soc};
+pub use crate::htp_target::target_soc;
 use crate::recipe::{Component, Model};
+pub use crate::runtime::{backend_for, backend_for_component};
 pub use crate::vocab::{BackendKind, Outcome, ToolchainKind};
 
 pub struct Ctx {

@@ -12,8 +12,8 @@ use anyhow::{Context, Result, bail};
 use super::{Ctx, Outcome};
 use crate::bundle::fetch::{component_patterns, glob_match};
 use crate::ctx_build::plan::artifacts;
-use crate::htp_target::soc::parse_soc;
 use crate::recipe::{Component, Model};
+use crate::soc::parse_soc;
 
 #[path = "plan_sizing.rs"]
 mod sizing;

@@ -211,7 +211,7 @@ fn measure(job: &SweepJob<'_>, g: &Group) -> Result<Vec<Row>> {
     };
     let mut sessions = Vec::new();
     for b in &job.backends {
-        let backend = crate::htp_target::backend_for_component(job.model, comp, *b)?;
+        let backend = crate::runtime::backend_for_component(job.model, comp, *b)?;
         sessions.push((b.label(), job.rt.open(&g.model_path, &backend).map_err(why)));
     }
     let sets: Vec<&str> = if g.data.is_empty() {

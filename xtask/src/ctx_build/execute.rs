@@ -16,12 +16,12 @@ use crate::ctx_build::plan::{ComponentPlan, PlannedStep, StepKind, Versions};
 use crate::ctx_build::progress::Progress;
 use crate::ctx_build::report::{ComponentBuild, StepOutcome};
 use crate::ctx_build::schedule::{self, Granted, MemoryBudget};
+use crate::ctx_build::step_cache::StepCache;
 use crate::ctx_build::step_run::{self, Restored};
+use crate::ctx_build::toolchain::{QnnOnnx, Toolchain};
 use crate::hashing::HashMemo;
-use crate::htp_target::soc::Soc;
 use crate::recipe::{Component, Model};
-use crate::step_cache::StepCache;
-use crate::toolchain::{QnnOnnx, Toolchain};
+use crate::soc::Soc;
 
 /// What every worker shares while executing a plan.
 pub struct BuildEnv<'a> {
@@ -188,7 +188,10 @@ fn build_component(
             match step_run::restore_step(env, step, &mut record, &record_path) {
                 Ok(Restored::Yes(outputs, detail, key)) => {
                     let seconds = started.elapsed().as_secs_f64();
-                    let how = format!("restored from cache {}", crate::step_cache::short(&key));
+                    let how = format!(
+                        "restored from cache {}",
+                        crate::ctx_build::step_cache::short(&key)
+                    );
                     env.progress
                         .step_line(&bar, &plan.component, label, &how, Some(seconds));
                     let texts = reasons.texts();

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::htp_target::HtpTarget;
-use crate::onnx::decompose::RewriteCheck;
 use crate::parity::component::ComponentResult;
+use crate::rewritten::RewriteCheck;
 use crate::vocab::ToolchainKind;
 
 /// The schema of `ctx/<model>/<component>.record.json`; a record of any other version is

@@ -15,24 +15,26 @@ pub mod progress;
 pub mod report;
 pub mod rss;
 pub mod schedule;
+pub mod step_cache;
 pub mod step_checks;
 pub mod step_run;
 pub mod steps;
+pub mod toolchain;
 
 use std::path::Path;
 use std::sync::Mutex;
 
 use anyhow::{Result, bail};
 
+use crate::ctx_build::step_cache::StepCache;
+use crate::ctx_build::toolchain::Toolchain;
+use crate::ctx_build::toolchain::embedded::Embedded;
+use crate::ctx_build::toolchain::sdk::Sdk;
 use crate::hashing::HashMemo;
-use crate::htp_target::soc::Soc;
 use crate::recipe::{Component, Model};
 use crate::runtime::Runtime;
 use crate::runtime::bootstrap::ensure_runtime;
-use crate::step_cache::StepCache;
-use crate::toolchain::Toolchain;
-use crate::toolchain::embedded::Embedded;
-use crate::toolchain::sdk::Sdk;
+use crate::soc::Soc;
 use crate::vocab::{Outcome, ToolchainKind};
 use plan::{ComponentPlan, Versions, plan_component};
 
@@ -158,7 +160,7 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
         .save(&memo_path)?;
     let cache = req.cache.as_ref().map(|c| c.dir().display().to_string());
     let mut report = report::BuildReport::new(name, &req.soc, &rt, &versions, cache, results);
-    report.unverified_inputs = crate::bundle::provenance::note(root, name);
+    report.unverified_inputs = crate::report::provenance::note(root, name);
     let dir = crate::project::reports_dir(root, name);
     report::write_build_report(&dir, &report)?;
     report.print_summary(&crate::project::rel(root, &dir));

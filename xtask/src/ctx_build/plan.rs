@@ -12,11 +12,11 @@ use crate::ctx_build::fingerprint::{
     ComponentRecord, DirtyReason, Freshness, StepKey, step_freshness,
 };
 use crate::ctx_build::steps;
+use crate::ctx_build::toolchain::Rendered;
 use crate::hashing::{HashMemo, sha256_bytes};
 use crate::htp_target::HtpTarget;
-use crate::htp_target::soc::Soc;
 use crate::recipe::{Component, Model};
-use crate::toolchain::Rendered;
+use crate::soc::Soc;
 
 /// Tool versions that enter every fingerprint (and every step's facts).
 pub type Versions = crate::ctx_build::facts::ToolVersions;
@@ -191,7 +191,7 @@ pub fn plan_component(
         None => convert_inputs.push("(external data: known once the ONNX exists)".into()),
     }
     hashes.golden = hash_input(root, &golden_rel, memo, &mut missing);
-    let toolchain = crate::toolchain::for_plan(&versions.toolchain);
+    let toolchain = crate::ctx_build::toolchain::for_plan(&versions.toolchain);
     let target = HtpTarget::from_recipe(soc, &comp.file.context);
     let rendered = StepKind::ALL.map(|kind| toolchain.render(kind, comp, &target, &art));
     let keys = step_keys(model, comp, &target, versions, &rendered, &hashes);
@@ -229,7 +229,10 @@ pub fn plan_component(
         };
         let built = record.steps.get(&record_name).map(|r| {
             let how = match &r.restored_from_cache {
-                Some(k) => format!(" (restored from cache {})", crate::step_cache::short(k)),
+                Some(k) => format!(
+                    " (restored from cache {})",
+                    crate::ctx_build::step_cache::short(k)
+                ),
                 None => String::new(),
             };
             format!("{}{how}", r.facts.summary())

@@ -2,7 +2,7 @@
 //! renders (not the recipe) is what the context key hashes.
 use super::*;
 use crate::ctx_build::fingerprint::{DirtyReason, freshness};
-use crate::toolchain::{Rendered, Toolchain};
+use crate::ctx_build::toolchain::{Rendered, Toolchain};
 
 fn tiny() -> Model {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
@@ -41,11 +41,11 @@ fn rendered(tc: &dyn Toolchain, model: &Model, comp: &Component, soc: &Soc) -> [
 /// Which of the three steps' keys differ between two recipes of a component.
 fn changed(edit: impl Fn(&mut Component), toolchain: &str) -> [bool; 3] {
     let model = tiny();
-    let soc = crate::htp_target::soc::parse_soc("77").unwrap();
+    let soc = crate::soc::parse_soc("77").unwrap();
     let before = model.components[0].clone();
     let mut after = before.clone();
     edit(&mut after);
-    let tc = crate::toolchain::for_plan(&used(toolchain));
+    let tc = crate::ctx_build::toolchain::for_plan(&used(toolchain));
     let v = versions(toolchain);
     let keys = |c: &Component| {
         step_keys(
@@ -92,12 +92,12 @@ fn a_convert_edit_dirties_every_step() {
 fn a_change_in_what_is_rendered_dirties_the_context_step() {
     let model = tiny();
     let comp = &model.components[0];
-    let soc = crate::htp_target::soc::parse_soc("77").unwrap();
+    let soc = crate::soc::parse_soc("77").unwrap();
     for (tc, part) in [
         ("embedded", "rendered HTP EP options"),
         ("qairt-sdk 2.47.0", "rendered HTP config file"),
     ] {
-        let tool = crate::toolchain::for_plan(&used(tc));
+        let tool = crate::ctx_build::toolchain::for_plan(&used(tc));
         let v = versions(tc);
         let r = rendered(tool.as_ref(), &model, comp, &soc);
         let mut other = r.clone();
@@ -140,9 +140,9 @@ fn a_change_in_what_is_rendered_dirties_the_context_step() {
 fn renderings_use_placeholders_not_machine_paths() {
     let model = tiny();
     let comp = &model.components[0];
-    let soc = crate::htp_target::soc::parse_soc("77").unwrap();
+    let soc = crate::soc::parse_soc("77").unwrap();
     for tc in ["embedded", "qairt-sdk 2.47.0"] {
-        let tool = crate::toolchain::for_plan(&used(tc));
+        let tool = crate::ctx_build::toolchain::for_plan(&used(tc));
         for r in rendered(tool.as_ref(), &model, comp, &soc) {
             for text in r.parts.values().chain(&r.commands) {
                 assert!(!text.contains(env!("CARGO_MANIFEST_DIR")), "{text}");

@@ -6,8 +6,8 @@ use serde::Serialize;
 
 use crate::ctx_build::fingerprint::{DirtyReason, Freshness};
 use crate::ctx_build::plan::{ComponentPlan, PlannedStep, StepKind, Versions};
-use crate::htp_target::soc::Soc;
 use crate::recipe::Model;
+use crate::soc::Soc;
 
 pub fn print_plan(
     model: &Model,

@@ -10,8 +10,8 @@ use serde::Serialize;
 use crate::ctx_build::facts::StepFacts;
 use crate::ctx_build::fingerprint::StepRecord;
 use crate::ctx_build::plan::{PlannedStep, Versions};
-use crate::htp_target::soc::Soc;
 use crate::runtime::Runtime;
+use crate::soc::Soc;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct OutputFile {
@@ -293,7 +293,7 @@ fn build_markdown(r: &BuildReport) -> String {
 /// The graph rewrites each component's convert step applied (from its record), with the
 /// rewritten copy's figures on ORT: QNN built that copy, not the ONNX as committed.
 fn rewrites_markdown(r: &BuildReport, md: &mut String) {
-    let rows: Vec<(String, crate::onnx::decompose::RewriteCheck)> = r
+    let rows: Vec<(String, crate::rewritten::RewriteCheck)> = r
         .components
         .iter()
         .flat_map(|c| c.steps.iter().map(move |s| (c, s)))
@@ -305,7 +305,7 @@ fn rewrites_markdown(r: &BuildReport, md: &mut String) {
     if rows.is_empty() {
         return;
     }
-    let table = crate::onnx::decompose::rewrites_table(
+    let table = crate::rewritten::rewrites_table(
         "component",
         rows.iter().flat_map(|(comp, check)| check.cells(comp)),
     );

@@ -5,9 +5,9 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 
+use crate::ctx_build::toolchain::{StepJob, Toolchain};
 use crate::parity::component::load_golden;
 use crate::recipe::{Component, Model};
-use crate::toolchain::{StepJob, Toolchain};
 
 /// None when the binary's graph carries the recipe's `graph_name`; else why not (the
 /// toolchain says: `Toolchain::graph_name_note`).
@@ -17,12 +17,12 @@ pub fn graph_name_note(tc: &dyn Toolchain, inside: &str, asked: &str) -> Option<
 
 /// The rewritten copy the toolchain converted, run on ORT against the golden: a rewrite that
 /// changed what the graph computes fails the step (None without `[rewrite]`).
-pub fn check_rewrites(job: &StepJob<'_>) -> Result<Option<crate::onnx::decompose::RewriteCheck>> {
+pub fn check_rewrites(job: &StepJob<'_>) -> Result<Option<crate::rewritten::RewriteCheck>> {
     if job.comp.file.rewrite.apply.is_empty() {
         return Ok(None);
     }
     let golden = load_golden(job.root, job.comp)?;
-    let check = crate::onnx::decompose::check_on_ort(
+    let check = crate::rewritten::check_on_ort(
         job.rt,
         job.root,
         job.model,

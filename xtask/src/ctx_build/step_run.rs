@@ -10,10 +10,10 @@ use crate::ctx_build::execute::BuildEnv;
 use crate::ctx_build::fingerprint::{ComponentRecord, StepRecord};
 use crate::ctx_build::plan::{ComponentPlan, PlannedStep, StepKind};
 use crate::ctx_build::report::OutputFile;
+use crate::ctx_build::step_cache::entry::Lookup;
 use crate::ctx_build::steps::{self, StagedOutput, StepRun};
+use crate::ctx_build::toolchain::{QnnOnnx, StepJob};
 use crate::recipe::Component;
-use crate::step_cache::entry::Lookup;
-use crate::toolchain::{QnnOnnx, StepJob};
 
 /// Runs one step. Its old record entry is cleared first (except CPU parity's: it names the
 /// current DLC, which a failing run keeps) and the new one written last, after every output

@@ -15,11 +15,11 @@ use crate::ctx_build::plan::{Artifacts, Versions, section_hash};
 use crate::ctx_build::step_checks::{
     check_dlc, check_rewrites, graph_name_note, require_fp16_safe_golden,
 };
+use crate::ctx_build::toolchain::{Rendered, StepJob, Toolchain};
 use crate::hashing::sha256_file;
 use crate::htp_target::HtpTarget;
 use crate::parity::component::load_golden;
 use crate::recipe::{Component, Model};
-use crate::toolchain::{Rendered, StepJob, Toolchain};
 
 /// A staged file, hashed, and the artifact (project-relative) it becomes.
 pub struct StagedOutput {
@@ -184,7 +184,7 @@ impl CpuParity {
             bail!(
                 "CPU-backend parity gate failed: {} (hint: `{}`)",
                 reasons.join(" | "),
-                crate::diagnose::bisect_hint(
+                crate::parity::bisect_hint(
                     &job.model.file.model.name,
                     job.comp,
                     crate::vocab::BackendKind::Cpu
@@ -222,7 +222,7 @@ impl CpuParity {
 pub struct Context;
 
 impl Context {
-    pub fn record_name(soc: &crate::htp_target::soc::Soc) -> String {
+    pub fn record_name(soc: &crate::soc::Soc) -> String {
         format!("context@soc{}", soc.id)
     }
 

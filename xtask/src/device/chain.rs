@@ -99,7 +99,7 @@ pub fn run_and_report(
         let ins = crate::fp16::clamp_masks(comp, ins);
         let n = calls.entry(comp_name.to_string()).or_default();
         *n += 1;
-        let log = crate::toolchain::sdk::steps::log_path(
+        let log = crate::ctx_build::toolchain::sdk::steps::log_path(
             root,
             name,
             comp_name,
@@ -124,7 +124,8 @@ pub fn run_and_report(
         .iter()
         .filter_map(|c| {
             let s = samples.get(c.name())?;
-            let execute = ExecuteStats::of(crate::toolchain::sdk::profile::TIMING_SOURCE, s);
+            let execute =
+                ExecuteStats::of(crate::ctx_build::toolchain::sdk::profile::TIMING_SOURCE, s);
             let k = calls[c.name()];
             Some(DeviceComponentTimes {
                 component: c.name().into(),
@@ -264,7 +265,7 @@ fn markdown(r: &DeviceRunReport) -> String {
     let _ = writeln!(
         md,
         "\n## Device execute time ({} rows)\n",
-        crate::toolchain::sdk::profile::TIMING_SOURCE
+        crate::ctx_build::toolchain::sdk::profile::TIMING_SOURCE
     );
     md.push_str(&crate::report::md_table(
         &[

@@ -34,10 +34,10 @@ use serde::{Deserialize, Serialize};
 
 use self::ssh::{Ssh, quote};
 pub use self::url::DeviceUrl;
+use crate::ctx_build::toolchain::sdk::NativeIo;
+use crate::ctx_build::toolchain::sdk::profile::{ExecuteStats, TIMING_SOURCE, execute_samples_us};
 use crate::recipe::Component;
 use crate::tensor::Tensor;
-use crate::toolchain::sdk::NativeIo;
-use crate::toolchain::sdk::profile::{ExecuteStats, TIMING_SOURCE, execute_samples_us};
 
 /// Files of the device SDK that `doctor --device` reports (`{a}` = the arch folder).
 const SDK_FILES: [&str; 5] = [
@@ -128,7 +128,7 @@ fn short() -> Duration {
 }
 
 fn transfer_timeout() -> Duration {
-    crate::toolchain::sdk::step_timeout()
+    crate::ctx_build::toolchain::sdk::step_timeout()
 }
 
 impl Device {

@@ -93,8 +93,11 @@ impl Device {
             let t = inputs
                 .get(spec.name.get_ref())
                 .with_context(|| format!("no input `{}` for {name}", spec.name.get_ref()))?;
-            let bytes =
-                crate::toolchain::sdk::steps::input_bytes(spec.name.get_ref(), t, native.inputs)?;
+            let bytes = crate::ctx_build::toolchain::sdk::steps::input_bytes(
+                spec.name.get_ref(),
+                t,
+                native.inputs,
+            )?;
             in_bytes += bytes.len() as u64;
             std::fs::write(local.join(format!("input_{i}.raw")), bytes)?;
             entries.push(format!("{}:={run_dir}/input_{i}.raw", spec.name.get_ref()));
@@ -141,7 +144,7 @@ impl Device {
             );
             let out = self.ssh.exec(
                 &script,
-                crate::toolchain::sdk::step_timeout(),
+                crate::ctx_build::toolchain::sdk::step_timeout(),
                 &format!("qnn-net-run of {name}"),
             );
             if let Some(parent) = log.parent() {
@@ -162,7 +165,8 @@ impl Device {
                     &format!("copying back the outputs of {name}"),
                 )?;
             }
-            let outputs = crate::toolchain::sdk::steps::read_result_outputs(comp, &back, native)?;
+            let outputs =
+                crate::ctx_build::toolchain::sdk::steps::read_result_outputs(comp, &back, native)?;
             let csv = std::fs::read_to_string(back.join("profile.csv"))?;
             let all = execute_samples_us(&csv, TIMING_SOURCE)
                 .context("reading the device's qnn-profile-viewer CSV")?;

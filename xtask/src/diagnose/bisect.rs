@@ -42,7 +42,7 @@ pub struct BisectJob<'a> {
 
 pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
     // What the build gives QNN: the rewritten copy when the recipe asks for rewrites.
-    let onnx_path = crate::onnx::decompose::onnx_for(job.root, job.model, job.comp, job.backend)?;
+    let onnx_path = crate::rewritten::onnx_for(job.root, job.model, job.comp, job.backend)?;
     let bytes = std::fs::read(&onnx_path)?;
     let graph = parse_model(&bytes)?;
     let candidates: Vec<(usize, String)> = graph

@@ -6,14 +6,4 @@ pub mod bisect_report;
 pub mod probe;
 pub mod rank;
 
-/// The bisect command to suggest when a gate fails.
-pub fn bisect_hint(
-    model: &str,
-    comp: &crate::recipe::Component,
-    backend: crate::vocab::BackendKind,
-) -> String {
-    format!(
-        "cargo xtask bisect {} --backend {backend} --model {model}",
-        comp.name()
-    )
-}
+pub use crate::parity::bisect_hint;

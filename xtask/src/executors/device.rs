@@ -63,7 +63,12 @@ impl Executor for OnDevice<'_> {
         } else {
             golden.inputs.clone()
         };
-        let log = crate::toolchain::sdk::steps::log_path(root, name, comp.name(), "device-htp-run");
+        let log = crate::ctx_build::toolchain::sdk::steps::log_path(
+            root,
+            name,
+            comp.name(),
+            "device-htp-run",
+        );
         let run =
             self.device
                 .run_component(comp, &root.join(&art.bin), &inputs, 0, self.iters, &log)?;

@@ -34,9 +34,7 @@ impl Executor for Embedded<'_> {
             }
             // QNN's CPU backend runs what the build converts (the rewritten copy, if any);
             // ORT judges the recipe's ONNX, the graph's meaning.
-            backend => {
-                crate::onnx::decompose::onnx_for(root, &model.file.model.name, comp, backend)?
-            }
+            backend => crate::rewritten::onnx_for(root, &model.file.model.name, comp, backend)?,
         };
         let mut result = run_component(
             self.rt,

@@ -5,11 +5,11 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
+use crate::ctx_build::toolchain::sdk::Sdk;
 use crate::parity::component::{ComponentResult, GoldenIo, judge_outputs};
 use crate::parity::runner::Executor;
 use crate::recipe::{Component, Model};
 use crate::runtime::Runtime;
-use crate::toolchain::sdk::Sdk;
 use crate::vocab::BackendKind;
 
 pub struct SdkNetRun<'a> {
@@ -65,7 +65,7 @@ impl Executor for SdkNetRun<'_> {
         let work = crate::project::scratch_dir(root, "sdk-parity");
         std::fs::create_dir_all(&work)?;
         let staging = tempfile::tempdir_in(&work)?;
-        let job = crate::toolchain::sdk::steps::Job {
+        let job = crate::ctx_build::toolchain::sdk::steps::Job {
             sdk: &self.sdk,
             root,
             model: &model.file.model.name,
@@ -80,7 +80,7 @@ impl Executor for SdkNetRun<'_> {
                 } else {
                     golden.inputs.clone()
                 };
-                let (out, stats) = crate::toolchain::sdk::steps::htp_run(
+                let (out, stats) = crate::ctx_build::toolchain::sdk::steps::htp_run(
                     &job,
                     &root.join(&art.bin),
                     &inputs,
@@ -89,7 +89,11 @@ impl Executor for SdkNetRun<'_> {
                 (out, stats, &art.bin)
             }
             _ => (
-                crate::toolchain::sdk::steps::cpu_run(&job, &root.join(&art.dlc), &golden.inputs)?,
+                crate::ctx_build::toolchain::sdk::steps::cpu_run(
+                    &job,
+                    &root.join(&art.dlc),
+                    &golden.inputs,
+                )?,
                 None,
                 &art.dlc,
             ),

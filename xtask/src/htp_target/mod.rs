@@ -5,7 +5,7 @@
 //! backend-extension config file (QAIRT SDK toolchain). Both renderings live side by side so
 //! they cannot drift apart; the tests check that they agree on every field.
 
-pub mod soc;
+pub use crate::soc;
 
 use serde::{Deserialize, Serialize};
 
@@ -158,41 +158,6 @@ impl HtpTarget {
 /// The SoC of `--soc` (an id or chip name), or the model's own target when absent.
 pub fn target_soc(model: &crate::recipe::Model, soc: Option<&str>) -> anyhow::Result<Soc> {
     soc::parse_soc(soc.unwrap_or(&model.file.target.soc.to_string()))
-}
-
-/// The backend of a command that runs built artifacts for the whole model (`parity`, `run`):
-/// on the HTP those are context binaries, whose graph options were compiled in by build-ctx
-/// from each component's `[context]`, so the target names only the model's device.
-pub fn backend_for(
-    model: &crate::recipe::Model,
-    kind: crate::vocab::BackendKind,
-) -> crate::runtime::Backend {
-    use crate::runtime::Backend;
-    use crate::vocab::BackendKind;
-    match kind {
-        BackendKind::Ort => Backend::OrtCpu,
-        BackendKind::Cpu => Backend::QnnCpu,
-        BackendKind::Htp => Backend::QnnHtp(HtpTarget::for_built_contexts(
-            model.file.target.soc,
-            model.file.target.htp_arch,
-        )),
-    }
-}
-
-/// The backend of a command that compiles one component's ONNX graph (bisect on the HTP):
-/// the HTP target comes from the component's `[context]` on the model's SoC.
-pub fn backend_for_component(
-    model: &crate::recipe::Model,
-    comp: &crate::recipe::Component,
-    kind: crate::vocab::BackendKind,
-) -> anyhow::Result<crate::runtime::Backend> {
-    Ok(match kind {
-        crate::vocab::BackendKind::Htp => {
-            let soc = target_soc(model, None)?;
-            crate::runtime::Backend::QnnHtp(HtpTarget::from_recipe(&soc, &comp.file.context))
-        }
-        other => backend_for(model, other),
-    })
 }
 
 #[cfg(test)]

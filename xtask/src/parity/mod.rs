@@ -6,3 +6,15 @@ pub mod gate;
 pub mod metrics;
 pub mod report;
 pub mod runner;
+
+/// The bisect command to suggest when a gate fails.
+pub fn bisect_hint(
+    model: &str,
+    comp: &crate::recipe::Component,
+    backend: crate::vocab::BackendKind,
+) -> String {
+    format!(
+        "cargo xtask bisect {} --backend {backend} --model {model}",
+        comp.name()
+    )
+}

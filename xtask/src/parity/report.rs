@@ -257,10 +257,7 @@ pub fn parity_markdown(r: &ParityReport) -> String {
     let rewritten: Vec<String> = r
         .components
         .iter()
-        .filter(|c| {
-            c.session_model
-                .starts_with(crate::onnx::decompose::REWRITE_DIR)
-        })
+        .filter(|c| c.session_model.starts_with(crate::project::REWRITE_DIR))
         .map(|c| {
             format!(
                 "- `{}` ran `{}`, the copy its recipe's `[rewrite]` makes for QNN",

@@ -62,7 +62,7 @@ impl ParityRun<'_> {
             if !result.pass && result.error.is_none() && backend != BackendKind::Ort {
                 crate::outln!(
                     "      hint: find where it diverges with `{}`",
-                    crate::diagnose::bisect_hint(name, comp, backend)
+                    crate::parity::bisect_hint(name, comp, backend)
                 );
             }
             results.push(result);

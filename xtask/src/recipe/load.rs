@@ -98,9 +98,7 @@ pub fn load_model(root: &Path, name: &str) -> Result<Model> {
 /// `[target] htp_arch` must be the SoC table's arch of `[target] soc` (both name one device;
 /// a disagreement would build for one and load for the other).
 fn check_target_arch(path: &Path, text: &str, soc: u32, htp_arch: u32) -> Result<()> {
-    let known = crate::htp_target::soc::KNOWN_SOCS
-        .iter()
-        .find(|s| s.id == soc);
+    let known = crate::soc::KNOWN_SOCS.iter().find(|s| s.id == soc);
     if let Some(s) = known
         && s.htp_arch != htp_arch
     {

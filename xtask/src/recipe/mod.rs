@@ -15,6 +15,7 @@ pub mod validate;
 use std::path::PathBuf;
 
 pub mod gate;
+pub mod tensor_names;
 pub use contract::{check_golden, check_graph_contract, check_rewrites_match};
 pub use gate::Gate;
 pub use host::{DenormSection, DimMode};

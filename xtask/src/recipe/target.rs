@@ -33,7 +33,7 @@ pub fn check_model_section(path: &Path, text: &str, file: &ModelFile) -> Result<
             at(path, text, "target", "qairt", 0)
         );
     }
-    if let Err(e) = crate::htp_target::soc::parse_soc(&file.target.soc.to_string()) {
+    if let Err(e) = crate::soc::parse_soc(&file.target.soc.to_string()) {
         bail!("{}: {e:#}", at(path, text, "target", "soc", 0));
     }
     Ok(())
@@ -55,7 +55,7 @@ pub fn check_action_dims(
             c.file
                 .outputs
                 .iter()
-                .find(|o| o.name.get_ref() == crate::chain::pipeline::names::NEXT_TRAJECTORY)
+                .find(|o| o.name.get_ref() == crate::recipe::tensor_names::NEXT_TRAJECTORY)
         })
         .and_then(|o| o.shape.last().copied());
     let key = || at(path, text, "host", "action_dim_used", 0);

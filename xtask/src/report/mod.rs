@@ -5,6 +5,7 @@
 
 pub mod html;
 pub mod latency;
+pub mod provenance;
 
 use std::path::Path;
 
@@ -44,7 +45,7 @@ impl ToolVersions {
 
     /// These versions with the model's unverified inputs, if any (`fetch --unverified`).
     pub fn with_provenance(mut self, root: &Path, model: &str) -> Self {
-        self.unverified_inputs = crate::bundle::provenance::note(root, model);
+        self.unverified_inputs = crate::report::provenance::note(root, model);
         self
     }
 

@@ -15,3 +15,41 @@ pub mod wheels;
 
 pub use crate::htp_target::HtpTarget;
 pub use session::{Backend, Runtime};
+
+/// The backend of a command that runs built artifacts for the whole model (`parity`, `run`):
+/// on the HTP those are context binaries, whose graph options were compiled in by build-ctx
+/// from each component's `[context]`, so the target names only the model's device.
+pub fn backend_for(
+    model: &crate::recipe::Model,
+    kind: crate::vocab::BackendKind,
+) -> crate::runtime::Backend {
+    use crate::runtime::Backend;
+    use crate::vocab::BackendKind;
+    match kind {
+        BackendKind::Ort => Backend::OrtCpu,
+        BackendKind::Cpu => Backend::QnnCpu,
+        BackendKind::Htp => Backend::QnnHtp(crate::htp_target::HtpTarget::for_built_contexts(
+            model.file.target.soc,
+            model.file.target.htp_arch,
+        )),
+    }
+}
+
+/// The backend of a command that compiles one component's ONNX graph (bisect on the HTP):
+/// the HTP target comes from the component's `[context]` on the model's SoC.
+pub fn backend_for_component(
+    model: &crate::recipe::Model,
+    comp: &crate::recipe::Component,
+    kind: crate::vocab::BackendKind,
+) -> anyhow::Result<crate::runtime::Backend> {
+    Ok(match kind {
+        crate::vocab::BackendKind::Htp => {
+            let soc = crate::htp_target::target_soc(model, None)?;
+            crate::runtime::Backend::QnnHtp(crate::htp_target::HtpTarget::from_recipe(
+                &soc,
+                &comp.file.context,
+            ))
+        }
+        other => backend_for(model, other),
+    })
+}

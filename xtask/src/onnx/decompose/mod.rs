@@ -2,10 +2,9 @@
 //! computes differently from what the ONNX operator means is replaced, in a copy of the graph,
 //! by elementary operators QNN computes as ONNX Runtime does. The committed ONNX is never
 //! edited: every QNN step (convert, CPU parity, context compile, the chain on `cpu`) gets the
-//! copy (`copy::qnn_onnx`), while `parity --backend ort` keeps judging the original (what the
+//! copy (`crate::rewritten::qnn_onnx`), while `parity --backend ort` keeps judging the original (what the
 //! graph means). A rewrite's name and version enter the convert step's fingerprint.
 
-mod copy;
 mod gelu;
 mod splice;
 
@@ -15,9 +14,6 @@ use serde::{Deserialize, Serialize};
 use crate::onnx::builder::Node;
 use crate::onnx::proto::{OnnxNode, OnnxSummary, parse_model};
 
-pub use copy::{
-    REWRITE_DIR, RewriteCheck, check_on_ort, onnx_for, qnn_onnx, qnn_onnx_rel, rewrites_table,
-};
 pub use splice::Namer;
 
 /// One rewrite of the catalogue.
@@ -116,7 +112,7 @@ pub fn apply(model: &[u8], names: &[String]) -> Result<(Vec<u8>, Vec<Applied>)> 
 
 /// `apply`, given `model` already parsed when the caller has it (the first rewrite reads its
 /// nodes from it; each later one parses what the previous one wrote).
-fn apply_parsed(
+pub fn apply_parsed(
     model: &[u8],
     parsed: Option<&OnnxSummary>,
     names: &[String],

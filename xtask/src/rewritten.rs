@@ -7,14 +7,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::Applied;
+use crate::onnx::decompose::Applied;
 use crate::onnx::proto::parse_model;
 use crate::parity::component::{GoldenIo, run_component};
 use crate::recipe::{Component, Model};
 use crate::runtime::{Backend, Runtime};
 
 /// The folder of every rewritten copy, project-relative.
-pub const REWRITE_DIR: &str = "target/rewrite";
+pub use crate::project::REWRITE_DIR;
 
 /// Where the rewritten copy of `comp` lives, project-relative (what renderings show).
 pub fn qnn_onnx_rel(model: &str, comp: &Component) -> PathBuf {
@@ -45,8 +45,8 @@ pub fn qnn_onnx(root: &Path, model: &str, comp: &Component) -> Result<(PathBuf, 
     };
     // Parsed once: the first rewrite reads its nodes, the copy its external data.
     let summary = parse_model(&bytes).with_context(context)?;
-    let (rewritten, applied) =
-        super::apply_parsed(&bytes, Some(&summary), names).with_context(context)?;
+    let (rewritten, applied) = crate::onnx::decompose::apply_parsed(&bytes, Some(&summary), names)
+        .with_context(context)?;
     let copy = root.join(qnn_onnx_rel(model, comp));
     let dir = copy.parent().context("rewrite folder")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;

@@ -14,9 +14,9 @@ use crate::ctx_build::facts::ToolchainUsed;
 use crate::ctx_build::plan::{Artifacts, StepKind};
 use crate::hashing::sha256_bytes;
 use crate::htp_target::HtpTarget;
-use crate::htp_target::soc::Soc;
 use crate::parity::component::{ComponentResult, GoldenIo};
 use crate::recipe::{Component, Model};
+use crate::soc::Soc;
 
 pub mod embedded;
 pub mod sdk;
@@ -96,7 +96,7 @@ pub struct QnnOnnx {
 impl QnnOnnx {
     /// Writes the rewritten copy when the recipe asks for rewrites, then hashes what QNN gets.
     pub fn resolve(root: &Path, model: &str, comp: &Component) -> Result<QnnOnnx> {
-        let (path, applied) = crate::onnx::decompose::qnn_onnx(root, model, comp)?;
+        let (path, applied) = crate::rewritten::qnn_onnx(root, model, comp)?;
         Ok(QnnOnnx {
             rel: crate::project::rel(root, &path),
             sha256: crate::hashing::sha256_file(&path)?,
@@ -119,7 +119,7 @@ pub fn rendered_qnn_onnx(comp: &Component, art: &Artifacts) -> PathBuf {
         .and_then(|d| d.file_name())
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    crate::onnx::decompose::qnn_onnx_rel(&model, comp)
+    crate::rewritten::qnn_onnx_rel(&model, comp)
 }
 
 /// A staged output of a step and what the step reports about it.

@@ -13,10 +13,10 @@ use super::{
 };
 use crate::ctx_build::facts::ToolchainUsed;
 use crate::ctx_build::plan::{Artifacts, StepKind};
+use crate::ctx_build::toolchain::{Rendered, STAGING, Staged, StepJob, Toolchain};
 use crate::htp_target::HtpTarget;
 use crate::parity::component::{ComponentResult, GoldenIo, judge_outputs};
 use crate::recipe::Component;
-use crate::toolchain::{Rendered, STAGING, Staged, StepJob, Toolchain};
 
 /// The SDK root as rendered (and as the dry run shows it when no SDK is installed).
 pub const SDK_ROOT: &str = "$QAIRT_SDK_ROOT";
@@ -70,7 +70,7 @@ impl Toolchain for Sdk {
                 let explicit = comp.file.convert.onnx_skip_simplification;
                 let mut args = converter_args(
                     comp,
-                    &crate::toolchain::rendered_qnn_onnx(comp, art),
+                    &crate::ctx_build::toolchain::rendered_qnn_onnx(comp, art),
                     &dlc,
                     explicit == Some(true),
                 );
