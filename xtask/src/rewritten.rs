@@ -185,3 +185,33 @@ pub fn check_on_ort(
         ort_pass: result.pass,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rewrites_table_is_the_hand_built_one_of_before() {
+        let check = RewriteCheck {
+            applied: vec![Applied {
+                name: crate::onnx::decompose::KNOWN[0].name.into(),
+                version: crate::onnx::decompose::KNOWN[0].version,
+                what: crate::onnx::decompose::KNOWN[0].what.into(),
+                nodes: vec!["a".into(), "b".into()],
+            }],
+            onnx: "target/rewrite/m/mlp/mlp.onnx".into(),
+            ort: vec![("y".into(), 1.0, 4.8e-7), ("z".into(), 0.99, 1e-3)],
+            ort_pass: true,
+        };
+        let a = &check.applied[0];
+        let expected = format!(
+            "| component | rewrite | replaced nodes | what | rewritten copy on ORT vs golden |\n\
+             |---|---|---|---|---|\n\
+             | `mlp` | {} v{} | 2 | {} | y cosine 1.0 max abs 4.800e-7, z cosine 0.99000000 max abs 1.000e-3 |\n",
+            a.name,
+            a.version,
+            a.what.replace('|', "\\|"),
+        );
+        assert_eq!(rewrites_table("component", check.cells("mlp")), expected);
+    }
+}

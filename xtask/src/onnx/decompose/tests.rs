@@ -91,31 +91,6 @@ fn the_key_part_names_every_rewrite_with_its_version() {
 }
 
 #[test]
-fn the_rewrites_table_is_the_hand_built_one_of_before() {
-    let check = RewriteCheck {
-        applied: vec![Applied {
-            name: gelu::GELU_TANH.name.into(),
-            version: gelu::GELU_TANH.version,
-            what: gelu::GELU_TANH.what.into(),
-            nodes: vec!["a".into(), "b".into()],
-        }],
-        onnx: "target/rewrite/m/mlp/mlp.onnx".into(),
-        ort: vec![("y".into(), 1.0, 4.8e-7), ("z".into(), 0.99, 1e-3)],
-        ort_pass: true,
-    };
-    let a = &check.applied[0];
-    let expected = format!(
-        "| component | rewrite | replaced nodes | what | rewritten copy on ORT vs golden |\n\
-         |---|---|---|---|---|\n\
-         | `mlp` | {} v{} | 2 | {} | y cosine 1.0 max abs 4.800e-7, z cosine 0.99000000 max abs 1.000e-3 |\n",
-        a.name,
-        a.version,
-        a.what.replace('|', "\\|"),
-    );
-    assert_eq!(rewrites_table("component", check.cells("mlp")), expected);
-}
-
-#[test]
 fn applying_to_a_parsed_model_is_applying_to_its_bytes() {
     let bytes = gelu_graph().to_bytes(20);
     let names = ["decompose_gelu_tanh".to_string()];
