@@ -68,6 +68,7 @@ impl ParityRun<'_> {
             results.push(result);
         }
         let mut report = ParityReport::new(name, backend, self.rt, results);
+        report.versions = report.versions.with_provenance(self.root, name);
         exec.annotate(&mut report);
         let dir = crate::project::reports_dir(self.root, name);
         if self.narrowed {

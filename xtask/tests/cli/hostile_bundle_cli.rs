@@ -49,6 +49,17 @@ fn bundle(s: &Sandbox) -> PathBuf {
     s.p.path("dist/t")
 }
 
+/// The stored tree of `someone/tiny`'s `main` in the `hf` double's store (a commit folder the
+/// branch points at), where a test plants what a compromised download would bring.
+fn remote_tree(s: &Sandbox) -> PathBuf {
+    let repo = s.p.path("hf-store/someone/tiny");
+    for d in ["refs/heads", "refs/tags", "refs/pr", "prs", "commits"] {
+        std::fs::create_dir_all(repo.join(d)).unwrap();
+    }
+    std::fs::write(repo.join("refs/heads/main"), "planted\n").unwrap();
+    repo.join("commits/planted")
+}
+
 fn mkfifo(path: &Path) {
     let status = Command::new("mkfifo").arg(path).status().unwrap();
     assert!(status.success());
@@ -186,7 +197,7 @@ fn discloses_nothing(s: &Sandbox, run: &Run) {
 fn fetch_refuses_links_fifos_and_paths_that_leave_the_bundle() {
     let s = Sandbox::new();
     let pristine = bundle(&s);
-    let remote = s.p.path("hf-store/someone/tiny/main");
+    let remote = remote_tree(&s);
     for (name, mutate, says, selected) in mutations() {
         let modes = if selected {
             vec![None, Some("action_context")]
@@ -285,7 +296,7 @@ fn repo_ids_and_revisions_never_reach_hf_as_options() {
 fn a_download_without_manifest_needs_unverified_which_every_report_and_card_records() {
     let s = Sandbox::new();
     let pristine = bundle(&s);
-    let remote = s.p.path("hf-store/someone/tiny/main");
+    let remote = remote_tree(&s);
     copy_tree(&pristine, &remote);
     std::fs::remove_file(remote.join("manifest.json")).unwrap();
     let refused = with_hf(&s, &["fetch", "--repo", "someone/tiny"]);

@@ -262,8 +262,8 @@ fn corpus() -> Vec<Case> {
             name: "npz NaN in a golden input, lint-fp16",
             setup: |p| common::edit_golden(&p.path(GOLDEN), "keys", |a| a[[0, 0, 0, 1]] = f32::NAN),
             args: &["lint-fp16", "--only", COMP],
-            code: 1,
-            says: &["keys", "holds 1 NaN", GOLDEN],
+            code: 2,
+            says: &["`keys`: 1 NaN, 0 Inf", GOLDEN, "nothing was run"],
         },
         Case {
             name: "npz Inf in a golden input, parity never shows a clean cosine",
@@ -271,8 +271,22 @@ fn corpus() -> Vec<Case> {
                 common::edit_golden(&p.path(GOLDEN), "keys", |a| a[[0, 0, 0, 1]] = f32::INFINITY)
             },
             args: PARITY,
-            code: 1,
-            says: &["NaN/Inf"],
+            code: 2,
+            says: &["`keys`: 0 NaN, 1 Inf", GOLDEN, "nothing was run"],
+        },
+        Case {
+            name: "npz NaN in a golden input, build-ctx refuses before any step",
+            setup: |p| common::edit_golden(&p.path(GOLDEN), "keys", |a| a[[0, 0, 0, 1]] = f32::NAN),
+            args: &["build-ctx", "--soc", "77", "--only", COMP],
+            code: 2,
+            says: &["`keys`: 1 NaN, 0 Inf", GOLDEN, "nothing was run"],
+        },
+        Case {
+            name: "npz NaN in a golden input, run refuses before the chain",
+            setup: |p| common::edit_golden(&p.path(GOLDEN), "keys", |a| a[[0, 0, 0, 1]] = f32::NAN),
+            args: &["run", "--backend", "ort", "--iters", "1", "--warmup", "0"],
+            code: 2,
+            says: &["`keys`: 1 NaN, 0 Inf", GOLDEN, "nothing was run"],
         },
         // ---- ONNX
         Case {
