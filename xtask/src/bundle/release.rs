@@ -91,11 +91,7 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
         _ => format!("xtask-release-{}-<nonce>", &manifest_sha[..12]),
     };
     let upload = |rev: &str| -> Vec<String> {
-        [
-            "upload",
-            req.repo,
-            &bundle.display().to_string(),
-            ".",
+        let options = strings(&[
             "--repo-type",
             "model",
             "--revision",
@@ -108,10 +104,10 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
             &message,
             "--format",
             "json",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+        ]);
+        // Positionals after `--`: nothing the user typed can be read as an option of `hf`.
+        let positionals = strings(&[req.repo, &bundle.display().to_string(), "."]);
+        super::hf::hf_argv("upload", &options, &positionals)
     };
     let mut plan = vec![
         "hf auth whoami".to_string(),

@@ -91,18 +91,16 @@ pub(super) fn already_there(
 
 fn download_pair(repo: &str, rev: &str, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
-    run_hf(&super::release::strings(&[
-        "download",
-        repo,
-        "manifest.json",
-        "SHA256SUMS",
+    let options = super::release::strings(&[
         "--repo-type",
         "model",
         "--revision",
         rev,
         "--local-dir",
         &dir.display().to_string(),
-    ]))?;
+    ]);
+    let positionals = super::release::strings(&[repo, "manifest.json", "SHA256SUMS"]);
+    run_hf(&super::hf::hf_argv("download", &options, &positionals))?;
     Ok(())
 }
 
