@@ -2,6 +2,7 @@
 //! sessions and judges every boundary (`run`, `sessions`), and its reports (`report` with the
 //! Markdown, `html`, `terminal`; latency percentiles in `latency`).
 
+pub mod boundaries;
 pub mod html;
 pub mod introduced;
 pub use crate::report::latency;

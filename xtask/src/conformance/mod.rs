@@ -314,10 +314,12 @@ fn fp16_inputs_explain(
 
 /// A refusal or failure in one line, without this machine's paths.
 fn short_reason(root: &Path, e: &anyhow::Error) -> String {
-    let text = crate::project::scrub(root, &format!("{e:#}"));
-    let text = match text.find("QNN said:") {
-        Some(i) => text[i..].to_string(),
-        None => text,
+    let refused = e
+        .chain()
+        .find_map(|c| c.downcast_ref::<crate::runtime::placement::NotOnQnn>());
+    let text = match refused {
+        Some(n) => format!("QNN said: {}", n.qnn_reasons.join(" | ")),
+        None => crate::project::scrub(root, &format!("{e:#}")),
     };
     let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     match one_line.char_indices().nth(400) {

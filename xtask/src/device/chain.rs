@@ -14,9 +14,10 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::{Device, DeviceInfo, timing_note};
+use crate::chain::boundaries::{expected_boundaries, judge_boundaries};
 use crate::chain::pipeline::{load_host_inputs, run_chain};
 use crate::chain::report::BoundaryParity;
-use crate::chain::run::{expected_boundaries, host_section, judge_boundaries};
+use crate::chain::run::host_section;
 use crate::parity::gate::Status;
 use crate::recipe::Model;
 use crate::report::latency::ExecuteStats;

@@ -55,7 +55,11 @@ impl ParityRun<'_> {
                 .and_then(|golden| exec.run(comp, &golden))
             {
                 Ok(r) => r,
-                Err(e) if exec.is_fatal(&e) => return Err(e),
+                // Bad input (a corrupt golden, a recipe mismatch) is the user's to fix: exit 2
+                // for the command, not a FAIL row of one component.
+                Err(e) if exec.is_fatal(&e) || crate::bad_input::is_bad_input(&e) => {
+                    return Err(e);
+                }
                 Err(e) => failed_component(self.root, comp.name(), backend.label(), &e),
             };
             print_component(&result);

@@ -1,6 +1,7 @@
 //! The embedded QNN 2.47 runtime: fetching it (`bootstrap`), loading it and opening checked
 //! sessions on it (`session`), and asking it for versions (`version`).
 
+pub mod backend;
 pub mod bootstrap;
 pub mod compile_config;
 pub mod device;

@@ -75,19 +75,47 @@ pub fn require_all_on_qnn(placement: &Placement, log: &[String], model: &Path) -
             .map(str::trim)
             .collect();
         reasons.dedup();
-        bail!(
-            "{}: not placed entirely on QNN ({on_qnn} node(s) on QNN, {off} elsewhere):\n  {}\n  QNN said: {}",
-            model.display(),
-            if placement.off_qnn.is_empty() {
-                "(node names not logged)".to_string()
-            } else {
-                placement.off_qnn.join("\n  ")
-            },
-            reasons.join(" | ")
-        );
+        return Err(anyhow::Error::new(NotOnQnn {
+            model: model.display().to_string(),
+            on_qnn,
+            off,
+            off_qnn: placement.off_qnn.clone(),
+            qnn_reasons: reasons.iter().map(|r| r.to_string()).collect(),
+        }));
     }
     Ok(())
 }
+
+/// A graph QNN did not take entirely: what was left elsewhere and QNN's own reasons, typed so
+/// that callers (the conformance sweep) read the reasons without parsing the message.
+#[derive(Debug)]
+pub struct NotOnQnn {
+    pub model: String,
+    pub on_qnn: usize,
+    pub off: usize,
+    pub off_qnn: Vec<String>,
+    pub qnn_reasons: Vec<String>,
+}
+
+impl std::fmt::Display for NotOnQnn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: not placed entirely on QNN ({} node(s) on QNN, {} elsewhere):\n  {}\n  QNN said: {}",
+            self.model,
+            self.on_qnn,
+            self.off,
+            if self.off_qnn.is_empty() {
+                "(node names not logged)".to_string()
+            } else {
+                self.off_qnn.join("\n  ")
+            },
+            self.qnn_reasons.join(" | ")
+        )
+    }
+}
+
+impl std::error::Error for NotOnQnn {}
 
 #[cfg(test)]
 mod tests {

@@ -27,30 +27,7 @@ use crate::tensor::{DType, Tensor};
 pub const QNN_EP: &str = "QNNExecutionProvider";
 const CPU_EP: &str = "CPUExecutionProvider";
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Backend {
-    /// ONNX Runtime's own CPU execution provider (the reference of `parity --backend ort`).
-    OrtCpu,
-    /// The QNN CPU backend, `libQnnCpu.so`.
-    QnnCpu,
-    /// The QNN HTP backend, `libQnnHtp.so`.
-    QnnHtp(HtpTarget),
-}
-
-impl Backend {
-    /// Which of the three backends this is (the word reports and flags use).
-    pub fn kind(&self) -> crate::vocab::BackendKind {
-        match self {
-            Backend::OrtCpu => crate::vocab::BackendKind::Ort,
-            Backend::QnnCpu => crate::vocab::BackendKind::Cpu,
-            Backend::QnnHtp(_) => crate::vocab::BackendKind::Htp,
-        }
-    }
-
-    pub fn label(&self) -> &'static str {
-        self.kind().label()
-    }
-}
+pub use super::backend::Backend;
 
 /// The loaded ONNX Runtime with the QNN plugin registered.
 pub struct Runtime {
