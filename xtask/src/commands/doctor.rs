@@ -27,7 +27,7 @@ pub struct Doctor {
     need: Vec<super::BackendKind>,
     /// Check a board over ssh instead (`ssh://user@host[:port][/workdir]`): its arch, QAIRT
     /// SDK version, HTP libraries and free disk (see README "Validate on a board").
-    #[arg(long, value_name = "ssh://user@host[:port][/workdir]")]
+    #[arg(long, value_name = "ssh://user@host[:port][/workdir]", value_parser = crate::device::url::parse_device_arg)]
     device: Option<String>,
     /// With --device: the QAIRT version to expect (default: the tiny model's `[target] qairt`).
     #[arg(long, requires = "device", default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]

@@ -28,7 +28,7 @@ pub struct Parity {
     iters: u32,
     /// Run the context binaries on a board over ssh (`ssh://user@host[:port][/workdir]`) with
     /// the device's own QAIRT SDK (`--backend htp` only); see README "Validate on a board".
-    #[arg(long, value_name = "ssh://user@host[:port][/workdir]")]
+    #[arg(long, value_name = "ssh://user@host[:port][/workdir]", value_parser = crate::device::url::parse_device_arg)]
     device: Option<String>,
 }
 

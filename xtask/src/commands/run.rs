@@ -32,7 +32,8 @@ pub struct Run {
     #[arg(
         long,
         value_name = "ssh://user@host[:port][/workdir]",
-        conflicts_with = "streaming"
+        conflicts_with = "streaming",
+        value_parser = crate::device::url::parse_device_arg
     )]
     device: Option<String>,
     /// What-if: run these components (comma-separated) on ORT's CPU EP in fp32, the rest on

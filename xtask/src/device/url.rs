@@ -136,6 +136,14 @@ impl std::fmt::Display for DeviceUrl {
     }
 }
 
+/// The `--device` flag's value checked when the command line is parsed (before any runtime is
+/// loaded or downloaded), so a typo is refused at once; the text is kept as given.
+pub fn parse_device_arg(text: &str) -> std::result::Result<String, String> {
+    DeviceUrl::parse(text)
+        .map(|_| text.to_string())
+        .map_err(|e| format!("{e:#}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
