@@ -63,7 +63,7 @@ pub struct HashMemo {
 impl HashMemo {
     /// Where a project keeps its memo (shared by builds, the conformance sweep and lint).
     pub fn path_in(root: &Path) -> std::path::PathBuf {
-        root.join("target/xtask-hash-memo.json")
+        crate::project::scratch_dir(root, "xtask-hash-memo.json")
     }
 
     /// A memo that re-hashes every file it is asked about (nothing is taken on trust).

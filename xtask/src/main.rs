@@ -72,7 +72,7 @@ fn main() -> ExitCode {
     };
     let result = root.and_then(|root| {
         runtime::stdio::isolate_native_stdout(
-            &root.join("target/xtask-native-stdout.log"),
+            &xtask::project::scratch_dir(&root, "xtask-native-stdout.log"),
             cli.verbose,
         );
         let ctx = commands::Ctx {

@@ -107,7 +107,7 @@ fn download(req: &FetchRequest<'_>, dir: &Path, include: Option<&[String]>) -> R
 }
 
 fn scratch(req: &FetchRequest<'_>) -> Result<tempfile::TempDir> {
-    let downloads = req.root.join("target/fetch");
+    let downloads = crate::project::scratch_dir(req.root, "fetch");
     std::fs::create_dir_all(&downloads)?;
     Ok(tempfile::Builder::new()
         .prefix(&format!("{}-", req.model.file.model.name))

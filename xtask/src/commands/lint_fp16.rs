@@ -89,7 +89,7 @@ fn intermediates(
         .flat_map(|n| n.outputs.iter().cloned())
         .filter(|o| !o.is_empty() && !graph.graph_outputs.contains(o))
         .collect();
-    let work = ctx.root.join("target/lint-fp16").join(comp.name());
+    let work = crate::project::scratch_dir(&ctx.root, "lint-fp16").join(comp.name());
     let copy = crate::diagnose::probe::write_exposed_copy(&work, &onnx, &bytes, &graph, &names)?;
     // Fed what the HTP is fed: marked masks clamped.
     let outputs = rt

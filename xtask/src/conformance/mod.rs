@@ -54,9 +54,7 @@ pub fn sweep(job: &SweepJob<'_>) -> Result<ConformanceReport> {
     let memo_path = crate::hashing::HashMemo::path_in(job.root);
     let mut memo = crate::hashing::HashMemo::load(&memo_path);
     for comp in &job.comps {
-        let work = job
-            .root
-            .join("target/conformance")
+        let work = crate::project::scratch_dir(job.root, "conformance")
             .join(model_name)
             .join(comp.name());
         let graph = collect(job.root, &work, job.rt, comp, &job.ops, &mut groups)?;

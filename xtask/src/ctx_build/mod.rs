@@ -161,6 +161,7 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     let cache = req.cache.as_ref().map(|c| c.dir().display().to_string());
     let mut report = report::BuildReport::new(name, &req.soc, &rt, &versions, cache, results);
     report.unverified_inputs = crate::report::provenance::note(root, name);
+    report.versions = report.versions.with_provenance(root, name);
     let dir = crate::project::reports_dir(root, name);
     report::write_build_report(&dir, &report)?;
     report.print_summary(&crate::project::rel(root, &dir));

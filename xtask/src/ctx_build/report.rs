@@ -161,6 +161,9 @@ pub struct BuildReport {
     pub onnxruntime: String,
     pub qnn: String,
     pub runtime_source: String,
+    /// Every tool version, the data root and the inputs' provenance: the line every report
+    /// opens with (`report::ToolVersions::summary`).
+    pub versions: crate::report::ToolVersions,
     /// The build cache used (`--cache` / `XTASK_CACHE_DIR`), if any.
     pub cache: Option<String>,
     /// Inputs fetched without a manifest (`fetch --unverified`), when any are in use.
@@ -186,6 +189,7 @@ impl BuildReport {
             onnxruntime: versions.onnxruntime.clone(),
             qnn: versions.qnn.clone(),
             runtime_source: rt.libs.source.into(),
+            versions: crate::report::ToolVersions::of(rt),
             cache,
             unverified_inputs: None,
             pass: components.iter().all(|c| c.pass),
@@ -243,16 +247,9 @@ fn build_markdown(r: &BuildReport) -> String {
         r.soc.chips.join(" / "),
         r.soc.htp_arch
     );
-    let _ = writeln!(
-        md,
-        "ONNX Runtime {} · QNN {} · runtime: {}\n",
-        r.onnxruntime, r.qnn, r.runtime_source
-    );
+    let _ = writeln!(md, "{}\n", r.versions.summary());
     if let Some(c) = &r.cache {
         let _ = writeln!(md, "Build cache: `{c}`\n");
-    }
-    if let Some(u) = &r.unverified_inputs {
-        let _ = writeln!(md, "**{u}**\n");
     }
     let _ = writeln!(
         md,

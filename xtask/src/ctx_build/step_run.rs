@@ -53,7 +53,7 @@ pub fn run_step(
     let watch = (step.kind == StepKind::Context).then(|| {
         let label = step.kind.label();
         crate::ctx_build::compile_watch::CompileWatch::start(
-            &env.root.join("target/xtask-native-stdout.log"),
+            &crate::project::scratch_dir(env.root, "xtask-native-stdout.log"),
             crate::project::reports_dir(env.root, &env.model.file.model.name)
                 .join("logs")
                 .join(format!("{}-context.log", comp.name())),

@@ -56,10 +56,11 @@ pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
                 .map(move |o| (i, o.clone()))
         })
         .collect();
-    let work = job
-        .root
-        .join("target/bisect")
-        .join(format!("{}-{}", job.model, job.comp.name()));
+    let work = crate::project::scratch_dir(job.root, "bisect").join(format!(
+        "{}-{}",
+        job.model,
+        job.comp.name()
+    ));
     let mut probe = Probe {
         rt: job.rt,
         backend: job.backend,

@@ -64,8 +64,7 @@ impl RuntimeLibs {
 
 /// The folder of the unpacked runtime of a platform (one per platform: they never collide).
 pub fn runtime_dir(root: &Path, platform: Platform) -> PathBuf {
-    root.join("target/qnn-runtime")
-        .join(platform.runtime_dir_name())
+    crate::project::scratch_dir(root, "qnn-runtime").join(platform.runtime_dir_name())
 }
 
 /// Returns the runtime libraries, fetching and unpacking the pinned wheels on first need.
@@ -116,7 +115,7 @@ fn embedded_libs(dir: &Path, platform: Platform) -> RuntimeLibs {
 }
 
 fn unpack_from_verified_wheels(root: &Path, runtime_dir: &Path, platform: Platform) -> Result<()> {
-    let wheel_dir = root.join("target/qnn-runtime/wheels");
+    let wheel_dir = crate::project::scratch_dir(root, "qnn-runtime/wheels");
     let ort = platform.ort_wheel();
     let mut wheels = vec![fetch_verified_wheel(&wheel_dir, ort, platform)?];
     if let Some(qnn) = platform.qnn_wheel() {

@@ -33,7 +33,7 @@ impl BenchBuild {
             return Ok(Outcome::Success);
         }
         let libs = ensure_runtime(&ctx.root)?;
-        let bench_dir = ctx.root.join("target/bench/build");
+        let bench_dir = crate::project::scratch_dir(&ctx.root, "bench/build");
         if bench_dir.exists() {
             std::fs::remove_dir_all(&bench_dir)?;
         }

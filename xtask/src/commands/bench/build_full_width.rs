@@ -21,7 +21,7 @@ struct Measured {
 
 pub fn run(repo: &Path) -> Result<()> {
     let project = full_width_project(repo)?;
-    let out = repo.join("target/bench/build-fullwidth");
+    let out = crate::project::scratch_dir(repo, "bench/build-fullwidth");
     std::fs::create_dir_all(&out)?;
     let mut runs = Vec::new();
     for jobs in [1usize, 2] {

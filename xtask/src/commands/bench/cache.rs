@@ -23,7 +23,7 @@ impl BenchCache {
             models.push(("full-width", "fullwidth"));
         }
         for (title, model) in models {
-            let cache = ctx.root.join("target/bench/cache/store").join(model);
+            let cache = crate::project::scratch_dir(&ctx.root, "bench/cache/store").join(model);
             if cache.exists() {
                 std::fs::remove_dir_all(&cache)?;
             }
@@ -35,7 +35,7 @@ impl BenchCache {
             } else {
                 let src = super::full_width_project(&ctx.root)?;
                 let copy = |name: &str| -> Result<std::path::PathBuf> {
-                    let p = ctx.root.join("target/bench/cache").join(name);
+                    let p = crate::project::scratch_dir(&ctx.root, "bench/cache").join(name);
                     if p.exists() {
                         std::fs::remove_dir_all(&p)?;
                     }

@@ -24,7 +24,7 @@ pub struct BenchHash {
 
 impl BenchHash {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
-        let dir = ctx.root.join("target/bench/hash");
+        let dir = crate::project::scratch_dir(&ctx.root, "bench/hash");
         std::fs::create_dir_all(&dir)?;
         let path = dir.join(format!("data-{}gib.bin", self.gib));
         let bytes = self.gib << 30;

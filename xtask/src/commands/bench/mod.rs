@@ -68,11 +68,11 @@ pub fn xtask_in(root: &Path, args: &[&str]) -> Result<String> {
 
 pub fn link_runtime(repo: &Path, project: &Path) -> Result<()> {
     std::fs::create_dir_all(project.join("target"))?;
-    let link = project.join("target/qnn-runtime");
+    let link = crate::project::scratch_dir(project, "qnn-runtime");
     if link.exists() {
         return Ok(());
     }
-    std::os::unix::fs::symlink(repo.join("target/qnn-runtime"), link)
+    std::os::unix::fs::symlink(crate::project::scratch_dir(repo, "qnn-runtime"), link)
         .context("cannot link the runtime into the bench project")
 }
 
@@ -92,14 +92,13 @@ pub fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 /// A Python environment for the baselines: the pinned onnxruntime wheel (hash-checked, the
 /// same library the tool loads), numpy and onnx, in `target/bench/pyenv`.
 pub fn python_env(root: &Path) -> Result<PathBuf> {
-    let env = root.join("target/bench/pyenv");
+    let env = crate::project::scratch_dir(root, "bench/pyenv");
     let python = env.join("bin/python");
     if python.is_file() && env.join(".complete").is_file() {
         return Ok(python);
     }
     crate::runtime::bootstrap::ensure_runtime(root)?;
-    let wheel = root
-        .join("target/qnn-runtime/wheels")
+    let wheel = crate::project::scratch_dir(root, "qnn-runtime/wheels")
         .join(crate::runtime::platform::Platform::host().ort_wheel().file);
     crate::runtime::bootstrap::verify_wheel_hash(
         &wheel,
@@ -140,7 +139,7 @@ fn run_checked(program: &std::ffi::OsStr, args: &[&str]) -> Result<()> {
 /// The full-width synthetic model (real tensor sizes, one layer per split), generated on
 /// demand by the generator into `target/bench/fullwidth`; never committed.
 pub fn full_width_project(root: &Path) -> Result<PathBuf> {
-    let project = root.join("target/bench/fullwidth");
+    let project = crate::project::scratch_dir(root, "bench/fullwidth");
     if !project.join(".complete").is_file() {
         let python = python_env(root)?;
         if project.exists() {
@@ -164,7 +163,7 @@ pub fn full_width_project(root: &Path) -> Result<PathBuf> {
 
 /// A scratch copy of the tiny model under `target/bench/<name>`.
 pub fn tiny_project(root: &Path, name: &str) -> Result<PathBuf> {
-    let project = root.join("target/bench").join(name);
+    let project = crate::project::scratch_dir(root, "bench").join(name);
     if project.exists() {
         std::fs::remove_dir_all(&project)?;
     }
