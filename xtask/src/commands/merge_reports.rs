@@ -1,7 +1,7 @@
 //! `cargo xtask merge-reports --model M DIR...`: the parity reports that CI matrix entries wrote
 //! with `parity --only <component>` (each DIR one entry's `reports/<model>/`), merged per
 //! backend into `reports/<model>/parity-<backend>.{json,md}` as one run over all of them would
-//! have written (`ParityReport::merge_earlier`). Nothing is re-run; each component keeps its own
+//! have written (`ParityReport::insert_missing`, the one merge `--only` runs use too). Nothing is re-run; each component keeps its own
 //! figures, hashes and time. A component measured by two entries, a report of another model, or
 //! entries run with different tool versions are refused.
 
@@ -88,7 +88,8 @@ impl MergeReports {
                             );
                         }
                         let mut report = report;
-                        report.merge_earlier(Some(earlier), &order);
+                        // CI entries of one release: none is an earlier run of another.
+                        report.insert_missing(earlier.components, &order);
                         report
                     }
                 });

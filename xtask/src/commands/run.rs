@@ -55,23 +55,14 @@ impl Run {
             if self.backend != super::BackendKind::Htp {
                 anyhow::bail!("--device runs the built context binaries: use --backend htp");
             }
-            if self.iters == 0 {
-                anyhow::bail!("--iters must be at least 1");
-            }
-            let rt = crate::runtime::Runtime::load(
-                crate::runtime::bootstrap::ensure_runtime_rehashed(&ctx.root)?,
-            )?;
-            let device = crate::device::Device::connect(url)?;
-            device.require_runnable(&model.file.target.qairt)?;
-            let report = crate::device::chain::run_and_report(
+            let pass = crate::device::chain::connect_and_run(
                 &ctx.root,
-                &rt,
                 &model,
-                &device,
+                url,
                 self.iters,
                 self.warmup,
             )?;
-            return Ok(if report.pass {
+            return Ok(if pass {
                 Outcome::Success
             } else {
                 Outcome::GateFailed

@@ -297,3 +297,21 @@ fn markdown(r: &DeviceRunReport) -> String {
     }
     md
 }
+
+/// `run --device`: connects, checks the board can run this model, runs the chain there and
+/// reports it; true when every gate passed.
+pub fn connect_and_run(
+    root: &Path,
+    model: &Model,
+    url: &str,
+    iters: usize,
+    warmup: usize,
+) -> Result<bool> {
+    if iters == 0 {
+        anyhow::bail!("--iters must be at least 1");
+    }
+    let rt = Runtime::load(crate::runtime::bootstrap::ensure_runtime(root)?)?;
+    let device = crate::device::Device::connect(url)?;
+    device.require_runnable(&model.file.target.qairt)?;
+    Ok(run_and_report(root, &rt, model, &device, iters, warmup)?.pass)
+}
