@@ -213,3 +213,44 @@ fn unknown_model_and_component_are_clear_errors() {
     let run = p.run(&["parity", "--backend", "ort", "--only", "visoin"]);
     run.assert_refused(2, "unknown component `visoin`");
 }
+
+/// An `--only` run's exit code comes from what it ran: a failure kept from an earlier run of
+/// another component is shown as such (terminal and Markdown), not turned into this run's FAIL.
+#[test]
+fn an_only_run_exits_on_what_it_ran_and_shows_kept_results_as_earlier() {
+    let p = Scratch::tiny();
+    let golden = p.path("golden/tiny/llm_split0_io.npz");
+    let good = std::fs::read(&golden).unwrap();
+    edit_golden(&golden, "hidden_out", |a| a.mapv_inplace(|v| -v));
+    p.run(&["parity", "--backend", "ort", "--only", "llm_split0"])
+        .assert_code(1);
+    std::fs::write(&golden, good).unwrap();
+    let run = p.run(&["parity", "--backend", "ort", "--only", "vision"]);
+    run.assert_code(0);
+    assert!(
+        run.stdout.contains("all 1 component(s) of this run pass")
+            && run
+                .stdout
+                .contains("of these FAILED when last run: llm_split0"),
+        "{}",
+        run.stdout
+    );
+    let report = read_json(&p.path("reports/tiny/parity-ort.json"));
+    let kept: Vec<_> = report["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["from_earlier_run"] == true)
+        .map(|c| c["component"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kept, ["llm_split0"]);
+    assert_eq!(
+        report["pass"], false,
+        "the report as a whole still holds the failure"
+    );
+    let md = std::fs::read_to_string(p.path("reports/tiny/parity-ort.md")).unwrap();
+    assert!(
+        md.contains("`llm_split0` (earlier run, not re-measured)"),
+        "{md}"
+    );
+}
