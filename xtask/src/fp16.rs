@@ -100,6 +100,20 @@ pub fn scan_golden(
         .collect()
 }
 
+/// The inputs an HTP run is fed: masks clamped to fp16's range unless `clamp` is off
+/// (`--no-clamp`), otherwise the golden inputs as they are.
+pub fn htp_inputs(
+    comp: &Component,
+    inputs: &BTreeMap<String, Tensor>,
+    clamp: bool,
+) -> BTreeMap<String, Tensor> {
+    if clamp {
+        clamp_masks(comp, inputs)
+    } else {
+        inputs.clone()
+    }
+}
+
 /// Inputs with every `mask = true` tensor clamped to fp16's most negative finite value.
 pub fn clamp_masks(
     comp: &Component,

@@ -58,11 +58,7 @@ impl Executor for OnDevice<'_> {
         let soc = crate::htp_target::target_soc(model, None)?;
         let art = crate::ctx_build::plan::artifacts(name, comp.name(), &soc);
         crate::ctx_build::fresh::fresh_context_wrapper(root, self.rt, model, comp)?;
-        let inputs = if self.clamp_masks {
-            crate::fp16::clamp_masks(comp, &golden.inputs)
-        } else {
-            golden.inputs.clone()
-        };
+        let inputs = crate::fp16::htp_inputs(comp, &golden.inputs, self.clamp_masks);
         let log = crate::ctx_build::toolchain::sdk::steps::log_path(
             root,
             name,

@@ -75,11 +75,7 @@ impl Executor for SdkNetRun<'_> {
         let (actual, latency, ran) = match self.backend {
             BackendKind::Htp => {
                 crate::ctx_build::fresh::fresh_context_wrapper(root, self.rt, model, comp)?;
-                let inputs = if self.clamp_masks {
-                    crate::fp16::clamp_masks(comp, &golden.inputs)
-                } else {
-                    golden.inputs.clone()
-                };
+                let inputs = crate::fp16::htp_inputs(comp, &golden.inputs, self.clamp_masks);
                 let (out, stats) = crate::ctx_build::toolchain::sdk::steps::htp_run(
                     &job,
                     &root.join(&art.bin),

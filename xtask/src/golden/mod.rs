@@ -12,7 +12,6 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::hashing::sha256_bytes;
 use crate::recipe::{Component, check_golden};
 use crate::tensor::{Tensor, read_npz};
 
@@ -28,8 +27,9 @@ pub struct GoldenIo {
 
 pub fn load_golden(root: &Path, comp: &Component) -> Result<GoldenIo> {
     let path = root.join(&comp.file.golden.file);
-    let bytes =
-        std::fs::read(&path).with_context(|| format!("missing golden file {}", path.display()))?;
+    // Hashed as a stream: the file is not held in memory twice (the npz reader reads it too).
+    let sha256 = crate::hashing::sha256_file(&path)
+        .with_context(|| format!("missing golden file {}", path.display()))?;
     let all = read_npz(&path)?;
     check_golden(comp, &all, &comp.file.golden.file)?;
     let pick = |specs: &[crate::recipe::TensorSpec]| -> BTreeMap<String, Tensor> {
@@ -43,7 +43,7 @@ pub fn load_golden(root: &Path, comp: &Component) -> Result<GoldenIo> {
     Ok(GoldenIo {
         inputs,
         expected: pick(&comp.file.outputs),
-        sha256: sha256_bytes(&bytes),
+        sha256,
     })
 }
 
