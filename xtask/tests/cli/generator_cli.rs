@@ -4,50 +4,51 @@
 //! the file (and the npz member, or the recipe line) named.
 //!
 //! The generator's Python packages (numpy, onnx, pinned in `xtask/scripts/tinygen/
-//! requirements.txt`) live in `target/tinygen-venv`, which `.ci/run` creates. Without them
-//! these tests fail with the command that installs them: they are never skipped.
+//! requirements.txt`) live in `target/tinygen-venv`, made (once, or again when the pins change)
+//! by `xtask/scripts/tinygen/ensure-venv.sh`, the same script `.ci/run` calls: these tests need
+//! nothing set up beforehand, and a failure to make the venv fails them, never skips them.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use crate::common::{Run, Scratch, copy_tree, edit_golden, repo_root, sha256_hex};
 
-const VENV: &str = "target/tinygen-venv";
-const INSTALL: &str = "python3 -m venv target/tinygen-venv && target/tinygen-venv/bin/python -m pip \
-    install -r xtask/scripts/tinygen/requirements.txt (as .ci/run does)";
-
-/// The venv's Python when `.ci/run` made it, else `python3` from PATH.
-fn python() -> PathBuf {
-    let venv = repo_root().join(VENV).join("bin/python");
-    if venv.is_file() {
-        venv
-    } else {
-        PathBuf::from("python3")
-    }
+/// The pinned venv's Python, made by `ensure-venv.sh` on first use in this test process.
+fn python() -> &'static Path {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let script = repo_root().join("xtask/scripts/tinygen/ensure-venv.sh");
+        let out = Command::new(&script)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", script.display()));
+        let run = Run::from(out);
+        assert_eq!(
+            run.code,
+            0,
+            "ensure-venv.sh could not make the generator's venv\n{}",
+            run.all()
+        );
+        PathBuf::from(run.stdout.trim())
+    })
 }
 
-/// `gen_tiny_model.py --check --root <root>`; a missing Python or numpy/onnx is a failure
-/// that says how to install them.
+/// `gen_tiny_model.py --check --root <root>` in the pinned venv.
 fn check(root: &Path) -> Run {
     let python = python();
-    let out = Command::new(&python)
+    let out = Command::new(python)
         .arg(repo_root().join("xtask/scripts/gen_tiny_model.py"))
         .arg("--check")
         .arg("--root")
         .arg(root)
         .output()
-        .unwrap_or_else(|e| {
-            panic!(
-                "cannot start {}: {e}; install with: {INSTALL}",
-                python.display()
-            )
-        });
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
     let run = Run::from(out);
     assert_ne!(
         run.code,
         2,
-        "the generator's environment is missing ({}); install with: {INSTALL}\n{}",
+        "the generator's environment is broken ({})\n{}",
         python.display(),
         run.all()
     );

@@ -121,8 +121,12 @@ pub fn python_env(root: &Path) -> Result<PathBuf> {
             "--disable-pip-version-check",
             "-q",
             &wheel.display().to_string(),
-            "numpy",
-            "onnx",
+            // numpy and onnx at the generator's pins, so the baseline is reproducible too
+            "-r",
+            &root
+                .join("xtask/scripts/tinygen/requirements.txt")
+                .display()
+                .to_string(),
         ],
     )?;
     std::fs::write(env.join(".complete"), b"")?;
