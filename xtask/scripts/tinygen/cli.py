@@ -10,6 +10,7 @@ from .check import check
 from .dims import SEED
 from .large import generate_large
 from .model import generate, report
+from .realsize import generate_real_size
 from .variants import FULL_WIDTH_VARIANT, TINY_VARIANT, UNEVEN_VARIANT
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -34,10 +35,26 @@ def main(argv=None) -> int:
     ap.add_argument("--full-width", type=Path, default=None, metavar="DIR",
                     help="write the synthetic model at the real bundle's widths (~2 GB) into the "
                          "project root DIR instead: onnx/fullwidth, golden/fullwidth, recipes/fullwidth")
+    ap.add_argument("--real-size", type=Path, default=None, metavar="DIR",
+                    help="write the model at the real bundle's size (~19 GB; weights streamed to external "
+                         "data, about one layer in memory) into the project root DIR: onnx/realsize, "
+                         "golden/realsize, recipes/realsize")
+    ap.add_argument("--vision-layers", type=int, default=None, metavar="N",
+                    help="with --real-size: only the vision component with N ViT layers, as the model "
+                         "realsize-vit<N> (the compile-time scaling study)")
     args = ap.parse_args(argv)
-    modes = [args.check, args.large_out is not None, args.full_width is not None, args.variant is not None]
+    modes = [args.check, args.large_out is not None, args.full_width is not None, args.variant is not None,
+             args.real_size is not None]
     if sum(modes) > 1:
-        ap.error("give at most one of --check, --large-out, --full-width, --variant")
+        ap.error("give at most one of --check, --large-out, --full-width, --variant, --real-size")
+    if args.vision_layers is not None and (args.real_size is None or args.vision_layers < 1):
+        ap.error("--vision-layers N (N >= 1) goes with --real-size")
+    if args.real_size is not None:
+        root = args.real_size.resolve()
+        written = generate_real_size(root, args.vision_layers)
+        print(f"real-size model (seed {SEED}) -> {root}")
+        report(written, root)
+        return 0
     if args.check:
         return check(args.root.resolve())
     if args.large_out is not None:

@@ -115,6 +115,9 @@ class Dims:
     # (ours, theirs): trace.npz keys written under another exporter's names; the recipe maps
     # them back with [host.trace_keys]. `{i}` in a step key stands for the step.
     TRACE_KEYS: tuple = ()
+    # action_context with ONE key and ONE value projection shared by every layer (the real
+    # bundle's 4 MB context) instead of a projection per layer.
+    CTX_SHARED: bool = False
 
     NSPLITS = NSPLITS
 

@@ -113,21 +113,21 @@ def host_tables(d) -> list:
     return tables
 
 
-def model_recipe(variant) -> list:
-    """model.toml: the model, its target, the [host] pipeline and the model-level parity
-    override of the HTP gate (with its reason)."""
+def model_recipe(variant, components=COMPONENTS) -> list:
+    """model.toml: the model, its target, the [host] pipeline (for the whole chain only) and
+    the model-level parity override of the HTP gate (with its reason)."""
     d = variant.dims
     return [
         Table("model", {
             "name": d.name,
             "family": "molmoact2",
             "description": variant.description,
-            "components": list(COMPONENTS),
+            "components": list(components),
             "seq_len": S,
             "obtain": variant.obtain,
         }, comment=variant.header(d)),
         Table("target", dict(TARGET)),
-        *host_tables(d),
+        *(host_tables(d) if list(components) == list(COMPONENTS) else []),
         Table("parity"),
         Table("parity.override", {
             "backend": "htp",
@@ -137,20 +137,22 @@ def model_recipe(variant) -> list:
     ]
 
 
-def write_recipes(variant, root: Path) -> list:
-    """Writes recipes/<model>/ (shapes from golden/<model>/trace.json, written before) and
-    returns the files written."""
+def write_recipes(variant, root: Path, components=COMPONENTS, shapes=None) -> list:
+    """Writes recipes/<model>/ and returns the files written. Tensor shapes come from
+    `shapes` (component -> name -> shape) or else golden/<model>/trace.json, written before."""
     d = variant.dims
-    meta = json.loads((root / "golden" / d.name / "trace.json").read_text())
+    if shapes is None:
+        meta = json.loads((root / "golden" / d.name / "trace.json").read_text())
+        shapes = {c: {**meta["components"][c]["inputs"], **meta["components"][c]["outputs"]}
+                  for c in components}
     rdir = root / "recipes" / d.name
     rdir.mkdir(parents=True, exist_ok=True)
     written = []
     p = rdir / "model.toml"
-    p.write_text(render(model_recipe(variant)))
+    p.write_text(render(model_recipe(variant, components)))
     written.append(p)
-    for comp in COMPONENTS:
-        c = meta["components"][comp]
+    for comp in components:
         p = rdir / f"{comp}.toml"
-        p.write_text(render(component_recipe(d, comp, {**c["inputs"], **c["outputs"]})))
+        p.write_text(render(component_recipe(d, comp, shapes[comp])))
         written.append(p)
     return written

@@ -107,8 +107,9 @@ def llm_split(d, layers, hidden, attn_bias):
 
 
 def action_context(w, keys, values):
-    k = rmsnorm(f64(keys) @ f64(w["w"]), w["norm"])
-    v = rmsnorm(f64(values) @ f64(w["w"]), w["norm"])
+    wk, wv = (w["wk"], w["wv"]) if "wk" in w else (w["w"], w["w"])
+    k = rmsnorm(f64(keys) @ f64(wk), w["norm"])
+    v = rmsnorm(f64(values) @ f64(wv), w["norm"])
     return k, v
 
 

@@ -21,6 +21,14 @@ def linear_w(rng, fan_in, fan_out, gain=1.0):
     return (rng.standard_normal((fan_in, fan_out)) * (gain / math.sqrt(fan_in))).astype(F32)
 
 
+def linear_w32(rng, fan_in, fan_out, gain=1.0):
+    """`linear_w` drawn directly in float32: half the memory and time, for the real-size
+    model's billions of weights (other values than `linear_w`, so never for committed models)."""
+    w = rng.standard_normal((fan_in, fan_out), dtype=np.float32)
+    w *= np.float32(gain / math.sqrt(fan_in))
+    return w
+
+
 def bias(rng, n, scale=0.02):
     return (rng.standard_normal(n) * scale).astype(F32)
 
@@ -43,6 +51,20 @@ def smooth_pos_embed(d, r):
     return pos.reshape(NPATCH, d.DV).astype(F32)
 
 
+def vision_layer(d, r, lin=linear_w):
+    """One ViT layer's weights, drawn from `r` in a fixed order."""
+    return {
+        "ln1_g": norm_w(r, d.DV), "ln1_b": bias(r, d.DV),
+        "wq": lin(r, d.DV, d.DV), "bq": bias(r, d.DV),
+        "wk": lin(r, d.DV, d.DV), "bk": bias(r, d.DV),
+        "wv": lin(r, d.DV, d.DV), "bv": bias(r, d.DV),
+        "wo": lin(r, d.DV, d.DV, 0.5), "bo": bias(r, d.DV),
+        "ln2_g": norm_w(r, d.DV), "ln2_b": bias(r, d.DV),
+        "w1": lin(r, d.DV, d.VMLP), "b1": bias(r, d.VMLP),
+        "w2": lin(r, d.VMLP, d.DV, 0.5), "b2": bias(r, d.DV),
+    }
+
+
 def make_vision(d):
     r = rng_for("vision")
     w = {
@@ -52,18 +74,7 @@ def make_vision(d):
         "layers": [],
     }
     for _ in range(d.VLAYERS):
-        w["layers"].append(
-            {
-                "ln1_g": norm_w(r, d.DV), "ln1_b": bias(r, d.DV),
-                "wq": linear_w(r, d.DV, d.DV), "bq": bias(r, d.DV),
-                "wk": linear_w(r, d.DV, d.DV), "bk": bias(r, d.DV),
-                "wv": linear_w(r, d.DV, d.DV), "bv": bias(r, d.DV),
-                "wo": linear_w(r, d.DV, d.DV, 0.5), "bo": bias(r, d.DV),
-                "ln2_g": norm_w(r, d.DV), "ln2_b": bias(r, d.DV),
-                "w1": linear_w(r, d.DV, d.VMLP), "b1": bias(r, d.VMLP),
-                "w2": linear_w(r, d.VMLP, d.DV, 0.5), "b2": bias(r, d.DV),
-            }
-        )
+        w["layers"].append(vision_layer(d, r))
     w["lnf_g"] = norm_w(r, d.DV)
     w["lnf_b"] = bias(r, d.DV)
     # Grid sampler: mostly driven by the bias so that the 16 points per camera
@@ -78,23 +89,26 @@ def make_vision(d):
     return w
 
 
+def llm_layer(d, r, lin=linear_w):
+    """One LLM decoder layer's weights, drawn from `r` in a fixed order."""
+    return {
+        "in_norm": norm_w(r, d.H),
+        "wq": lin(r, d.H, d.NQ * d.HD),
+        "wk": lin(r, d.H, d.KVW),
+        "wv": lin(r, d.H, d.KVW),
+        "wo": lin(r, d.NQ * d.HD, d.H, 0.5),
+        "post_norm": norm_w(r, d.H),
+        "w_gate": lin(r, d.H, d.FFN),
+        "w_up": lin(r, d.H, d.FFN),
+        "w_down": lin(r, d.FFN, d.H, 0.5),
+    }
+
+
 def make_llm(d, split):
     r = rng_for(f"llm_split{split}")
     layers = []
     for _ in range(d.SPLIT_LAYERS[split]):
-        layers.append(
-            {
-                "in_norm": norm_w(r, d.H),
-                "wq": linear_w(r, d.H, d.NQ * d.HD),
-                "wk": linear_w(r, d.H, d.KVW),
-                "wv": linear_w(r, d.H, d.KVW),
-                "wo": linear_w(r, d.NQ * d.HD, d.H, 0.5),
-                "post_norm": norm_w(r, d.H),
-                "w_gate": linear_w(r, d.H, d.FFN),
-                "w_up": linear_w(r, d.H, d.FFN),
-                "w_down": linear_w(r, d.FFN, d.H, 0.5),
-            }
-        )
+        layers.append(llm_layer(d, r))
     return layers
 
 
@@ -103,6 +117,19 @@ def make_action_context(d):
     return {
         "w": (r.standard_normal((d.NLAYERS, 1, d.KVW, d.E)) / math.sqrt(d.KVW)).astype(F32),
         "norm": norm_w(r, (d.NLAYERS, 1, 1, d.E)),
+    }
+
+
+def action_layer(d, r, lin=linear_w):
+    """One action-expert layer's weights (AdaLN, cross-attention, SwiGLU), drawn from `r`."""
+    return {
+        "scale_w": lin(r, d.E, d.E, ADALN_GAIN), "scale_b": bias(r, d.E),
+        "shift_w": lin(r, d.E, d.E, ADALN_GAIN), "shift_b": bias(r, d.E),
+        "wq": lin(r, d.E, d.E), "wk": lin(r, d.E, d.E),
+        "wv": lin(r, d.E, d.E), "wo": lin(r, d.E, d.E, RES_GAIN),
+        "mlp_norm": norm_w(r, d.E),
+        "w_gate": lin(r, d.E, d.EMLP), "w_up": lin(r, d.E, d.EMLP),
+        "w_down": lin(r, d.EMLP, d.E, RES_GAIN),
     }
 
 
@@ -115,17 +142,7 @@ def make_action_step(d):
         "layers": [],
     }
     for _ in range(d.NLAYERS):
-        w["layers"].append(
-            {
-                "scale_w": linear_w(r, d.E, d.E, ADALN_GAIN), "scale_b": bias(r, d.E),
-                "shift_w": linear_w(r, d.E, d.E, ADALN_GAIN), "shift_b": bias(r, d.E),
-                "wq": linear_w(r, d.E, d.E), "wk": linear_w(r, d.E, d.E),
-                "wv": linear_w(r, d.E, d.E), "wo": linear_w(r, d.E, d.E, RES_GAIN),
-                "mlp_norm": norm_w(r, d.E),
-                "w_gate": linear_w(r, d.E, d.EMLP), "w_up": linear_w(r, d.E, d.EMLP),
-                "w_down": linear_w(r, d.EMLP, d.E, RES_GAIN),
-            }
-        )
+        w["layers"].append(action_layer(d, r))
     w["final_norm"] = norm_w(r, d.E)
     # Gain 0.5 keeps the pre-activation z of the bounded x-prediction head
     # D = tanh(z) mostly inside |z| < ~1.5, so D spreads over about [-0.9, 0.9]

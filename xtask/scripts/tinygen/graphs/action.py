@@ -12,21 +12,25 @@ from ..reference import time_freqs
 from .builder import GraphBuilder
 
 
-def build_context(d, w):
-    g = GraphBuilder("action_context")
+def build_context(d, w, sink=None):
+    g = GraphBuilder("action_context", sink)
     k = g.input("keys", [d.NLAYERS, 1, S, d.KVW])
     v = g.input("values", [d.NLAYERS, 1, S, d.KVW])
-    pw = g.weight("context_proj.weight", w["w"])
+    if d.CTX_SHARED:
+        pk = g.weight("context_proj.k.weight", w["wk"])
+        pv = g.weight("context_proj.v.weight", w["wv"])
+    else:
+        pk = pv = g.weight("context_proj.weight", w["w"])
     nw = g.weight("context_norm.weight", w["norm"])
-    g.rmsnorm(g.op("MatMul", [k, pw]), nw, out="k_ctx")
-    g.rmsnorm(g.op("MatMul", [v, pw]), nw, out="v_ctx")
+    g.rmsnorm(g.op("MatMul", [k, pk]), nw, out="k_ctx")
+    g.rmsnorm(g.op("MatMul", [v, pv]), nw, out="v_ctx")
     g.output("k_ctx", [d.NLAYERS, 1, S, d.E])
     g.output("v_ctx", [d.NLAYERS, 1, S, d.E])
     return g.build()
 
 
-def build_step(d, w):
-    g = GraphBuilder("action_step")
+def build_step(d, w, sink=None):
+    g = GraphBuilder("action_step", sink)
     traj = g.input("trajectory", [1, HORIZON, ADIM])
     ts = g.input("timestep", [1])
     kc = g.input("k_ctx", [d.NLAYERS, 1, S, d.E])

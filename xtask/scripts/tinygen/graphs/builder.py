@@ -14,8 +14,11 @@ from ..dims import IR_VERSION, LN_EPS, OPSET, RMS_EPS
 
 
 class GraphBuilder:
-    def __init__(self, name):
+    def __init__(self, name, sink=None):
+        """`sink` (a `stream.ExternalData`): large initializers go straight to its data file
+        as they are added, so a multi-GB graph is never held in memory."""
         self.name = name
+        self.sink = sink
         self.nodes = []
         self.inits = []
         self.inputs = []
@@ -33,7 +36,10 @@ class GraphBuilder:
     def weight(self, name, arr):
         arr = np.ascontiguousarray(arr)
         assert arr.dtype in (np.float32, np.int64), (name, arr.dtype)
-        self.inits.append(numpy_helper.from_array(arr, name))
+        if self.sink is not None and arr.nbytes >= 1024:
+            self.inits.append(self.sink.tensor(name, arr))
+        else:
+            self.inits.append(numpy_helper.from_array(arr, name))
         return name
 
     def const(self, values, dtype=np.int64):

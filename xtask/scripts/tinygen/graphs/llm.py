@@ -11,8 +11,8 @@ from ..dims import S
 from .builder import GraphBuilder
 
 
-def build(d, split, layers):
-    g = GraphBuilder(f"llm_split{split}")
+def build(d, split, layers, sink=None):
+    g = GraphBuilder(f"llm_split{split}", sink)
     x = g.input("hidden_states", [1, S, d.H])
     ab = g.input("attention_bias", [1, 1, S, S])
     scale = g.const(np.float32(1.0 / math.sqrt(d.HD)), np.float32)

@@ -11,8 +11,8 @@ from ..dims import CAMS, GRID, NPATCH, PDIM, TOK_PER_CAM
 from .builder import GraphBuilder
 
 
-def build(d, w):
-    g = GraphBuilder("vision")
+def build(d, w, sink=None):
+    g = GraphBuilder("vision", sink)
     px = g.input("pixel_values", [1, CAMS, NPATCH, PDIM])
     x = g.reshape(px, [CAMS, NPATCH, PDIM])
     x = g.linear(x, g.weight("patch_embed.weight", w["patch_w"]), g.weight("patch_embed.bias", w["patch_b"]))
