@@ -16,7 +16,7 @@
 
 use serde_json::{Value, json};
 
-use crate::recipe::ComponentEstimate;
+use crate::recipe::{ComponentEstimate, MeasuredAtRealSize};
 
 const GB: f64 = 1e9;
 /// GitHub's standard hosted Linux runner (ubuntu-24.04): 16 GB memory, ~14 GB free disk
@@ -53,6 +53,11 @@ pub struct Estimate {
 }
 
 pub fn estimate(bytes: Option<(u64, u64)>, per_layer: Option<&ComponentEstimate>) -> Estimate {
+    if let Some(e) = per_layer
+        && let Some(m) = &e.measured
+    {
+        return from_measured(bytes, e, m);
+    }
     let mut basis = vec![];
     let (memory_gb, disk_gb) = match bytes {
         Some((w, b)) => {
@@ -104,6 +109,64 @@ pub fn estimate(bytes: Option<(u64, u64)>, per_layer: Option<&ComponentEstimate>
         disk_gb,
         minutes,
         minutes_partial,
+        basis,
+    }
+}
+
+/// Margin on a measured peak: another machine's allocator and page cache differ.
+const MEASURED_MEMORY_MARGIN: f64 = 1.25;
+
+/// The estimate from figures measured at the real size, scaled linearly from the measured
+/// layers to the component's (memory and bytes too: weights grow with layers). Inputs on
+/// disk (or in a --manifest) replace the measured ONNX bytes.
+fn from_measured(
+    bytes: Option<(u64, u64)>,
+    e: &ComponentEstimate,
+    m: &MeasuredAtRealSize,
+) -> Estimate {
+    let scale = e.layers as f64 / m.layers.max(1) as f64;
+    let scaled = if m.layers == e.layers {
+        format!("measured at {} layers", m.layers)
+    } else {
+        format!(
+            "measured at {} layer(s), scaled × {scale:.2} to {} (linear in layers: an assumption)",
+            m.layers, e.layers
+        )
+    };
+    let w = bytes.map_or(m.onnx_bytes as f64 * scale / GB, |(w, _)| w as f64 / GB);
+    let b = bytes.map_or(w, |(_, b)| b as f64 / GB);
+    // The DLC and the binary grow with the weights: their measured bytes per ONNX byte.
+    let outputs = w * (m.dlc_bytes + m.binary_bytes) as f64 / m.onnx_bytes.max(1) as f64;
+    let memory = m.peak_rss_mb / 1e3 * scale.max(1.0) * MEASURED_MEMORY_MARGIN;
+    let disk = 2.0 + 2.0 * b + outputs;
+    let parity = m.htp_parity_s.unwrap_or(0.0);
+    let minutes = SETUP_MINUTES + (m.build_s + parity) * scale / 60.0;
+    let mut basis = vec![
+        format!(
+            "peak memory ≈ {MEASURED_MEMORY_MARGIN} × {:.1} GB measured peak RSS ({scaled})",
+            m.peak_rss_mb / 1e3
+        ),
+        format!(
+            "disk ≈ 2 GB tool+runtime + 2 × {b:.2} GB inputs (staged, laid out) + {outputs:.2} GB DLC + context binary (their measured bytes per ONNX byte; {scaled})"
+        ),
+        format!(
+            "duration ≈ {SETUP_MINUTES} min setup (assumed) + build {:.0} s + HTP parity {} ({scaled})",
+            m.build_s,
+            m.htp_parity_s
+                .map_or("not measured (lower bound)".to_string(), |s| format!(
+                    "{s:.0} s"
+                ))
+        ),
+        m.basis.clone(),
+    ];
+    if bytes.is_some() {
+        basis.push("input bytes from the files on disk or the --manifest".into());
+    }
+    Estimate {
+        memory_gb: Some(memory),
+        disk_gb: Some(disk),
+        minutes: Some(minutes),
+        minutes_partial: m.htp_parity_s.is_none(),
         basis,
     }
 }
@@ -193,5 +256,53 @@ impl Runners {
             });
         }
         choice
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn measured(layers: u32, htp_parity_s: Option<f64>) -> ComponentEstimate {
+        ComponentEstimate {
+            layers: 10,
+            htp_compile_s_per_layer: Some(1.0),
+            htp_parity_s_per_layer: None,
+            basis: "per-layer guess".into(),
+            measured: Some(MeasuredAtRealSize {
+                layers,
+                onnx_bytes: 400_000_000,
+                dlc_bytes: 400_000_000,
+                binary_bytes: 200_000_000,
+                peak_rss_mb: 4000.0,
+                build_s: 600.0,
+                htp_parity_s,
+                basis: "2 cores".into(),
+            }),
+        }
+    }
+
+    #[test]
+    fn measured_figures_replace_the_size_model_and_scale_to_the_components_layers() {
+        let e = estimate(None, Some(&measured(2, Some(120.0))));
+        // 5 x: 2 GB of ONNX (inputs counted twice), 3 GB of outputs, 5 x 4 GB RSS x 1.25
+        assert_eq!(e.memory_gb, Some(25.0));
+        assert_eq!(e.disk_gb, Some(2.0 + 2.0 * 2.0 + 3.0));
+        assert_eq!(e.minutes, Some(SETUP_MINUTES + 5.0 * 720.0 / 60.0));
+        assert!(!e.minutes_partial);
+        let text = e.basis.join("\n");
+        assert!(text.contains("scaled × 5.00 to 10"), "{text}");
+        assert!(text.contains("2 cores"), "{text}");
+    }
+
+    #[test]
+    fn without_measured_htp_parity_the_duration_is_a_lower_bound() {
+        let e = estimate(
+            Some((2_000_000_000, 2_100_000_000)),
+            Some(&measured(10, None)),
+        );
+        assert!(e.minutes_partial);
+        assert_eq!(e.timeout_minutes(), MAX_JOB_MINUTES);
+        assert_eq!(e.disk_gb, Some(2.0 + 2.0 * 2.1 + 3.0));
     }
 }

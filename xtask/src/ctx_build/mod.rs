@@ -13,6 +13,7 @@ pub mod plan;
 pub mod print;
 pub mod progress;
 pub mod report;
+pub mod resources;
 pub mod rss;
 pub mod schedule;
 pub mod step_cache;
@@ -139,7 +140,26 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     let plans = plan_all(root, req, &versions, &mut memo)?;
     let memo = Mutex::new(memo);
     let progress = progress::Progress::new();
-    let budget = schedule::MemoryBudget::new(memory_limit_mb(req.max_memory_mb)?);
+    let limit_mb = memory_limit_mb(req.max_memory_mb)?;
+    let mut disks = vec![(ctx_dir.clone(), resources::free_bytes(&ctx_dir))];
+    if let Some(cache) = &req.cache {
+        disks.push((
+            cache.dir().to_path_buf(),
+            resources::free_bytes(cache.dir()),
+        ));
+    }
+    let disks: Vec<_> = disks.iter().map(|(d, f)| (d.as_path(), *f)).collect();
+    resources::check(
+        &resources::needs(root, &plans, req.force),
+        limit_mb,
+        if req.max_memory_mb.is_some() {
+            "--max-memory"
+        } else {
+            "MemAvailable"
+        },
+        &disks,
+    )?;
+    let budget = schedule::MemoryBudget::new(limit_mb);
     let env = execute::BuildEnv {
         root,
         model: req.model,

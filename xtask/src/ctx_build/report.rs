@@ -339,6 +339,9 @@ fn step_detail(s: &StepOutcome) -> String {
     if let Some(mb) = s.detail.get("peak_rss_mb").and_then(|v| v.as_f64()) {
         parts.push(format!("peak RSS {mb:.0} MB"));
     }
+    if let Some(cpu) = s.detail.get("cpu_s").and_then(|v| v.as_f64()) {
+        parts.push(format!("CPU {cpu:.0} s"));
+    }
     if let Some(stages) = s.detail.get("compile_stages").and_then(|v| v.as_array()) {
         let slowest = stages
             .iter()

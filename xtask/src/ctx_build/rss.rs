@@ -1,7 +1,24 @@
-//! Peak memory of a step, from the kernel: `/proc/self/clear_refs` ← `5` resets the process's
+//! Peak memory and CPU time of a step, from the kernel. Memory: `/proc/self/clear_refs` ← `5` resets the process's
 //! peak resident set (`VmHWM`, Linux 4.0+), read back from `/proc/self/status` when the step
 //! ends. Steps of one process share it: with `--jobs` above 1 the figure of a step includes
 //! whatever ran beside it (an upper bound, stated as such in the report's field name).
+
+/// CPU seconds (user + system) this process and its waited-for children (the SDK's tools)
+/// have used so far. A step's difference is what
+/// it cost whatever else the machine ran: wall seconds of a compile on a loaded 2-core machine
+/// say more about the load than the compile. Steps of one process share it like the peak.
+pub fn cpu_seconds() -> Option<f64> {
+    let used = |who| {
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `ru` is a writable rusage; RUSAGE_SELF / RUSAGE_CHILDREN are valid.
+        if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+            return None;
+        }
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        Some(secs(ru.ru_utime) + secs(ru.ru_stime))
+    };
+    Some(used(libc::RUSAGE_SELF)? + used(libc::RUSAGE_CHILDREN)?)
+}
 
 /// Starts a new peak measurement (best effort: without `/proc`, the peak is the process's).
 pub fn reset_peak() {

@@ -62,6 +62,7 @@ pub fn run_step(
         )
     });
     let rss_start_mb = crate::ctx_build::rss::current_mb();
+    let cpu_start_s = crate::ctx_build::rss::cpu_seconds();
     crate::ctx_build::rss::reset_peak();
     let ran = match step.kind {
         StepKind::Convert => steps::Convert::run(env.toolchain, &job),
@@ -69,6 +70,9 @@ pub fn run_step(
         StepKind::Context => steps::Context::run(env.toolchain, &job),
     };
     let peak_rss_mb = crate::ctx_build::rss::peak_mb();
+    let cpu_s = crate::ctx_build::rss::cpu_seconds()
+        .zip(cpu_start_s)
+        .map(|(end, start)| end - start);
     let compiled = watch.map(|w| w.finish());
     let StepRun {
         outputs,
@@ -80,6 +84,7 @@ pub fn run_step(
     }
     detail["peak_rss_mb"] = serde_json::json!(peak_rss_mb);
     detail["rss_start_mb"] = serde_json::json!(rss_start_mb);
+    detail["cpu_s"] = serde_json::json!(cpu_s);
     if let Some(c) = compiled {
         detail["compile_stages"] = serde_json::json!(c.stages);
     }

@@ -26,6 +26,12 @@ impl OnnxNode {
             _ => None,
         })
     }
+    pub fn attr_float(&self, name: &str) -> Option<f32> {
+        self.attributes.iter().find_map(|(n, v)| match v {
+            AttrValue::Float(f) if n == name => Some(*f),
+            _ => None,
+        })
+    }
     pub fn attr_int(&self, name: &str) -> Option<i64> {
         self.attributes.iter().find_map(|(n, v)| match v {
             AttrValue::Int(i) if n == name => Some(*i),

@@ -43,6 +43,33 @@ pub struct ComponentEstimate {
     pub htp_parity_s_per_layer: Option<f64>,
     /// Where the figures come from (printed with the estimate).
     pub basis: String,
+    /// Figures measured at the bundle's real size (`cargo xtask bench build --real-size`):
+    /// when present, `plan --json` sizes the job from them instead of the size model.
+    #[serde(default)]
+    pub measured: Option<MeasuredAtRealSize>,
+}
+
+/// One component measured at the real size on a named machine; `plan --json` scales the
+/// seconds linearly from `layers` to the estimate's `layers` (stated in its basis).
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasuredAtRealSize {
+    /// Layers of the graph that was measured.
+    pub layers: u32,
+    /// ONNX + external-data bytes of the component's graph at `layers`.
+    pub onnx_bytes: u64,
+    /// Bytes of the DLC and of the context binary the build wrote.
+    pub dlc_bytes: u64,
+    pub binary_bytes: u64,
+    /// The largest peak resident memory of the build's steps and of HTP parity, MB.
+    pub peak_rss_mb: f64,
+    /// Wall seconds of convert + CPU parity + context compile (one cold `build-ctx`).
+    pub build_s: f64,
+    /// Wall seconds of `parity --backend htp` (emulated), when measured.
+    #[serde(default)]
+    pub htp_parity_s: Option<f64>,
+    /// The machine and command (printed with the estimate).
+    pub basis: String,
 }
 
 /// What `cargo xtask package` puts in the bundle besides the context binaries.

@@ -22,12 +22,44 @@ pub struct BenchBuild {
     large_hidden: usize,
     /// Instead: the full-width model's contexts with --jobs 1 then --jobs 2 (opt-in, long:
     /// about 1.5 h on 2 cores; generates the ~2 GB model once).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "real_size")]
     full_width: bool,
+    /// Instead: the real-size model (opt-in, hours; generates ~19 GB once): vision compile
+    /// scaling at 1..N layers, the recipe remedies on 1 layer, then every component's build
+    /// and HTP parity of llm_split0 and the action components (README "At the bundle's real size").
+    #[arg(long)]
+    real_size: bool,
+    /// With --real-size: the vision layer counts of the scaling study (empty: skip it).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2,3",
+        requires = "real_size"
+    )]
+    vision_layers: Vec<u32>,
+    /// With --real-size: skip the remedies on the 1-layer vision graph.
+    #[arg(long, requires = "real_size")]
+    no_remedies: bool,
+    /// With --real-size: skip the whole model's build (only the vision study).
+    #[arg(long, requires = "real_size")]
+    vision_only: bool,
+    /// With --real-size: --jobs of the whole model's build.
+    #[arg(long, default_value_t = 1, requires = "real_size")]
+    jobs: usize,
 }
 
 impl BenchBuild {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        if self.real_size {
+            let phases = super::build_real_size::Phases {
+                vision_layers: self.vision_layers,
+                remedies: !self.no_remedies,
+                model: !self.vision_only,
+                jobs: self.jobs,
+            };
+            super::build_real_size::run(&ctx.root, &phases)?;
+            return Ok(Outcome::Success);
+        }
         if self.full_width {
             super::build_full_width::run(&ctx.root)?;
             return Ok(Outcome::Success);

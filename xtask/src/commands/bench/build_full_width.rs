@@ -104,6 +104,11 @@ fn longest_component(report: &Value) -> (f64, String, f64) {
 
 /// The per-step table of one build: seconds, memory and compile stages.
 fn print_steps(run: &Measured) {
+    print_steps_of(&run.report);
+}
+
+/// The per-step table of a build report (also the real-size bench's).
+pub fn print_steps_of(report: &Value) {
     crate::outln!(
         "{:<16} {:<11} {:>9} {:>10} {:>10} {:>10}  compile stages (s)",
         "component",
@@ -114,7 +119,7 @@ fn print_steps(run: &Measured) {
         "est. MB"
     );
     let empty = Vec::new();
-    let comps = run.report["components"].as_array().unwrap_or(&empty);
+    let comps = report["components"].as_array().unwrap_or(&empty);
     for comp in comps {
         for step in comp["steps"].as_array().unwrap_or(&empty) {
             let d = &step["detail"];

@@ -3,6 +3,7 @@
 
 mod build;
 mod build_full_width;
+mod build_real_size;
 mod cache;
 mod chain;
 mod hash;
@@ -135,7 +136,7 @@ pub fn python_env(root: &Path) -> Result<PathBuf> {
 
 /// Runs a program to completion; a failure shows the command and its output. A program given
 /// as a bare name is looked up on PATH; as a path, it is used as is.
-fn run_checked(program: &std::ffi::OsStr, args: &[&str]) -> Result<()> {
+pub fn run_checked(program: &std::ffi::OsStr, args: &[&str]) -> Result<()> {
     crate::proc::Proc::new(program).args(args).run()?;
     Ok(())
 }

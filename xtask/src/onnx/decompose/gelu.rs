@@ -75,5 +75,6 @@ fn expand(node: &OnnxNode, names: &mut Namer) -> Result<Option<Expansion>> {
             (ca, Vec::new(), vec![a as f32]),
             (cb, Vec::new(), vec![b as f32]),
         ],
+        int_constants: Vec::new(),
     }))
 }

@@ -6,6 +6,7 @@
 //! graph means). A rewrite's name and version enter the convert step's fingerprint.
 
 mod gelu;
+mod layernorm;
 mod splice;
 
 use anyhow::{Result, bail};
@@ -34,10 +35,12 @@ pub struct Expansion {
     pub nodes: Vec<Node>,
     /// (name, dims, values); dims empty = a scalar.
     pub constants: Vec<(String, Vec<usize>, Vec<f32>)>,
+    /// int64 constants (reduction axes), the same way.
+    pub int_constants: Vec<(String, Vec<usize>, Vec<i64>)>,
 }
 
 /// Every rewrite a recipe may name.
-pub const KNOWN: &[Rewrite] = &[gelu::GELU_TANH];
+pub const KNOWN: &[Rewrite] = &[gelu::GELU_TANH, layernorm::LAYERNORM];
 
 pub fn find(name: &str) -> Option<&'static Rewrite> {
     KNOWN.iter().find(|r| r.name == name)

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use anyhow::{Result, bail};
 
 use super::Rewrite;
-use crate::onnx::builder::{float_initializer, node_bytes};
+use crate::onnx::builder::{float_initializer, node_bytes, raw_initializer};
 use crate::onnx::proto::{Fields, OnnxNode, OnnxSummary, Wire, parse_node};
 use crate::onnx::rewrite::put_bytes;
 
@@ -87,6 +87,7 @@ fn replace_in_graph(
 ) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(graph.len());
     let mut constants = Vec::new();
+    let mut int_constants = Vec::new();
     let mut fields = Fields::new(graph);
     let mut start = 0;
     while fields.pos < graph.len() {
@@ -104,6 +105,7 @@ fn replace_in_graph(
                     put_bytes(&mut out, 1, &node_bytes(n));
                 }
                 constants.extend(e.constants);
+                int_constants.extend(e.int_constants);
                 replaced.push(label);
             }
             None => out.extend_from_slice(&graph[start..fields.pos]),
@@ -112,6 +114,10 @@ fn replace_in_graph(
     }
     for (name, dims, values) in &constants {
         put_bytes(&mut out, 5, &float_initializer(name, dims, values));
+    }
+    for (name, dims, values) in &int_constants {
+        let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        put_bytes(&mut out, 5, &raw_initializer(name, dims, 7, &raw));
     }
     Ok(out)
 }

@@ -100,3 +100,80 @@ fn applying_to_a_parsed_model_is_applying_to_its_bytes() {
     assert_eq!(out, expected);
     assert_eq!(applied, expected_applied);
 }
+
+fn layernorm_graph(with_bias: bool, axis: i64) -> Graph {
+    let inputs: Vec<&str> = if with_bias {
+        vec!["x", "g", "b"]
+    } else {
+        vec!["x", "g"]
+    };
+    Graph {
+        name: "ln".into(),
+        inputs: vec![("x".into(), vec![2, 4])],
+        outputs: vec![("y".into(), vec![2, 4])],
+        initializers: vec![],
+        nodes: vec![
+            Node::new("LayerNormalization", "ln1", &inputs, &["y"])
+                .attr("axis", Attr::Int(axis))
+                .attr("epsilon", Attr::Float(1e-6)),
+        ],
+    }
+}
+
+#[test]
+fn layernorm_becomes_the_nine_operators_of_its_definition_with_its_epsilon() {
+    let (bytes, applied) = apply(
+        &layernorm_graph(true, -1).to_bytes(20),
+        &["decompose_layernorm".into()],
+    )
+    .unwrap();
+    assert_eq!(applied[0].nodes, ["ln1"]);
+    let s = parse_model(&bytes).unwrap();
+    let ops: Vec<&str> = s.nodes.iter().map(|n| n.op_type.as_str()).collect();
+    assert_eq!(
+        ops,
+        [
+            "ReduceMean",
+            "Sub",
+            "Mul",
+            "ReduceMean",
+            "Add",
+            "Sqrt",
+            "Div",
+            "Mul",
+            "Add"
+        ]
+    );
+    assert_eq!(
+        s.nodes[8].outputs,
+        ["y"],
+        "the expansion ends in the node's output"
+    );
+    assert_eq!(s.nodes[7].inputs[1], "g");
+    assert_eq!(s.nodes[8].inputs[1], "b");
+    assert_eq!(
+        s.initializers.len(),
+        2,
+        "axes and epsilon: {:?}",
+        s.initializers
+    );
+}
+
+#[test]
+fn layernorm_without_bias_ends_in_the_scale_and_other_axes_are_refused() {
+    let (bytes, _) = apply(
+        &layernorm_graph(false, -1).to_bytes(20),
+        &["decompose_layernorm".into()],
+    )
+    .unwrap();
+    let s = parse_model(&bytes).unwrap();
+    assert_eq!(s.nodes.len(), 8);
+    assert_eq!(s.nodes[7].op_type, "Mul");
+    assert_eq!(s.nodes[7].outputs, ["y"]);
+    let err = apply(
+        &layernorm_graph(true, 1).to_bytes(20),
+        &["decompose_layernorm".into()],
+    )
+    .unwrap_err();
+    assert!(format!("{err:#}").contains("axis 1"), "{err:#}");
+}

@@ -1,0 +1,273 @@
+//! `cargo xtask bench build --real-size` (opt-in, long: hours on 2 cores; README "At the
+//! bundle's real size" has the measured durations). In `target/bench/realsize/` (generated
+//! once by `gen_tiny_model.py --real-size`, ~19 GB):
+//!
+//! 1. **Vision compile scaling:** the real-width vision graph with 1, 2 and 3 ViT layers
+//!    (`realsize-vit<N>`), each built cold; the context step's wall and CPU seconds and the
+//!    compiler's slowest stage, as ratios against the 1-layer build of the same run.
+//! 2. **Remedies, by recipe alone,** on the 1-layer graph: O2 instead of O3, and the
+//!    `decompose_layernorm` rewrite at O3. Each is a recipe folder beside the base one
+//!    (`realsize-vit1-o2`, `realsize-vit1-ln`), built and then judged by `parity --backend htp`
+//!    against the same golden; compile seconds as ratios against the O3 build above.
+//! 3. **The real-size model:** `build-ctx` of every component (`--jobs`), the per-step table
+//!    (seconds, CPU seconds, peak RSS, the scheduler's estimate, compiler stages), `parity
+//!    --backend htp` of one LLM split and the action components, and each context binary's
+//!    size against the card's.
+//!
+//! Every build report is kept in `target/bench/build-realsize/`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use super::{link_runtime, python_env, run_checked, xtask_in};
+
+/// The card's context binary sizes (MB, `../model-card.md`).
+const CARD_MB: &[(&str, f64)] = &[
+    ("vision", 447.0),
+    ("llm_split0", 1821.0),
+    ("llm_split1", 1821.0),
+    ("llm_split2", 1821.0),
+    ("llm_split3", 1821.0),
+    ("action_context", 4.0),
+    ("action_step", 1162.0),
+];
+
+/// The phases to run (all by default).
+pub struct Phases {
+    pub vision_layers: Vec<u32>,
+    pub remedies: bool,
+    pub model: bool,
+    pub jobs: usize,
+}
+
+pub fn run(repo: &Path, phases: &Phases) -> Result<()> {
+    let project = crate::project::scratch_dir(repo, "bench/realsize");
+    let out = crate::project::scratch_dir(repo, "bench/build-realsize");
+    std::fs::create_dir_all(&out)?;
+    let mut base: Option<(f64, f64)> = None;
+    if !phases.vision_layers.is_empty() {
+        crate::outln!("vision compile scaling (real width, O3, fp16, soc 77):");
+        for &n in &phases.vision_layers {
+            let model = format!("realsize-vit{n}");
+            generate(repo, &project, Some(n))?;
+            let report = build(&project, &out, &model, 1)?;
+            let (wall, cpu, stage) = context_seconds(&report, "vision");
+            let (bw, bc) = *base.get_or_insert((wall / n as f64, cpu / n as f64));
+            crate::outln!(
+                "  {n} layer(s): context {wall:.0} s wall, {cpu:.0} s CPU ({:.2}x / {:.2}x the 1-layer figure per layer); slowest stage {stage}",
+                wall / n as f64 / bw,
+                cpu / n as f64 / bc,
+            );
+        }
+    }
+    if phases.remedies {
+        generate(repo, &project, Some(1))?;
+        crate::outln!("remedies on the 1-layer vision graph, each by recipe:");
+        for (suffix, what, edit) in REMEDIES {
+            let model = remedy_recipes(&project, "realsize-vit1", suffix, *edit)?;
+            let report = build(&project, &out, &model, 1)?;
+            let (wall, cpu, stage) = context_seconds(&report, "vision");
+            let parity = htp_parity(&project, &out, &model, "vision")?;
+            crate::outln!(
+                "  {what}: context {wall:.0} s wall, {cpu:.0} s CPU, slowest stage {stage}; HTP parity {parity}"
+            );
+        }
+    }
+    if phases.model {
+        generate(repo, &project, None)?;
+        let report = build(&project, &out, "realsize", phases.jobs)?;
+        super::build_full_width::print_steps_of(&report);
+        let only = "llm_split0,action_context,action_step";
+        let started = Instant::now();
+        let parity = htp_parity(&project, &out, "realsize", only)?;
+        crate::outln!(
+            "parity --backend htp --only {only}: {:.0} s; {parity}",
+            started.elapsed().as_secs_f64()
+        );
+        crate::outln!("context binaries against the card:");
+        for (comp, card) in CARD_MB {
+            let bin = project.join(format!("ctx/realsize/{comp}_socid77_archv73.bin"));
+            match std::fs::metadata(&bin) {
+                Ok(m) => {
+                    let mb = m.len() as f64 / 1e6;
+                    crate::outln!(
+                        "  {comp:<15} {mb:>8.1} MB  card {card:>6.0} MB  {:+.1} %",
+                        (mb / card - 1.0) * 100.0
+                    );
+                }
+                Err(_) => crate::outln!("  {comp:<15} not built"),
+            }
+        }
+    }
+    crate::outln!("(reports kept in {})", crate::project::rel(repo, &out));
+    Ok(())
+}
+
+type Edit = fn(&str) -> String;
+
+/// Remedies a recipe can express: (model suffix, what, edit of the component recipe).
+const REMEDIES: &[(&str, &str, Edit)] = &[
+    ("o2", "O2 instead of O3", |t| {
+        t.replace("optimization_level = 3", "optimization_level = 2")
+    }),
+    ("ln", "decompose_layernorm at O3", |t| {
+        format!("{t}\n[rewrite]\napply = [\"decompose_layernorm\"]\n")
+    }),
+];
+
+/// `recipes/<base>-<suffix>/`: the base model's recipes (same ONNX and golden files) under a
+/// new model name with the component recipes edited; returns the new model's name.
+fn remedy_recipes(project: &Path, base: &str, suffix: &str, edit: Edit) -> Result<String> {
+    let name = format!("{base}-{suffix}");
+    let from = project.join("recipes").join(base);
+    let to = project.join("recipes").join(&name);
+    std::fs::create_dir_all(&to)?;
+    for entry in std::fs::read_dir(&from)? {
+        let path = entry?.path();
+        let text = std::fs::read_to_string(&path)?;
+        let file = path.file_name().context("recipe file name")?;
+        let text = if file == "model.toml" {
+            text.replace(&format!("name = \"{base}\""), &format!("name = \"{name}\""))
+        } else {
+            edit(&text)
+        };
+        std::fs::write(to.join(file), text)?;
+    }
+    Ok(name)
+}
+
+/// Generates the model (`vision_layers`: the vision-only study model) once.
+fn generate(repo: &Path, project: &Path, vision_layers: Option<u32>) -> Result<()> {
+    let model = vision_layers.map_or("realsize".to_string(), |n| format!("realsize-vit{n}"));
+    let done = project.join(format!(".complete-{model}"));
+    if done.is_file() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(project)?;
+    let python = python_env(repo)?;
+    eprintln!(
+        "generating {model} into {} (once; the whole model is ~19 GB and takes ~15 min) ...",
+        crate::project::rel(repo, project)
+    );
+    let script = repo
+        .join("xtask/scripts/gen_tiny_model.py")
+        .display()
+        .to_string();
+    let dir = project.display().to_string();
+    let n = vision_layers.map(|n| n.to_string());
+    let mut args = vec![script.as_str(), "--real-size", dir.as_str()];
+    if let Some(n) = &n {
+        args.extend(["--vision-layers", n.as_str()]);
+    }
+    run_checked(python.as_os_str(), &args)?;
+    link_runtime(repo, project)?;
+    std::fs::write(done, b"")?;
+    Ok(())
+}
+
+/// A cold `build-ctx` of `model`; its report, also kept in `out`.
+fn build(project: &Path, out: &Path, model: &str, jobs: usize) -> Result<Value> {
+    eprintln!("build-ctx --model {model} --force --jobs {jobs} ...");
+    let jobs = jobs.to_string();
+    xtask_in(
+        project,
+        &[
+            "build-ctx",
+            "--soc",
+            "77",
+            "--model",
+            model,
+            "--force",
+            "--jobs",
+            &jobs,
+        ],
+    )?;
+    keep(project, out, model, "build-soc77.json")
+}
+
+/// `parity --backend htp --only <only>`: its verdict line per component.
+fn htp_parity(project: &Path, out: &Path, model: &str, only: &str) -> Result<String> {
+    eprintln!("parity --backend htp --model {model} --only {only} ...");
+    // A failed gate is a finding here, not an error of the bench: read the report either way.
+    let _ = xtask_in(
+        project,
+        &[
+            "parity",
+            "--backend",
+            "htp",
+            "--model",
+            model,
+            "--only",
+            only,
+        ],
+    );
+    let report = keep(project, out, model, "parity-htp.json")?;
+    Ok(parity_summary(&report))
+}
+
+fn keep(project: &Path, out: &Path, model: &str, file: &str) -> Result<Value> {
+    let from: PathBuf = project.join("reports").join(model).join(file);
+    let kept = out.join(format!("{model}-{file}"));
+    std::fs::copy(&from, &kept).with_context(|| format!("cannot keep {}", from.display()))?;
+    Ok(serde_json::from_slice(&std::fs::read(&kept)?)?)
+}
+
+/// The context step's wall and CPU seconds and its slowest compiler stage.
+fn context_seconds(report: &Value, comp: &str) -> (f64, f64, String) {
+    let empty = vec![];
+    let step = report["components"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .filter(|c| c["component"] == comp)
+        .flat_map(|c| c["steps"].as_array().unwrap_or(&empty).iter())
+        .find(|s| s["step"] == "context binary");
+    let Some(step) = step else {
+        return (f64::NAN, f64::NAN, "-".into());
+    };
+    let d = &step["detail"];
+    let slowest = d["compile_stages"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .filter_map(|s| Some((s[0].as_str()?.to_string(), s[1].as_f64()?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map_or("-".into(), |(n, s)| format!("{n} {s:.0} s"));
+    (
+        step["seconds"].as_f64().unwrap_or(f64::NAN),
+        d["cpu_s"].as_f64().unwrap_or(f64::NAN),
+        slowest,
+    )
+}
+
+/// `vision: PASS, min cosine 0.99991 (1 - cos 9.0e-5)`, one part per component.
+fn parity_summary(report: &Value) -> String {
+    let empty = vec![];
+    report["components"]
+        .as_array()
+        .unwrap_or(&empty)
+        .iter()
+        .map(|c| {
+            let cos = c["outputs"]
+                .as_array()
+                .unwrap_or(&empty)
+                .iter()
+                .filter_map(|o| o["metrics"]["cosine"].as_f64())
+                .fold(f64::NAN, f64::min);
+            format!(
+                "{}: {}, min cosine {cos:.6} (1 - cos {:.1e})",
+                c["component"].as_str().unwrap_or("?"),
+                if c["pass"].as_bool() == Some(true) {
+                    "PASS"
+                } else {
+                    "FAIL"
+                },
+                1.0 - cos
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
