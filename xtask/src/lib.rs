@@ -13,6 +13,7 @@ pub mod conformance;
 pub mod ctx_build;
 pub mod device;
 pub mod diagnose;
+pub mod disk;
 pub mod executors;
 pub mod fp16;
 pub mod golden;

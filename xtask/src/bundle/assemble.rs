@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
 use super::manifest::{Manifest, ManifestEntry};
 use crate::hashing::{sha256_bytes, sha256_file};
@@ -82,6 +82,29 @@ pub fn component_files(
     Ok(files)
 }
 
+/// Refuses before the first file when what cannot be hard-linked (small files, and every file
+/// when `dir` is on another filesystem) would not fit `dir`'s free space with 100 MB to spare:
+/// a real bundle copied to another disk is ~10 GB.
+fn require_disk_for_copies(dir: &Path, files: &Placement) -> Result<()> {
+    let linkable = crate::disk::same_filesystem;
+    let copied: u64 = files
+        .iter()
+        .filter_map(|(src, _, _)| {
+            let len = std::fs::metadata(src).ok()?.len();
+            (len < HARD_LINK_FROM_BYTES || !linkable(src, dir)).then_some(len)
+        })
+        .sum();
+    match crate::disk::free_bytes(dir) {
+        Some(free) if copied as f64 + 1e8 > free => bail!(
+            "package refused before writing: the bundle's copies need ~{:.2} GB in {} (files on another filesystem cannot be hard-linked), found {:.2} GB free",
+            copied as f64 / 1e9,
+            dir.display(),
+            free / 1e9
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Links or streams every file into `dir`, writes the generated files, the manifest and
 /// SHA256SUMS.
 pub fn assemble(
@@ -90,6 +113,7 @@ pub fn assemble(
     generated: &[(String, Vec<u8>)],
     model: &str,
 ) -> Result<Manifest> {
+    require_disk_for_copies(dir, files)?;
     let mut entries = BTreeMap::new();
     for (src, rel, role) in files {
         let dest = dir.join(rel);

@@ -7,9 +7,10 @@
 //!   RSS per command (`/usr/bin/time -v`, one component each, weights < 1 MB, so this is the
 //!   runtime's own footprint). The factor 3 (graph + converted DLC + fp16 context held at once)
 //!   is an ASSUMPTION: no real-width step's peak RSS has been measured yet.
-//! - Disk ≈ 2 GB + 2 × B + 1.5 × W, B = W + golden (+ trace): the tool's release build and the
+//! - Disk ≈ 2 GB + 2 × B + 2.1 × W, B = W + golden (+ trace): the tool's release build and the
 //!   QNN runtime (1.3 GB + 0.4 GB measured here), the download staged then laid out (2 × B),
-//!   the f32 DLC (≈ W) and the fp16 context binary (≈ W / 2).
+//!   the f32 DLC (≈ W) and the context binary (≈ 1.1 × W: measured at the real size, a
+//!   float32 graph's weights stay float32 in the binary).
 //! - Duration ≈ 20 min setup (assumed: tool build, runtime bootstrap, download) + layers ×
 //!   (HTP compile + HTP parity emulation per layer) from the recipe's `[estimate.<component>]`
 //!   (measured on 2 cores, emulated HTP); convert and CPU parity are not measured and not added.
@@ -66,9 +67,9 @@ pub fn estimate(bytes: Option<(u64, u64)>, per_layer: Option<&ComponentEstimate>
                 "peak memory ≈ 0.5 GB (measured runtime footprint) + 3 × {w:.3} GB ONNX+external data (factor assumed, not measured)"
             ));
             basis.push(format!(
-                "disk ≈ 2 GB tool+runtime + 2 × {b:.3} GB inputs (staged, laid out) + 1.5 × {w:.3} GB (DLC + fp16 context)"
+                "disk ≈ 2 GB tool+runtime + 2 × {b:.3} GB inputs (staged, laid out) + 2.1 × {w:.3} GB (DLC + context binary)"
             ));
-            (Some(0.5 + 3.0 * w), Some(2.0 + 2.0 * b + 1.5 * w))
+            (Some(0.5 + 3.0 * w), Some(2.0 + 2.0 * b + 2.1 * w))
         }
         None => {
             basis.push("memory and disk unknown: the inputs are not on disk and no --manifest gave their sizes".into());

@@ -141,11 +141,11 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     let memo = Mutex::new(memo);
     let progress = progress::Progress::new();
     let limit_mb = memory_limit_mb(req.max_memory_mb)?;
-    let mut disks = vec![(ctx_dir.clone(), resources::free_bytes(&ctx_dir))];
+    let mut disks = vec![(ctx_dir.clone(), crate::disk::free_bytes(&ctx_dir))];
     if let Some(cache) = &req.cache {
         disks.push((
             cache.dir().to_path_buf(),
-            resources::free_bytes(cache.dir()),
+            crate::disk::free_bytes(cache.dir()),
         ));
     }
     let disks: Vec<_> = disks.iter().map(|(d, f)| (d.as_path(), *f)).collect();

@@ -8,8 +8,10 @@
 //! Memory per step is the scheduler's estimate (`schedule::estimate`: the size model, or what
 //! the step took when it last ran, whichever is larger). Disk per step is its outputs as
 //! they will be written beside the old ones (staging, then an atomic rename): the DLC ≈ the
-//! ONNX bytes (float32), the context binary ≈ half of them (fp16) plus its wrapper; a cache
-//! (`--cache`) holds another copy of each on its own filesystem.
+//! ONNX bytes (float32), the context binary ≈ 1.1 × them plus its wrapper (measured at the
+//! real size: action_context's binary is 9.30 MB for 8.45 MB of ONNX; a float32 graph's
+//! weights stay float32 in the binary even with fp16 precision); a cache (`--cache`) holds
+//! another copy of each on its own filesystem.
 
 use std::path::Path;
 
@@ -37,7 +39,7 @@ pub fn disk_bytes(kind: StepKind, onnx_bytes: f64) -> f64 {
     match kind {
         StepKind::Convert => onnx_bytes,
         StepKind::CpuParity => 0.0,
-        StepKind::Context => 0.5 * onnx_bytes + 1e6,
+        StepKind::Context => 1.1 * onnx_bytes + 1e6,
     }
 }
 
@@ -93,7 +95,7 @@ pub fn check(
         let Some(free) = free else { continue };
         if total + DISK_MARGIN_BYTES > *free {
             problems.push(format!(
-                "the build writes ~{:.1} GB (DLCs ≈ ONNX bytes, context binaries ≈ half, plus {:.0} GB kept free) on the filesystem of {}; found {:.1} GB free",
+                "the build writes ~{:.1} GB (DLCs ≈ ONNX bytes, context binaries ≈ 1.1 × them, plus {:.0} GB kept free) on the filesystem of {}; found {:.1} GB free",
                 total / 1e9,
                 DISK_MARGIN_BYTES / 1e9,
                 dir.display(),
@@ -108,18 +110,6 @@ pub fn check(
         "build-ctx refused before starting (nothing was run or replaced):\n  - {}\n  free memory or disk, build fewer components at once (--only), or set the budget with --max-memory",
         problems.join("\n  - ")
     )
-}
-
-/// Free bytes of the filesystem holding `path` (or its nearest existing parent).
-pub fn free_bytes(path: &Path) -> Option<f64> {
-    let existing = path.ancestors().find(|p| p.exists())?;
-    let c = std::ffi::CString::new(existing.as_os_str().as_encoded_bytes()).ok()?;
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a valid NUL-terminated path and `st` a writable statvfs.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    Some(st.f_bavail as f64 * st.f_frsize as f64)
 }
 
 #[cfg(test)]
@@ -165,15 +155,9 @@ mod tests {
     }
 
     #[test]
-    fn the_context_binary_is_counted_at_half_the_float32_graph() {
+    fn the_context_binary_is_counted_at_the_float32_graphs_size_and_a_tenth() {
         assert_eq!(disk_bytes(StepKind::Convert, 3.6e9), 3.6e9);
         assert_eq!(disk_bytes(StepKind::CpuParity, 3.6e9), 0.0);
-        assert_eq!(disk_bytes(StepKind::Context, 3.6e9), 1.8e9 + 1e6);
-    }
-
-    #[test]
-    fn free_bytes_reads_the_nearest_existing_folder() {
-        let free = free_bytes(Path::new("/definitely/not/here/..")).unwrap();
-        assert!(free > 0.0);
+        assert_eq!(disk_bytes(StepKind::Context, 3.6e9), 1.1 * 3.6e9 + 1e6);
     }
 }
