@@ -9,8 +9,8 @@
 //!   is an ASSUMPTION: no real-width step's peak RSS has been measured yet.
 //! - Disk ≈ 2 GB + 2 × B + 2.1 × W, B = W + golden (+ trace): the tool's release build and the
 //!   QNN runtime (1.3 GB + 0.4 GB measured here), the download staged then laid out (2 × B),
-//!   the f32 DLC (≈ W) and the context binary (≈ 1.1 × W: measured at the real size, a
-//!   float32 graph's weights stay float32 in the binary).
+//!   the f32 DLC (≈ W) and the context binary (≤ 1.1 × W: measured at the real size, 0.52 ×
+//!   for vision's fp16-stored weights, 1.10 × for action_context's float32-stored ones).
 //! - Duration ≈ 20 min setup (assumed: tool build, runtime bootstrap, download) + layers ×
 //!   (HTP compile + HTP parity emulation per layer) from the recipe's `[estimate.<component>]`
 //!   (measured on 2 cores, emulated HTP); convert and CPU parity are not measured and not added.
