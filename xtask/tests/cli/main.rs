@@ -23,6 +23,7 @@ mod parity_cli;
 mod refusals_cli;
 mod regenerate_cli;
 mod release_cli;
+mod release_preflight_cli;
 mod rewrite_cli;
 mod rewrite_decompose;
 mod run_cli;
