@@ -24,6 +24,7 @@ mod refusals_cli;
 mod regenerate_cli;
 mod release_cli;
 mod release_preflight_cli;
+mod report_pages_cli;
 mod rewrite_cli;
 mod rewrite_decompose;
 mod run_cli;
