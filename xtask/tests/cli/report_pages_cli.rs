@@ -72,3 +72,34 @@ fn bisect_on_the_cpu_says_nothing_deviates_beyond_rounding() {
     assert!(html.find("nothing deviates beyond rounding") < html.find("<svg"));
     assert!(!html.contains("Operators by error introduced"), "{html}");
 }
+
+#[test]
+fn parity_conformance_and_the_build_have_pages_that_open_with_their_verdict() {
+    let p = Scratch::tiny();
+    let only = ["--only", "action_context"];
+    p.run(&["build-ctx", "--soc", "77", only[0], only[1]])
+        .assert_code(0);
+    let build = std::fs::read_to_string(p.path("reports/tiny/build-soc77.html")).unwrap();
+    assert!(build.find(">BUILT</b>") < build.find("<svg"), "{build}");
+    assert_eq!(build.matches("MB (peak").count(), 3, "one bar per step ran");
+
+    p.run(&["parity", "--backend", "cpu", only[0], only[1]])
+        .assert_code(0);
+    let parity = std::fs::read_to_string(p.path("reports/tiny/parity-cpu.html")).unwrap();
+    assert!(parity.find(">PASS</b>") < parity.find("<svg"), "{parity}");
+    assert!(parity.contains(r#"class="gate""#) && parity.contains("action_context/k_ctx"));
+    assert_eq!(parity.matches("<h1>").count(), 1);
+
+    p.run(&["conformance", only[0], only[1], "--backend", "cpu"])
+        .assert_code(0);
+    let json = read_json(&p.path("reports/tiny/conformance-partial.json"));
+    let rows = json["rows"].as_array().unwrap().len();
+    let conf = std::fs::read_to_string(p.path("reports/tiny/conformance-partial.html")).unwrap();
+    let verdict = conf.find(">CONFORMS</b>").or(conf.find(">FINDINGS</b>"));
+    assert!(verdict.is_some() && verdict < conf.find("<svg"), "{conf}");
+    assert_eq!(
+        conf.matches(" on cpu (").count(),
+        rows,
+        "one heatmap cell (with its tooltip) per report row"
+    );
+}

@@ -1,10 +1,13 @@
 //! The HTML every report page shares, in one home: a self-contained page (inline style and
 //! SVG, no network), the verdict box every page opens with, Markdown tables rendered as HTML,
-//! and the plots (`plot`: cosine "nines" with their gate; `dist`: latency distributions).
+//! and the plots (`plot`: cosine "nines" with their gate; `dist`: latency distributions;
+//! `heat`: a verdict heatmap; `timeline`: steps over time).
 //! Every HTML report draws through it.
 
 pub mod dist;
+pub mod heat;
 pub mod plot;
+pub mod timeline;
 
 use std::fmt::Write as _;
 
