@@ -32,7 +32,7 @@ pub fn html(r: &BuildReport, markdown: &str) -> String {
             let peak = ms(&s.detail, "peak_rss_mb");
             let added = peak
                 .zip(ms(&s.detail, "rss_start_mb"))
-                .map(|(p, r0)| p - r0);
+                .map(|(p, r0)| (p - r0).max(0.0));
             let status = format!("{:?}", s.status).to_lowercase();
             let text = match (added, peak) {
                 (Some(a), Some(p)) => format!("{:.1} s · +{a:.0} MB (peak {p:.0} MB)", s.seconds),
