@@ -134,11 +134,11 @@ pub fn html(r: &RunReport) -> String {
             ],
             gate,
         ),
-        label = r
-            .run
-            .htp
-            .as_ref()
-            .map_or(String::new(), |h| format!(" ({})", esc(&h.latency_label()))),
+        label = r.run.htp.as_ref().map_or(String::new(), |h| if h.emulated {
+            " (HTP emulated: not device latency)".into()
+        } else {
+            format!(" ({})", esc(&h.latency_label()))
+        }),
         latency = svg_distribution("latency", "Latency per component", &rows),
         table = markdown_body(&markdown(r)),
     );
