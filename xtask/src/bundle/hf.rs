@@ -58,9 +58,10 @@ pub fn run_hf(args: &[String]) -> Result<String> {
     Ok(done.output)
 }
 
-/// Refuses to upload unless `hf auth whoami` says who is logged in. Its output is read, not
-/// only its exit code: before huggingface_hub 1.9 it printed "Not logged in" and exited 0.
-pub fn require_login() -> Result<()> {
+/// Refuses to upload unless `hf auth whoami` says who is logged in, and returns what it said.
+/// Its output is read, not only its exit code: before huggingface_hub 1.9 it printed "Not
+/// logged in" and exited 0; since then it exits 1 (`cli/auth.py`, `auth_whoami`).
+pub fn require_login() -> Result<String> {
     const LOGIN: &str = "not logged in to Hugging Face: set HF_TOKEN or run `hf auth login`";
     let (status, output) = crate::proc::Proc::new("hf")
         .args(["auth", "whoami"])
@@ -69,7 +70,36 @@ pub fn require_login() -> Result<()> {
     if !status.success() || output.to_ascii_lowercase().contains("not logged in") {
         bail!("{LOGIN} (`hf auth whoami` said: {})", output.trim());
     }
-    Ok(())
+    Ok(output
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .to_string())
+}
+
+/// What a dry run checks without changing anything on the Hub: `hf` is on PATH, says its
+/// version, and is logged in. Prints what it found; returns the problems a real release would
+/// stop at (empty when it could start).
+pub fn preflight() -> Vec<String> {
+    if crate::proc::on_path("hf").is_none() {
+        return vec![format!(
+            "the Hugging Face CLI `hf` is not on PATH: {INSTALL_HF}"
+        )];
+    }
+    let mut problems = Vec::new();
+    match hub_version() {
+        Ok(v) if v == HF_HUB_PIN => crate::outln!("hf: huggingface_hub {v}"),
+        Ok(v) => crate::outln!(
+            "hf: huggingface_hub {v} (this tool's `hf` calls were checked against {HF_HUB_PIN})"
+        ),
+        Err(e) => problems.push(format!("`hf version` failed: {e:#}")),
+    }
+    match require_login() {
+        Ok(user) => crate::outln!("hf login: {user}"),
+        Err(e) => problems.push(format!("{e:#}")),
+    }
+    problems
 }
 
 /// `OWNER/NAME` as the Hub defines a repository id (huggingface_hub

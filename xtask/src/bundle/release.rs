@@ -129,8 +129,7 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
     plan.push(target.expose_line(req.repo));
     crate::outln!("commands:\n  {}", plan.join("\n  "));
     if req.dry_run {
-        crate::outln!("dry run: nothing was uploaded");
-        return Ok(());
+        return dry_run_checks(&target, req.repo);
     }
     require_hf()?;
     require_login()?;
@@ -345,4 +344,24 @@ fn shell_quote(s: &str) -> String {
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
     }
+}
+
+/// The end of a dry run: what `--delete "*"` removes, then the checks a real release would stop
+/// at (`hf` installed and logged in), as an error (exit 2) when one fails.
+fn dry_run_checks(target: &Target, repo: &str) -> Result<()> {
+    crate::outln!(
+        "--delete \"*\": the uploaded revision's tree becomes the bundle's: every file of {repo} ({}) that is not in the bundle is deleted in the upload's first commit (`.gitattributes` is kept); the target changes only in the final step",
+        target.label()
+    );
+    let problems = super::hf::preflight();
+    if !problems.is_empty() {
+        bail!(
+            "dry run: nothing was uploaded, and a release would stop here:\n  {}",
+            problems.join("\n  ")
+        );
+    }
+    crate::outln!(
+        "dry run: nothing was uploaded; `hf` is ready: run the same command without --dry-run"
+    );
+    Ok(())
 }

@@ -154,3 +154,18 @@ fn load_binaries(root: &Path, dir: &Path) -> Result<usize> {
     }
     Ok(all.len())
 }
+
+/// The command that comes after a verified bundle: a release dry run (it checks `hf` and the
+/// login and lists what would change), for the bundle's own model.
+pub fn next_step(dir: &Path) -> Result<String> {
+    let model = super::manifest::read_manifest(dir)?.model;
+    let model = if model == "tiny" {
+        String::new()
+    } else {
+        format!(" --model {model}")
+    };
+    Ok(format!(
+        "next: cargo xtask release --repo OWNER/NAME{model} --bundle {} --dry-run   (then without --dry-run to publish)",
+        dir.display()
+    ))
+}

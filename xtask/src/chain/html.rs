@@ -1,44 +1,60 @@
-//! The chain run's HTML page: latency bars, cosine along the chain and per-layer K/V cosine as
-//! inline SVG, with the Markdown figures below (self-contained, opens without a network).
+//! The chain run's HTML page. Top first: the verdict with the failing boundaries, and with
+//! `--attribute` the ranking of what to fix first; then the cosine along the chain and the
+//! per-layer K/V cosine (both against the chain gate), the latency distributions, and every
+//! figure of the Markdown report (self-contained, opens without a network).
 
-use std::fmt::Write as _;
+use super::report::{BoundaryParity, RunReport, markdown};
+use crate::report::html::dist::{Row, svg_distribution};
+use crate::report::html::{Series, esc, html_page, markdown_body, svg_series, verdict_box};
 
-use super::report::{BoundaryParity, LatencyStats, RunReport, markdown};
-use crate::report::html::{esc, html_page, markdown_to_html, svg_series};
-
-fn svg_latency(r: &RunReport) -> String {
-    let rows: Vec<&LatencyStats> = r.run.latency.iter().collect();
-    let max = rows
-        .iter()
-        .map(|l| l.max_ms)
-        .fold(0.0f64, f64::max)
-        .max(1e-9);
-    let (w, row_h, left) = (760.0, 26.0, 150.0);
-    let h = rows.len() as f64 * row_h + 40.0;
-    let scale = (w - left - 60.0) / max;
-    let mut s = format!(
-        r#"<svg id="latency" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img"><title>Latency per component (p50, min-max)</title>"#
+/// The verdict box: pass / FAIL with the failures and ungated boundaries listed.
+fn verdict(r: &RunReport) -> String {
+    let actions = r
+        .actions_max_abs_err
+        .map_or("no actions compared".into(), |e| {
+            format!(
+                "actions max abs error {e:.3e} (gate {:.0e})",
+                r.run.actions_max_abs_gate
+            )
+        });
+    let latency = r.run.htp.as_ref().map_or(String::new(), |h| {
+        format!(" Latency: {}.", h.latency_label())
+    });
+    let sentence = format!(
+        "{} boundaries against cosine ≥ {}; {actions}.{latency}",
+        r.run.boundaries.len(),
+        r.run.min_cosine_gate
     );
-    for (i, l) in rows.iter().enumerate() {
-        let y = 20.0 + i as f64 * row_h;
-        let _ = write!(
-            s,
-            r##"<text x="{}" y="{}" font-size="12" text-anchor="end">{}</text><rect x="{left}" y="{}" width="{:.1}" height="14" fill="#4c78a8"/><line x1="{:.1}" x2="{:.1}" y1="{}" y2="{}" stroke="#222"/><text x="{:.1}" y="{}" font-size="11">{:.2} ms</text>"##,
-            left - 6.0,
-            y + 11.0,
-            esc(&l.name),
-            y,
-            l.p50_ms * scale,
-            left + l.min_ms * scale,
-            left + l.max_ms * scale,
-            y + 7.0,
-            y + 7.0,
-            left + l.max_ms * scale + 6.0,
-            y + 11.0,
-            l.p50_ms
-        );
+    let mut items: Vec<String> = r.failures.iter().map(|f| format!("**FAIL** {f}")).collect();
+    items.extend(r.ungated.iter().map(|u| format!("UNGATED {u}")));
+    if r.pass {
+        verdict_box("pass", "PASS", &sentence, &items)
+    } else {
+        verdict_box("fail", "FAIL", &sentence, &items)
     }
-    s.push_str("</svg>");
+}
+
+/// `--attribute`: the components ranked by the share of the error each removes.
+fn attribution(r: &RunReport) -> String {
+    let Some(a) = &r.run.attribution else {
+        return String::new();
+    };
+    let mut s = format!(
+        "<h2>Fix first</h2>\n<p>Each component alone in fp32 on ORT's CPU EP, ranked by how much of the error of <code>{}</code> it removes (base rel-L2 {:.3e}).</p>\n<table><tr><th>rank</th><th>component in fp32</th><th>error removed</th><th>rel L2</th><th>cosine</th></tr>\n",
+        esc(&a.boundary),
+        a.base.rel_l2_err
+    );
+    for (i, row) in a.rows.iter().enumerate() {
+        s.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td><b>{:.1}%</b></td><td>{:.3e}</td><td>{}</td></tr>\n",
+            i + 1,
+            esc(&row.component),
+            row.removed * 100.0,
+            row.metrics.rel_l2_err,
+            row.metrics.shown_cosine()
+        ));
+    }
+    s.push_str("</table>\n");
     s
 }
 
@@ -61,50 +77,76 @@ pub fn html(r: &RunReport) -> String {
     let layers: Vec<String> = (0..r.run.keys_per_layer_cosine.len())
         .map(|l| format!("layer {l}"))
         .collect();
-    let md_table = markdown(r);
+    let gate = Some(r.run.min_cosine_gate);
+    let rows: Vec<Row> = r
+        .run
+        .latency
+        .iter()
+        .map(|l| Row {
+            name: &l.name,
+            samples_ms: &l.samples_ms,
+        })
+        .collect();
     let body = format!(
-        r#"<h1>Chain run: {model} on {backend} ({mode})</h1>
-<p>Result: <b>{result}</b>. Actions max abs error: {actions}. {emulated}</p>
-<h2>Latency per component (p50 bar, min–max whisker)</h2>
-{latency}
-<h2>Cosine along the chain: on the chain's inputs and on golden inputs</h2>
+        r#"{verdict}{attribution}
+<h2>Cosine along the chain (red dashed line: the gate)</h2>
 {chain}
 <h2>Per-layer K/V cosine</h2>
 {kv}
-<h2>Figures</h2>
-{table}
-"#,
-        backend = esc(&r.run.backend),
-        model = esc(&r.run.model),
-        mode = esc(&r.run.mode),
-        result = if r.pass { "pass" } else { "FAIL" },
-        actions = r
-            .actions_max_abs_err
-            .map_or("-".into(), |e| format!("{e:.3e}")),
-        emulated = r.run.htp.as_ref().map_or(String::new(), |h| esc(&format!(
-            "Latency: {}.",
-            h.latency_label()
-        ))),
-        latency = svg_latency(r),
+<h2>Latency: every timed run{label}</h2>
+{latency}
+{table}"#,
+        verdict = verdict(r),
+        attribution = attribution(r),
         chain = svg_series(
             "chain-cosine",
             "Cosine along the chain",
             &labels,
             &[
-                ("chain inputs", "#e45756", chain),
-                ("golden inputs", "#4c78a8", golden_inputs)
-            ]
+                Series {
+                    name: "chain inputs",
+                    color: "#e45756",
+                    values: chain
+                },
+                Series {
+                    name: "golden inputs",
+                    color: "#4c78a8",
+                    values: golden_inputs
+                },
+            ],
+            gate,
         ),
         kv = svg_series(
             "kv-cosine",
             "Per-layer K/V cosine",
             &layers,
             &[
-                ("keys", "#4c78a8", r.run.keys_per_layer_cosine.clone()),
-                ("values", "#54a24b", r.run.values_per_layer_cosine.clone())
-            ]
+                Series {
+                    name: "keys",
+                    color: "#4c78a8",
+                    values: r.run.keys_per_layer_cosine.clone()
+                },
+                Series {
+                    name: "values",
+                    color: "#54a24b",
+                    values: r.run.values_per_layer_cosine.clone()
+                },
+            ],
+            gate,
         ),
-        table = markdown_to_html(&md_table),
+        label = r.run.htp.as_ref().map_or(String::new(), |h| if h.emulated {
+            " (HTP emulated: not device latency)".into()
+        } else {
+            format!(" ({})", esc(&h.latency_label()))
+        }),
+        latency = svg_distribution("latency", "Latency per component", &rows),
+        table = markdown_body(&markdown(r)),
     );
-    html_page(&format!("run-{} {}", r.run.backend, r.run.model), &body)
+    html_page(
+        &format!(
+            "Chain run: {} on {} ({})",
+            r.run.model, r.run.backend, r.run.mode
+        ),
+        &body,
+    )
 }

@@ -98,6 +98,8 @@ pub struct RunInputs {
     pub keys_per_layer_cosine: Vec<f64>,
     pub values_per_layer_cosine: Vec<f64>,
     pub actions_max_abs_gate: f64,
+    /// The chain gate's minimum cosine for every boundary (`[host.gate] min_cosine`).
+    pub min_cosine_gate: f64,
     pub latency: Vec<LatencyStats>,
     pub load_ms: BTreeMap<String, Vec<f64>>,
     /// Share of the end-to-end time spent outside model runs and session loads (host work).
@@ -157,14 +159,18 @@ impl RunReport {
 }
 
 impl RunReport {
-    /// The report's file stem: `run-<backend>`, or with `--fp32` `run-<backend>-fp32-<a>+<b>`
-    /// (a what-if never overwrites the plain run's report).
+    /// The report's file stem: `run-<backend>`, with `--fp32` `run-<backend>-fp32-<a>+<b>`,
+    /// with `--attribute` `run-<backend>-attribute` (a variant never overwrites the plain run's
+    /// report, nor another variant's).
     pub fn stem(&self) -> String {
-        if self.run.fp32.is_empty() {
-            format!("run-{}", self.run.backend)
-        } else {
-            format!("run-{}-fp32-{}", self.run.backend, self.run.fp32.join("+"))
+        let mut stem = format!("run-{}", self.run.backend);
+        if self.run.attribution.is_some() {
+            stem.push_str("-attribute");
         }
+        if !self.run.fp32.is_empty() {
+            stem = format!("{stem}-fp32-{}", self.run.fp32.join("+"));
+        }
+        stem
     }
 }
 

@@ -36,6 +36,7 @@ fn report(boundaries: Vec<BoundaryParity>) -> RunReport {
         keys_per_layer_cosine: Vec::new(),
         values_per_layer_cosine: Vec::new(),
         actions_max_abs_gate: 1e-4,
+        min_cosine_gate: 0.999,
         latency: Vec::new(),
         load_ms: BTreeMap::new(),
         host_fraction: 0.0,

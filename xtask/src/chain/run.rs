@@ -165,6 +165,7 @@ pub fn run_and_report(
             .get(backend.label())
             .copied()
             .unwrap_or(1e-4),
+        min_cosine_gate: host.gate.min_cosine,
         latency: LatencyStats::per_component(
             &model
                 .components

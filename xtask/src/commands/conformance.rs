@@ -8,7 +8,7 @@
 use anyhow::{Result, bail};
 
 use super::{BackendKind, Ctx, Outcome, require_files};
-use crate::conformance::{DEFAULT_SEED, SweepJob, report, seed_flag, sweep};
+use crate::conformance::{DEFAULT_SEED, SweepJob, seed_flag, sweep};
 use crate::runtime::Runtime;
 use crate::runtime::bootstrap::ensure_runtime;
 
@@ -65,7 +65,7 @@ impl Conformance {
         } else {
             "conformance-partial"
         };
-        crate::report::write_json_and_markdown(&dir, stem, &report, &report::markdown(&report))?;
+        crate::conformance::html::write_all(&dir, stem, &report)?;
         let findings = report.findings().count();
         crate::outln!(
             "conformance {}: {} row(s), {findings} finding(s) (DEVIATES/UNSUPPORTED/ERROR); report {}",

@@ -19,6 +19,7 @@ impl Verify {
             "bundle {} verified: every file matches manifest.json, {loaded} context binaries load on the HTP, the card matches the reports",
             self.dir.display()
         );
+        crate::outln!("{}", crate::bundle::verify::next_step(&self.dir)?);
         Ok(Outcome::Success)
     }
 }

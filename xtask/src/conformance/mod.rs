@@ -12,6 +12,7 @@
 
 pub mod collect;
 pub mod graph;
+pub mod html;
 pub mod inputs;
 pub mod judge;
 pub mod lint;

@@ -13,6 +13,7 @@ pub mod plan;
 pub mod print;
 pub mod progress;
 pub mod report;
+pub mod report_html;
 pub mod resources;
 pub mod rss;
 pub mod schedule;

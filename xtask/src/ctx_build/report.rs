@@ -234,7 +234,12 @@ impl BuildReport {
 
 pub fn write_build_report(dir: &Path, report: &BuildReport) -> Result<()> {
     let stem = format!("build-soc{}", report.soc.id);
-    crate::report::write_json_and_markdown(dir, &stem, report, &build_markdown(report))
+    let md = build_markdown(report);
+    crate::report::write_json_and_markdown(dir, &stem, report, &md)?;
+    crate::atomic::write_atomic(
+        &dir.join(format!("{stem}.html")),
+        super::report_html::html(report, &md).as_bytes(),
+    )
 }
 
 fn build_markdown(r: &BuildReport) -> String {

@@ -139,7 +139,7 @@ pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
             .get(name)
             .is_some_and(|t| (t - u).abs() > 1e-9)
     });
-    Ok(BisectReport {
+    let mut report = BisectReport {
         model: job.model.to_string(),
         component: job.comp.name().into(),
         backend: job.backend.label().into(),
@@ -153,7 +153,12 @@ pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
         tensors_compared: points.len(),
         points,
         first_divergence: first,
-    })
+        verdict: None,
+    };
+    if report.threshold.is_none() {
+        report.verdict = Some(super::verdict::judge(&report));
+    }
+    Ok(report)
 }
 
 /// Narrows `count` candidate tensors (topological order) in rounds of at most `max_outputs`

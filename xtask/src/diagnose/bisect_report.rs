@@ -55,6 +55,9 @@ pub struct BisectReport {
     pub tensors_compared: usize,
     pub points: Vec<TensorPoint>,
     pub first_divergence: Option<Divergence>,
+    /// Ranking mode: what the ranking means (rounding only, one culprit, or spread), with the
+    /// next command (`diagnose::verdict`).
+    pub verdict: Option<super::verdict::Verdict>,
 }
 
 pub fn divergence(
@@ -208,13 +211,22 @@ pub fn print_summary(r: &BisectReport, html: &str) {
     );
     match (r.threshold, &r.first_divergence) {
         (None, _) => {
-            crate::outln!("top {} operators by error introduced:", r.ranked.len());
-            ranked_lines(r).iter().for_each(|l| crate::outln!("  {l}"));
+            if let Some(v) = &r.verdict {
+                crate::outln!("verdict: {}", v.sentence);
+            }
+            // Only a real deviation makes the ranking meaningful (all 1.0: ranked rounding).
+            if r.verdict.as_ref().is_none_or(|v| v.kind != "rounding") {
+                crate::outln!("operators by error introduced (largest first):");
+                ranked_lines(r).iter().for_each(|l| crate::outln!("  {l}"));
+            }
         }
         (Some(_), Some(d)) => crate::outln!("{}", describe(d)),
         (Some(t), None) => crate::outln!("no intermediate tensor falls below {t}"),
     }
     output_lines(r).iter().for_each(|l| crate::outln!("{l}"));
+    if let Some(v) = &r.verdict {
+        crate::outln!("next: {}", v.next);
+    }
     crate::outln!("report {html}");
 }
 
@@ -234,7 +246,11 @@ pub fn markdown(r: &BisectReport) -> String {
     if let Some(d) = &r.first_divergence {
         let _ = writeln!(md, "**{}**\n", describe(d).replace('\n', "  \n"));
     }
-    if r.threshold.is_none() {
+    if let Some(v) = &r.verdict {
+        let _ = writeln!(md, "**Verdict:** {}\n\nNext: `{}`\n", v.sentence, v.next);
+    }
+    let meaningful = r.verdict.as_ref().is_none_or(|v| v.kind != "rounding");
+    if r.threshold.is_none() && meaningful {
         md.push_str("## Operators by error introduced\n\n");
         md.push_str(&md_table(
             &[
@@ -292,30 +308,40 @@ pub fn markdown(r: &BisectReport) -> String {
 }
 
 pub fn html(r: &BisectReport) -> String {
+    use crate::report::html::{Series, html_page, markdown_body, svg_series, verdict_box};
     let labels: Vec<String> = r
         .points
         .iter()
         .map(|p| format!("{} {}", p.op_type, p.node))
         .collect();
     let cos: Vec<f64> = r.points.iter().map(|p| p.cosine).collect();
-    let svg = crate::report::html::svg_series(
+    let svg = svg_series(
         "bisect-cosine",
         "Cosine along the graph",
         &labels,
-        &[("cosine", "#e45756", cos)],
+        &[Series {
+            name: "cosine",
+            color: "#e45756",
+            values: cos,
+        }],
+        r.threshold,
     );
-    use crate::report::html::{esc, html_page};
-    let first = match (&r.first_divergence, r.ranked.first()) {
-        (Some(d), _) => describe(d),
-        (None, Some(_)) if r.threshold.is_none() => ranked_lines(r)[0].clone(),
-        _ => "No divergence below the threshold.".to_string(),
+    let top = match (&r.verdict, &r.first_divergence) {
+        (Some(v), _) => verdict_box(
+            if v.kind == "rounding" { "pass" } else { "fail" },
+            v.kind,
+            &v.sentence,
+            &[format!("next: `{}`", v.next)],
+        ),
+        (None, Some(d)) => verdict_box("fail", "diverges", &describe(d), &[]),
+        (None, None) => verdict_box("pass", "no divergence", "below the threshold", &[]),
     };
     let body = format!(
-        "<h1>bisect {} on {}</h1>\n<p>{}</p>\n<h2>Cosine along the graph</h2>\n{svg}\n{}\n",
-        esc(&r.component),
-        esc(&r.backend),
-        esc(&first),
-        crate::report::html::markdown_to_html(&markdown(r))
+        "{top}<h2>Cosine along the graph</h2>\n{svg}\n{}",
+        markdown_body(&markdown(r))
     );
-    html_page(&format!("bisect {}", r.component), &body)
+    html_page(
+        &format!("bisect {} ({}) on {}", r.component, r.model, r.backend),
+        &body,
+    )
 }

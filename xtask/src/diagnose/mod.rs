@@ -5,5 +5,6 @@ pub mod bisect;
 pub mod bisect_report;
 pub mod probe;
 pub mod rank;
+pub mod verdict;
 
 pub use crate::parity::bisect_hint;

@@ -3,6 +3,7 @@
 
 pub mod component;
 pub mod gate;
+pub mod html;
 pub mod metrics;
 pub mod report;
 pub mod runner;

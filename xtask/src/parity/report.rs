@@ -158,7 +158,11 @@ impl ParityReport {
 }
 
 pub fn write_parity_report(dir: &Path, report: &ParityReport) -> Result<()> {
-    write_json_and_markdown(dir, &report.stem(), report, &parity_markdown(report))
+    write_json_and_markdown(dir, &report.stem(), report, &parity_markdown(report))?;
+    crate::atomic::write_atomic(
+        &dir.join(format!("{}.html", report.stem())),
+        super::html::html(report).as_bytes(),
+    )
 }
 
 pub fn parity_markdown(r: &ParityReport) -> String {

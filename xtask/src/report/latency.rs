@@ -15,6 +15,9 @@ pub struct LatencyStats {
     pub p90_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
+    /// Every timed sample in the order it was measured (the percentiles above hide how few
+    /// there may be; the HTML draws them as a distribution).
+    pub samples_ms: Vec<f64>,
 }
 
 impl LatencyStats {
@@ -34,6 +37,7 @@ impl LatencyStats {
             p90_ms: pct(90.0),
             p99_ms: pct(99.0),
             max_ms: v.last().copied().unwrap_or(f64::NAN),
+            samples_ms: samples.to_vec(),
         }
     }
 

@@ -108,6 +108,13 @@ fn a_tiny_deviation_is_ranked_first_at_default_settings() {
         "{}",
         run.all()
     );
+    assert!(
+        run.stdout
+            .contains("verdict: one culprit: Resize `n2_resize`"),
+        "{}",
+        run.all()
+    );
+    assert_eq!(report["verdict"]["kind"], "one culprit");
     let tapped = report["output_cosine_tapped"]["y"].as_f64().unwrap();
     assert_eq!(
         report["taps_changed_outputs"],

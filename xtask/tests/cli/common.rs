@@ -320,3 +320,26 @@ pub fn private_runtime(p: &Scratch, damaged: &str) {
         }
     }
 }
+
+/// The Python of the pinned scripts' venv (`target/tinygen-venv`: numpy, onnx, onnxruntime at
+/// the pins of `xtask/scripts/tinygen/requirements.txt`), made on first use in this test process
+/// by `xtask/scripts/tinygen/ensure-venv.sh`, the script `.ci/run` calls: the tests that run
+/// the generator or `write_golden.py` need nothing set up beforehand, and a venv that cannot be
+/// made fails them, never skips them.
+pub fn pinned_python() -> &'static Path {
+    static PYTHON: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PYTHON.get_or_init(|| {
+        let script = repo_root().join("xtask/scripts/tinygen/ensure-venv.sh");
+        let out = std::process::Command::new(&script)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", script.display()));
+        let run = Run::from(out);
+        assert_eq!(
+            run.code,
+            0,
+            "ensure-venv.sh could not make the pinned venv\n{}",
+            run.all()
+        );
+        PathBuf::from(run.stdout.trim())
+    })
+}

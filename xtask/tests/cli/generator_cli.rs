@@ -11,32 +11,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
-use crate::common::{Run, Scratch, copy_tree, edit_golden, repo_root, sha256_hex};
-
-/// The pinned venv's Python, made by `ensure-venv.sh` on first use in this test process.
-fn python() -> &'static Path {
-    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        let script = repo_root().join("xtask/scripts/tinygen/ensure-venv.sh");
-        let out = Command::new(&script)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", script.display()));
-        let run = Run::from(out);
-        assert_eq!(
-            run.code,
-            0,
-            "ensure-venv.sh could not make the generator's venv\n{}",
-            run.all()
-        );
-        PathBuf::from(run.stdout.trim())
-    })
-}
+use crate::common::{Run, Scratch, copy_tree, edit_golden, pinned_python, repo_root, sha256_hex};
 
 /// `gen_tiny_model.py --check --root <root>` in the pinned venv.
 fn check(root: &Path) -> Run {
-    let python = python();
+    let python = pinned_python();
     let out = Command::new(python)
         .arg(repo_root().join("xtask/scripts/gen_tiny_model.py"))
         .arg("--check")

@@ -128,7 +128,16 @@ fn two_runners_then_gather_package_verify_release_and_fetch() {
         "{}",
         dry.all()
     );
-    assert!(!g.path("hf.log").exists(), "a dry run calls no hf");
+    // A dry run asks `hf` only read-only questions: its version and who is logged in.
+    let calls = std::fs::read_to_string(g.path("hf.log")).unwrap_or_default();
+    assert!(
+        calls.contains("auth whoami")
+            && calls
+                .lines()
+                .all(|l| l.contains("auth whoami") || l.contains("version")),
+        "{calls}"
+    );
+    std::fs::remove_file(g.path("hf.log")).unwrap();
 
     // No token, and a failing upload: clear errors, nothing claimed.
     let no_token = run_with_hf(

@@ -71,7 +71,7 @@ fn attribute_ranks_every_component_and_says_how_long_it_took() {
         "{}",
         run.all()
     );
-    let report = read_json(&p.path("reports/tiny/run-cpu.json"));
+    let report = read_json(&p.path("reports/tiny/run-cpu-attribute.json"));
     let a = &report["attribution"];
     assert_eq!(a["boundary"], "normalized actions (before clipping)");
     let rows = a["rows"].as_array().unwrap();
@@ -87,10 +87,19 @@ fn attribute_ranks_every_component_and_says_how_long_it_took() {
     assert!(a["took_ms"].as_f64().unwrap() > 0.0);
     // Every what-if but vision's reuses vision's output (same inputs, same session).
     assert!(a["memo_hits"].as_u64().unwrap() >= 6, "{a}");
-    let md = std::fs::read_to_string(p.path("reports/tiny/run-cpu.md")).unwrap();
+    let md = std::fs::read_to_string(p.path("reports/tiny/run-cpu-attribute.md")).unwrap();
     assert!(md.contains("## Which component to fix first"), "{md}");
-    let html = std::fs::read_to_string(p.path("reports/tiny/run-cpu.html")).unwrap();
+    let html = std::fs::read_to_string(p.path("reports/tiny/run-cpu-attribute.html")).unwrap();
     assert!(html.contains("<th>component in fp32</th>"), "{html}");
+    // The ranking sits at the top of the page, before the first plot.
+    assert!(
+        html.find("<h2>Fix first</h2>") < html.find("<svg"),
+        "{html}"
+    );
+    assert!(
+        !p.path("reports/tiny/run-cpu.json").exists(),
+        "an --attribute run has its own report stem"
+    );
 }
 
 #[test]

@@ -1,0 +1,122 @@
+//! The conformance page: the findings first, then a heatmap of every operator (with its
+//! attribute set and shapes) × input set × backend, coloured by verdict, then the tables.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::judge::Verdict;
+use super::report::{ConformanceReport, markdown};
+use crate::report::html::heat::{Cell, svg_heatmap};
+use crate::report::html::{html_page, markdown_body, verdict_box};
+
+fn color(v: Verdict) -> (&'static str, &'static str) {
+    match v {
+        Verdict::Ok => ("#54a24b", "ok"),
+        Verdict::Range => ("#f2a93b", "rng"),
+        Verdict::Deviates => ("#e45756", "dev"),
+        Verdict::Unsupported => ("#888888", "uns"),
+        Verdict::Error => ("#222222", "err"),
+    }
+}
+
+pub fn html(r: &ConformanceReport) -> String {
+    let key = |op: &str, attrs: &str, shapes: &str| format!("{op} {attrs} {shapes}");
+    let mut rows: Vec<String> = Vec::new();
+    let mut cols: Vec<String> = Vec::new();
+    for row in &r.rows {
+        let k = key(&row.op, &row.attributes, &row.shapes);
+        if !rows.contains(&k) {
+            rows.push(k);
+        }
+        let c = format!("{} {}", row.backend, row.input_set);
+        if !cols.contains(&c) {
+            cols.push(c);
+        }
+    }
+    cols.sort_by_key(|c| (!c.starts_with("cpu"), c.clone()));
+    let mut cells: Vec<Vec<Option<Cell>>> = rows
+        .iter()
+        .map(|_| cols.iter().map(|_| None).collect())
+        .collect();
+    for row in &r.rows {
+        let i = rows
+            .iter()
+            .position(|k| *k == key(&row.op, &row.attributes, &row.shapes));
+        let j = cols
+            .iter()
+            .position(|c| *c == format!("{} {}", row.backend, row.input_set));
+        if let (Some(i), Some(j)) = (i, j) {
+            let (color, mark) = color(row.verdict);
+            cells[i][j] = Some(Cell {
+                color,
+                mark,
+                tooltip: format!(
+                    "{} on {} ({}): {} · cosine {} · rel-L2 {:.2e} · max-abs {:.2e}{}",
+                    row.op,
+                    row.backend,
+                    row.input_set,
+                    row.verdict.label(),
+                    crate::report::fmt_cosine(row.cosine),
+                    row.rel_l2,
+                    row.max_abs,
+                    if row.wrong.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" · {}", row.wrong)
+                    }
+                ),
+            });
+        }
+    }
+    let findings: Vec<String> = r
+        .findings()
+        .map(|f| {
+            format!(
+                "**{}** {} on {} ({}): {}",
+                f.verdict.label(),
+                f.op,
+                f.backend,
+                f.input_set,
+                f.wrong
+            )
+        })
+        .collect();
+    let sentence = format!(
+        "{} operator signature(s) × {} input set/backend pair(s); {} finding(s)",
+        rows.len(),
+        cols.len(),
+        findings.len()
+    );
+    let top = if findings.is_empty() {
+        verdict_box("pass", "CONFORMS", &sentence, &[])
+    } else {
+        verdict_box("note", "FINDINGS", &sentence, &findings)
+    };
+    let legend = [
+        ("ok", "#54a24b"),
+        ("range (fp16)", "#f2a93b"),
+        ("DEVIATES", "#e45756"),
+        ("UNSUPPORTED", "#888888"),
+        ("ERROR", "#222222"),
+    ];
+    let heat = svg_heatmap(
+        "conformance",
+        "Operator × input set × backend",
+        &rows,
+        &cols,
+        &cells,
+        &legend,
+    );
+    let body = format!(
+        "{top}<h2>Operator × input set × backend</h2>\n{heat}\n{}",
+        markdown_body(&markdown(r))
+    );
+    html_page(&format!("Operator conformance: {}", r.model), &body)
+}
+
+/// The report as JSON, Markdown and HTML under `stem` in `dir`.
+pub fn write_all(dir: &Path, stem: &str, r: &ConformanceReport) -> Result<()> {
+    crate::report::write_json_and_markdown(dir, stem, r, &markdown(r))?;
+    crate::atomic::write_atomic(&dir.join(format!("{stem}.html")), html(r).as_bytes())
+}

@@ -1,0 +1,196 @@
+//! The "nines of cosine" line plot (-log10(1 - cos): 3 = 0.999, 6 = 0.999999) with the gate
+//! drawn as a line, so a reader sees how far every point is from failing. Many points get
+//! sampled axis labels (every point keeps its name in a tooltip), and series that coincide stay
+//! visible: each later series is dashed with hollow, larger markers.
+
+use std::fmt::Write as _;
+
+use super::esc;
+use crate::report::fmt_cosine;
+
+/// One line: legend name, colour and one value per label (NaN = not measured).
+pub struct Series<'a> {
+    pub name: &'a str,
+    pub color: &'a str,
+    pub values: Vec<f64>,
+}
+
+/// At most this many x labels are written; the others are in the points' tooltips.
+const MAX_LABELS: usize = 16;
+
+/// "Nines" of a cosine, -log10(1 - cos), capped at 12 (cos = 1 exactly).
+pub fn nines(cos: f64) -> f64 {
+    if cos >= 1.0 {
+        12.0
+    } else {
+        (-(1.0 - cos).log10()).clamp(0.0, 12.0)
+    }
+}
+
+/// Which of `n` labels are written: all when they fit, else evenly spaced with the last kept.
+pub fn sampled(n: usize) -> Vec<usize> {
+    if n <= MAX_LABELS {
+        return (0..n).collect();
+    }
+    let step = n.div_ceil(MAX_LABELS - 1);
+    let mut keep: Vec<usize> = (0..n).step_by(step).collect();
+    if keep.last() != Some(&(n - 1)) {
+        keep.push(n - 1);
+    }
+    keep
+}
+
+/// The plot; `gate` is the minimum cosine drawn as a dashed red line (None: no gate applies).
+pub fn svg_series(
+    id: &str,
+    title: &str,
+    labels: &[String],
+    series: &[Series],
+    gate: Option<f64>,
+) -> String {
+    let n = labels.len().max(2);
+    let (w, h, left, bottom, right) = (780.0, 330.0, 50.0, 120.0, 110.0);
+    let x = |i: usize| left + i as f64 * (w - left - right) / (n - 1) as f64;
+    let y = |v: f64| 20.0 + (12.0 - v) * (h - bottom - 20.0) / 12.0;
+    let mut s = format!(
+        r#"<svg id="{id}" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img"><title>{}</title>"#,
+        esc(title)
+    );
+    for k in (0..=12).step_by(3) {
+        let yk = y(k as f64);
+        let _ = write!(
+            s,
+            r##"<line x1="{left}" x2="{:.1}" y1="{yk:.1}" y2="{yk:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{k}</text>"##,
+            w - right,
+            left - 4.0,
+            yk + 3.0
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="12" y="{:.1}" font-size="11" transform="rotate(-90 12 {:.1})">nines: -log10(1-cos)</text>"#,
+        h / 2.0,
+        h / 2.0
+    );
+    if let Some(g) = gate {
+        let yg = y(nines(g));
+        let _ = write!(
+            s,
+            r##"<line class="gate" x1="{left}" x2="{:.1}" y1="{yg:.1}" y2="{yg:.1}" stroke="#d62728" stroke-width="1.5" stroke-dasharray="6 3"><title>gate: cosine ≥ {g}</title></line><text x="{:.1}" y="{:.1}" font-size="10" fill="#d62728">gate {g}</text>"##,
+            w - right,
+            w - right + 4.0,
+            yg + 3.0
+        );
+    }
+    for i in sampled(labels.len()) {
+        let (lx, ly) = (x(i), h - bottom + 14.0);
+        let _ = write!(
+            s,
+            r#"<text x="{lx:.1}" y="{ly:.1}" font-size="10" transform="rotate(40 {lx:.1} {ly:.1})">{}</text>"#,
+            esc(&short(&labels[i]))
+        );
+    }
+    for (k, se) in series.iter().enumerate() {
+        let ly = 20.0 + 16.0 * k as f64 + if gate.is_some() { 16.0 } else { 0.0 };
+        let _ = write!(
+            s,
+            r#"<rect x="{:.1}" y="{ly:.1}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
+            w - right + 10.0,
+            se.color,
+            w - right + 24.0,
+            ly + 9.0,
+            esc(se.name)
+        );
+    }
+    for (k, se) in series.iter().enumerate() {
+        let dash = if k == 0 {
+            ""
+        } else {
+            r#" stroke-dasharray="5 3""#
+        };
+        let points: Vec<String> = se
+            .values
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.is_finite())
+            .map(|(i, v)| format!("{:.1},{:.1}", x(i), y(nines(*v))))
+            .collect();
+        let _ = write!(
+            s,
+            r#"<polyline fill="none" stroke="{}" stroke-width="2"{dash} points="{}"/>"#,
+            se.color,
+            points.join(" ")
+        );
+        // Later series: hollow and larger, so a point under an earlier one still shows.
+        let (r, fill) = if k == 0 {
+            (3.0, se.color)
+        } else {
+            (3.0 + 2.0 * k as f64, "none")
+        };
+        for (i, v) in se.values.iter().enumerate().filter(|(_, v)| v.is_finite()) {
+            let _ = write!(
+                s,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="{r}" fill="{fill}" stroke="{}" stroke-width="1.5"><title>{} · {}: cosine {}</title></circle>"#,
+                x(i),
+                y(nines(*v)),
+                se.color,
+                esc(labels.get(i).map_or("", String::as_str)),
+                esc(se.name),
+                fmt_cosine(*v)
+            );
+        }
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// An axis label cut to 28 characters (the tooltip keeps the whole name).
+fn short(label: &str) -> String {
+    if label.chars().count() <= 28 {
+        label.to_string()
+    } else {
+        format!("{}…", label.chars().take(27).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nines_are_capped_and_monotonic() {
+        assert_eq!(nines(1.0), 12.0);
+        assert!((nines(0.999) - 3.0).abs() < 1e-9);
+        assert!(nines(0.9999) > nines(0.999));
+    }
+
+    #[test]
+    fn labels_are_sampled_with_the_last_kept() {
+        assert_eq!(sampled(5), vec![0, 1, 2, 3, 4]);
+        let s = sampled(85);
+        assert!(s.len() <= MAX_LABELS + 1, "{s:?}");
+        assert_eq!((s[0], *s.last().unwrap()), (0, 84));
+    }
+
+    #[test]
+    fn the_gate_is_drawn_and_every_point_has_a_tooltip() {
+        let labels: Vec<String> = (0..40).map(|i| format!("op{i}")).collect();
+        let one = |c| Series {
+            name: "keys",
+            color: "#000",
+            values: vec![c; 40],
+        };
+        let svg = svg_series("p", "t", &labels, &[one(0.9999), one(0.9999)], Some(0.999));
+        assert!(
+            svg.contains(r#"class="gate""#) && svg.contains("gate 0.999"),
+            "{svg}"
+        );
+        assert_eq!(svg.matches("<circle").count(), 80);
+        assert!(svg.contains("op39 · keys"), "every point names its label");
+        assert!(
+            svg.contains(r#"r="5" fill="none""#),
+            "the second series is hollow"
+        );
+        assert!(!svg.contains(">op1<"), "labels are sampled");
+    }
+}
