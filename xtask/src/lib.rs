@@ -28,4 +28,5 @@ pub mod rewritten;
 pub mod runtime;
 pub mod soc;
 pub mod tensor;
+pub mod ui;
 pub mod vocab;

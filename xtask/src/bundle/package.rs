@@ -52,7 +52,7 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
     // One package at a time per destination folder; staging folders of killed runs go first.
     let _lock = crate::atomic::lock_file(&parent.join(".bundle.lock"), "package")?;
     for left in crate::atomic::remove_leftovers(parent, ".bundle-")? {
-        eprintln!("removed {left}, left behind by an interrupted package");
+        crate::errln!("removed {left}, left behind by an interrupted package");
     }
     let rt = Runtime::load(ensure_runtime_rehashed(root)?)?;
     let versions = runtime_versions(&rt)?;

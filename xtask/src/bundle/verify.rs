@@ -138,7 +138,7 @@ fn load_binaries(root: &Path, dir: &Path) -> Result<usize> {
                 problems.push(format!("{e:#}"));
                 continue;
             }
-            Ok(Some(note)) => eprintln!("note: {note}"),
+            Ok(Some(note)) => crate::errln!("note: {note}"),
             Ok(None) => {}
         }
         if let Err(e) = rt.open(&dir.join(rel), &Backend::QnnHtp(target.clone())) {

@@ -180,6 +180,7 @@ pub fn run_and_report(
     });
     let dir = crate::project::reports_dir(root, &model.file.model.name);
     write_run_report(&dir, &report)?;
+    crate::ui::json::offer(&report);
     report.print(&crate::project::rel(root, &dir));
     Ok(report)
 }

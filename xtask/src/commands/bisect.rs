@@ -30,6 +30,8 @@ pub struct Bisect {
     /// Intermediate tensors exposed per round.
     #[arg(long, default_value_t = 64)]
     max_outputs: usize,
+    #[command(flatten)]
+    pub json: super::JsonFlag,
 }
 
 /// `--threshold`: a cosine, finite and in [0, 1] (`nan` would make every comparison false).
@@ -72,6 +74,7 @@ impl Bisect {
         let dir = crate::project::reports_dir(&ctx.root, &self.model);
         let stem = format!("bisect-{}-{}", comp.name(), backend.label());
         crate::report::write_json_and_markdown(&dir, &stem, &report, &markdown(&report))?;
+        crate::ui::json::offer(&report);
         crate::atomic::write_atomic(&dir.join(format!("{stem}.html")), html(&report).as_bytes())?;
         print_summary(
             &report,

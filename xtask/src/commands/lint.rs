@@ -70,15 +70,15 @@ pub fn warn_before_build(ctx: &Ctx, model: &str, comps: &[&crate::recipe::Compon
             let (edge, listed): (Vec<_>, Vec<_>) =
                 found.warnings.into_iter().partition(|w| w.edge_only);
             for w in listed {
-                eprintln!("warning: {}", w.text);
+                crate::errln!("warning: {}", w.text);
             }
             if !edge.is_empty() {
-                eprintln!(
+                crate::errln!(
                     "warning: {} operator(s) of these graphs deviate on edge-case inputs only (zeros, negative, large, fp16-max); `cargo xtask lint --model {model}` lists them",
                     edge.len()
                 );
             }
         }
-        Err(e) => eprintln!("warning: the conformance lint could not run: {e:#}"),
+        Err(e) => crate::errln!("warning: the conformance lint could not run: {e:#}"),
     }
 }

@@ -31,6 +31,16 @@ pub struct Ctx {
     pub verbose: bool,
 }
 
+/// `--json` of `doctor`, `parity`, `run`, `bisect` and `verify` (read by `main` through
+/// `ui::json`; the command hands its report over with `ui::json::offer`).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct JsonFlag {
+    /// Print ONE JSON document on stdout (`schema_version`, `command`, `exit_code`, `report`,
+    /// `error`); the human lines go to stderr. See docs/output-and-progress.md.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `--model` and `--only`, shared by every command that works on a model's components.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ModelArgs {

@@ -30,6 +30,8 @@ pub struct Parity {
     /// the device's own QAIRT SDK (`--backend htp` only); see README "Validate on a board".
     #[arg(long, value_name = "ssh://user@host[:port][/workdir]", value_parser = crate::device::url::parse_device_arg)]
     device: Option<String>,
+    #[command(flatten)]
+    pub json: super::JsonFlag,
 }
 
 impl Parity {

@@ -44,6 +44,8 @@ pub struct Run {
     /// normalized-actions error each removes (which to fix first).
     #[arg(long)]
     attribute: bool,
+    #[command(flatten)]
+    pub json: super::JsonFlag,
 }
 
 impl Run {

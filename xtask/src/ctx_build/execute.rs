@@ -13,7 +13,6 @@ use anyhow::{Context, Result, bail};
 use crate::ctx_build::facts::StepFacts;
 use crate::ctx_build::fingerprint::{ComponentRecord, DirtyReason, DirtyReasons, Freshness};
 use crate::ctx_build::plan::{ComponentPlan, PlannedStep, StepKind, Versions};
-use crate::ctx_build::progress::Progress;
 use crate::ctx_build::report::{ComponentBuild, StepOutcome};
 use crate::ctx_build::schedule::{self, Granted, MemoryBudget};
 use crate::ctx_build::step_cache::StepCache;
@@ -22,6 +21,7 @@ use crate::ctx_build::toolchain::{QnnOnnx, Toolchain};
 use crate::hashing::HashMemo;
 use crate::recipe::{Component, Model};
 use crate::soc::Soc;
+use crate::ui::progress::build::Progress;
 
 /// What every worker shares while executing a plan.
 pub struct BuildEnv<'a> {
@@ -84,7 +84,7 @@ pub fn refuse_weight_sharing_groups(comps: &[&Component]) -> Result<()> {
 /// Staging folders left by an interrupted build (the lock is held, so none is in use).
 pub fn remove_stale_staging(dir: &Path) -> Result<()> {
     for left in crate::atomic::remove_leftovers(dir, ".staging-")? {
-        eprintln!("removed {left}, left behind by an interrupted build");
+        crate::errln!("removed {left}, left behind by an interrupted build");
     }
     Ok(())
 }

@@ -98,7 +98,7 @@ pub fn fresh_context_wrapper(
     if let Some(note) =
         crate::runtime::version::check_context_version(&what, built_with, &versions.qnn, &rebuild)?
     {
-        eprintln!("note: {note}");
+        crate::errln!("note: {note}");
     }
     Ok(root.join(&plan.artifacts.wrapper))
 }

@@ -11,7 +11,6 @@ pub mod fingerprint;
 pub mod fresh;
 pub mod plan;
 pub mod print;
-pub mod progress;
 pub mod report;
 pub mod rss;
 pub mod schedule;
@@ -138,7 +137,7 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     versions.toolchain = toolchain.used();
     let plans = plan_all(root, req, &versions, &mut memo)?;
     let memo = Mutex::new(memo);
-    let progress = progress::Progress::new();
+    let progress = crate::ui::progress::build::Progress::new();
     let budget = schedule::MemoryBudget::new(memory_limit_mb(req.max_memory_mb)?);
     let env = execute::BuildEnv {
         root,

@@ -80,6 +80,7 @@ impl ParityRun<'_> {
             report.merge_earlier(ParityReport::read_stem(&dir, &report.stem()), &order);
         }
         write_parity_report(&dir, &report)?;
+        crate::ui::json::offer(&report);
         report.summarize(&crate::project::rel(self.root, &dir));
         if let Some(note) = exec.closing_note() {
             crate::outln!("{note}");

@@ -1,7 +1,6 @@
 //! Progress of a build, drawn by the CLI layer: a spinner per component with the running step
 //! and its elapsed time on a terminal, plain lines otherwise (CI logs, pipes).
 
-use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -22,7 +21,8 @@ impl Default for Progress {
 impl Progress {
     pub fn new() -> Self {
         Progress {
-            multi: std::io::stderr().is_terminal().then(MultiProgress::new),
+            multi: crate::ui::term::bars_enabled()
+                .then(|| MultiProgress::with_draw_target(crate::ui::term::draw_target())),
         }
     }
 
