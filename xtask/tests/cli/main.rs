@@ -6,6 +6,7 @@ mod bisect_rank_cli;
 mod build_ctx_cli;
 mod build_record_cli;
 mod bundle_hardening_cli;
+mod cli_manners;
 #[allow(dead_code)]
 mod common;
 mod conformance_cli;

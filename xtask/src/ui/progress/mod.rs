@@ -150,6 +150,13 @@ impl Task {
         }
     }
 
+    /// A line for logs without a terminal (nothing on a terminal: the bar says it).
+    pub fn println_plain(&self, text: &str) {
+        if self.bar.is_none() && !super::quiet() {
+            crate::errln!("{text}");
+        }
+    }
+
     /// A line printed above the bar (or plainly).
     pub fn println(&self, text: &str) {
         match &self.bar {
