@@ -134,8 +134,9 @@ fn main() -> ExitCode {
         Ok(xtask::vocab::Outcome::Success) => (0, None),
         Ok(xtask::vocab::Outcome::GateFailed) => (1, None),
         Err(err) => {
-            xtask::errln!("error: {err:#}");
-            (2, Some(format!("{err:#}")))
+            let text = ui::humanize(&format!("{err:#}"));
+            xtask::errln!("error: {text}");
+            (2, Some(text))
         }
     };
     if json {
@@ -194,5 +195,30 @@ fn dispatch(command: Command, ctx: &commands::Ctx) -> anyhow::Result<xtask::voca
         Command::Conformance(cmd) => cmd.run(ctx),
         Command::Lint(cmd) => cmd.run(ctx),
         Command::Completions { .. } => Ok(xtask::vocab::Outcome::Success),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every flag and argument of every command says what it is for in `--help`.
+    #[test]
+    fn every_argument_has_help_text() {
+        let mut missing = Vec::new();
+        let root = Cli::command();
+        let mut stack = vec![(String::new(), root)];
+        while let Some((path, cmd)) = stack.pop() {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if arg.get_help().is_none() && !["help", "version"].contains(&id) {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                stack.push((format!("{path} {}", sub.get_name()), sub.clone()));
+            }
+        }
+        assert!(missing.is_empty(), "no help text: {missing:?}");
     }
 }

@@ -257,26 +257,16 @@ fn session_models(
     model: &Model,
     backend: &Backend,
 ) -> Result<BTreeMap<String, PathBuf>> {
-    let mut out = BTreeMap::new();
-    let mut problems = Vec::new();
-    for comp in &model.components {
-        let path = match backend {
-            Backend::QnnHtp(_) => {
-                match crate::ctx_build::fresh::fresh_context_wrapper(root, rt, model, comp) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        problems.push(format!("  {}: {e:#}", comp.name()));
-                        continue;
-                    }
-                }
-            }
-            // QNN's CPU backend runs what the build converts: the rewritten copy, if any.
-            _ => crate::rewritten::onnx_for(root, &model.file.model.name, comp, backend)?,
-        };
-        out.insert(comp.name().to_string(), path);
+    if let Backend::QnnHtp(_) = backend {
+        let comps: Vec<&crate::recipe::Component> = model.components.iter().collect();
+        return crate::ctx_build::fresh::fresh_context_wrappers(root, rt, model, &comps)
+            .context("cannot run the chain on the HTP");
     }
-    if !problems.is_empty() {
-        bail!("cannot run the chain on the HTP:\n{}", problems.join("\n"));
+    let mut out = BTreeMap::new();
+    for comp in &model.components {
+        // QNN's CPU backend runs what the build converts: the rewritten copy, if any.
+        let path = crate::rewritten::onnx_for(root, &model.file.model.name, comp, backend)?;
+        out.insert(comp.name().to_string(), path);
     }
     Ok(out)
 }

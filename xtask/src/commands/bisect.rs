@@ -2,9 +2,9 @@
 //! diverges between ORT's CPU EP and the QNN backend (`--threshold`), or by default the
 //! operators ranked by the error they introduce (see `diagnose::bisect`, `diagnose::rank`).
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
-use super::{BackendKind, Ctx, Outcome, backend_for_component, require_files, select_components};
+use super::{BackendKind, Ctx, Outcome, backend_for_component, require_files};
 use crate::diagnose::bisect::{BisectJob, bisect};
 use crate::diagnose::bisect_report::{html, markdown, print_summary};
 use crate::parity::component::load_golden;
@@ -16,8 +16,10 @@ use crate::runtime::bootstrap::ensure_runtime;
 pub struct Bisect {
     /// The component to bisect.
     component: String,
+    /// The QNN backend compared against ORT's CPU EP.
     #[arg(long, value_enum)]
-    backend: BackendKind,
+    backend: crate::vocab::QnnBackendKind,
+    /// The model: a folder under `recipes/`.
     #[arg(long, default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
     model: String,
     /// Find the first tensor whose cosine against the reference falls below this. Without
@@ -49,16 +51,11 @@ impl Bisect {
         if self.max_outputs < 2 {
             bail!("--max-outputs must be at least 2");
         }
-        if self.backend == BackendKind::Ort {
-            bail!("bisect compares a QNN backend against ORT's CPU EP: use --backend cpu or htp");
-        }
         let model = load_model(&ctx.root, &self.model)?;
-        let comp = *select_components(&model, std::slice::from_ref(&self.component))?
-            .first()
-            .context("component")?;
+        let comp = super::find_component(&model, &self.component)?;
         require_files(ctx, &model, &[comp])?;
         let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
-        let backend = backend_for_component(&model, comp, self.backend)?;
+        let backend = backend_for_component(&model, comp, BackendKind::from(self.backend))?;
         let golden = load_golden(&ctx.root, comp)?;
         let report = bisect(&BisectJob {
             root: &ctx.root,

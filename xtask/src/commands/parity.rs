@@ -62,6 +62,10 @@ impl Parity {
         if self.backend != BackendKind::Ort && !sdk {
             crate::recipe::target::check_qairt(&sel.model, rt.qnn_build_version().as_deref())?;
         }
+        if htp && self.device.is_none() {
+            // Missing or stale binaries are the environment's (exit 2, one build command).
+            crate::ctx_build::fresh::fresh_context_wrappers(&ctx.root, &rt, &sel.model, &comps)?;
+        }
         let (root, model, clamp, iters) =
             (&ctx.root, &sel.model, !self.no_clamp, self.iters as usize);
         let exec: Box<dyn Executor> = match (&self.device, sdk) {

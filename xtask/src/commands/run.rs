@@ -10,8 +10,10 @@ use crate::recipe::load_model;
 
 #[derive(clap::Args)]
 pub struct Run {
+    /// The backend: ORT's CPU EP, the QNN CPU backend, or the built HTP context binaries.
     #[arg(long, value_enum)]
     backend: BackendKind,
+    /// The model: a folder under `recipes/`.
     #[arg(long, default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
     model: String,
     /// Timed chain runs.

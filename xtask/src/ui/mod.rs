@@ -89,3 +89,42 @@ pub fn note(text: &str) {
         crate::errln!("note: {text}");
     }
 }
+
+/// An error message as the user reads it: the OS's `No such file or directory (os error 2)`
+/// said as "not found" (and the like), never a raw `(os error N)` glued on.
+pub fn humanize(text: &str) -> String {
+    let mut out = text
+        .replace("No such file or directory (os error 2)", "not found")
+        .replace("Permission denied (os error 13)", "permission denied")
+        .replace("Is a directory (os error 21)", "is a folder, not a file")
+        .replace(
+            "Not a directory (os error 20)",
+            "a part of the path is not a folder",
+        )
+        .replace(
+            "No space left on device (os error 28)",
+            "no space left on the disk",
+        );
+    while let Some(start) = out.find(" (os error ") {
+        match out[start..].find(')') {
+            Some(end) => out.replace_range(start..start + end + 1, ""),
+            None => break,
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn os_errors_read_as_words() {
+        assert_eq!(
+            super::humanize("cannot read x: No such file or directory (os error 2)"),
+            "cannot read x: not found"
+        );
+        assert_eq!(
+            super::humanize("busy: Resource busy (os error 16)"),
+            "busy: Resource busy"
+        );
+    }
+}
