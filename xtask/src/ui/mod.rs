@@ -83,6 +83,13 @@ pub fn paint(text: &str, code: &str, stdout: bool) -> String {
     }
 }
 
+/// A warning said now on stderr (`warning: …`), unless `-q`.
+pub fn warning(text: &str) {
+    if !quiet() {
+        crate::errln!("warning: {text}");
+    }
+}
+
 /// A note for the user on stderr (`note: …`), unless `-q`.
 pub fn note(text: &str) {
     if !quiet() {

@@ -146,3 +146,90 @@ fn completions_flags_and_suggestions_follow_cli_conventions() {
     let always = p.run(&["--color", "always", "parity", "--backend", "cpu"]);
     assert!(always.stdout.contains("\x1b[1;32mPASS"), "{}", always.all());
 }
+
+#[test]
+fn errors_name_one_fix_and_the_likely_typo() {
+    let p = Scratch::tiny();
+    // No binaries: ONE build command for all, exit 2 for run and parity alike.
+    for args in [
+        &["run", "--backend", "htp"][..],
+        &["parity", "--backend", "htp"][..],
+    ] {
+        let run = p.run(args);
+        run.assert_refused(
+            2,
+            "build them with one command: `cargo xtask build-ctx --soc 77 --model tiny`",
+        );
+        assert_eq!(
+            run.stderr.matches("cargo xtask build-ctx").count(),
+            1,
+            "{}",
+            run.all()
+        );
+        assert!(!run.stderr.contains("os error"), "{}", run.all());
+    }
+    p.run(&["bisect", "visoin", "--backend", "cpu"])
+        .assert_refused(2, "unknown component `visoin` (did you mean `vision`?)");
+    let help = p.run(&["bisect", "-h"]);
+    assert!(
+        help.stdout.contains("[possible values: cpu, htp]"),
+        "{}",
+        help.all()
+    );
+    p.run(&["parity", "--backend", "cpu", "--model", "tinny"])
+        .assert_refused(2, "no recipe for model `tinny` (did you mean `tiny`?)");
+
+    // A typo in a recipe's golden path: its line, not how to obtain the model's files.
+    let recipe = p.path("recipes/tiny/vision.toml");
+    let text = std::fs::read_to_string(&recipe).unwrap();
+    std::fs::write(&recipe, text.replace("vision_io.npz", "vision_oi.npz")).unwrap();
+    let typo = p.run(&["parity", "--backend", "cpu"]);
+    typo.assert_refused(
+        2,
+        "recipes/tiny/vision.toml:8: golden.file = \"golden/tiny/vision_oi.npz\": not found (did you mean `vision_io.npz`?)",
+    );
+    assert!(!typo.stderr.contains("how to obtain"), "{}", typo.all());
+    std::fs::write(&recipe, text).unwrap();
+
+    // A missing wrapper is called missing, and a plain rebuild (no --force) is suggested.
+    p.run(&["build-ctx", "--soc", "77", "--only", "action_context"])
+        .assert_code(0);
+    std::fs::remove_file(p.path("ctx/tiny/action_context_socid77_archv73_ctx.onnx")).unwrap();
+    let package = p.package("dist/x", "action_context", &[]);
+    package.assert_refused(2, "action_context_socid77_archv73_ctx.onnx is missing");
+    assert!(!package.stderr.contains("--force"), "{}", package.all());
+    assert!(
+        !package.stderr.contains("not a readable"),
+        "{}",
+        package.all()
+    );
+}
+
+#[test]
+fn lint_deny_fails_ci_on_findings_and_edge_cases_need_v() {
+    let p = Scratch::tiny();
+    std::fs::create_dir_all(p.path("reports/tiny")).unwrap();
+    std::fs::copy(
+        crate::common::repo_root().join("reports/tiny/conformance.json"),
+        p.path("reports/tiny/conformance.json"),
+    )
+    .unwrap();
+    let lint = p.run(&["lint", "--deny"]);
+    lint.assert_code(0);
+    assert!(lint.stdout.contains("-v lists them"), "{}", lint.all());
+    assert!(!lint.stdout.contains("DEVIATES"), "{}", lint.all());
+    let verbose = p.run(&["-v", "lint"]);
+    assert!(verbose.stdout.contains("DEVIATES"), "{}", verbose.all());
+    // A report that covers nothing: every operator is a finding, and --deny fails.
+    let report = p.path("reports/tiny/conformance.json");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    doc["rows"] = serde_json::json!([]);
+    doc["ops"] = serde_json::json!([]);
+    let empty = p.path("empty-conformance.json");
+    std::fs::write(&empty, doc.to_string()).unwrap();
+    let denied = p.run(&["lint", "--deny", "--report", empty.to_str().unwrap()]);
+    denied.assert_code(1);
+    p.run(&["lint", "--report", empty.to_str().unwrap()])
+        .assert_code(0);
+}
