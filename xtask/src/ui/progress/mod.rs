@@ -157,6 +157,14 @@ impl Task {
         }
     }
 
+    /// Runs `f` with the bar hidden (for lines on stdout while a bar is drawn on stderr).
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.bar {
+            Some(b) => b.suspend(f),
+            None => f(),
+        }
+    }
+
     /// A line printed above the bar (or plainly).
     pub fn println(&self, text: &str) {
         match &self.bar {
