@@ -105,7 +105,7 @@ fn main() -> ExitCode {
     });
     if let Command::Completions { shell } = cli.command {
         let mut cmd = Cli::command();
-        clap_complete::generate(shell, &mut cmd, "cargo-xtask", &mut std::io::stdout());
+        clap_complete::generate(shell, &mut cmd, "xtask", &mut std::io::stdout());
         return ExitCode::SUCCESS;
     }
     // A bundle must verify anywhere: outside a project, the runtime of this binary's checkout

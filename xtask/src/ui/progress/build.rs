@@ -42,6 +42,7 @@ impl Progress {
     pub fn step_started(&self, bar: &Bar, component: &str, step: &str) {
         match &bar.0 {
             Some(b) => b.set_message(format!("{step} ...")),
+            None if crate::ui::quiet() => {}
             None => crate::outln!("{component:<16} {step:<15} running"),
         }
     }
@@ -54,6 +55,10 @@ impl Progress {
         state: &str,
         seconds: Option<f64>,
     ) {
+        // -q keeps failures only.
+        if crate::ui::quiet() && !state.to_ascii_uppercase().contains("FAIL") {
+            return;
+        }
         let took = seconds.map(|s| format!(" ({s:.1}s)")).unwrap_or_default();
         let line = format!("{component:<16} {step:<15} {state}{took}");
         match (&self.multi, &bar.0) {
@@ -81,7 +86,7 @@ impl Progress {
         component: &str,
         step: &str,
     ) -> crate::ctx_build::compile_watch::Report {
-        if bar.0.is_some() {
+        if bar.0.is_some() || crate::ui::quiet() {
             return Box::new(|_: &str| {});
         }
         let prefix = format!("{component:<16} {step:<15}");
