@@ -43,6 +43,22 @@ pub struct BuildEnv<'a> {
 
 /// The rerun rule: why a step runs, or None when it is skipped as fresh. A dirty step runs;
 /// `--force` runs everything; once a step of the component ran, every later step runs too.
+/// The plan as the build will run it: a fresh step after one that runs re-runs too (the
+/// build's `upstream_ran`), and `--force` runs every step. Without a cache (a step restored
+/// from one does not make the next re-run), the dry run then names exactly the steps the build
+/// runs, also after an interrupted build left a component half done.
+pub fn as_the_build_runs(plans: &mut [crate::ctx_build::plan::ComponentPlan], force: bool) {
+    for plan in plans {
+        let mut upstream_ran = false;
+        for step in &mut plan.steps {
+            if let Some(reasons) = run_reasons(&step.freshness, force, upstream_ran) {
+                step.freshness = Freshness::Dirty(reasons);
+                upstream_ran = true;
+            }
+        }
+    }
+}
+
 pub fn run_reasons(freshness: &Freshness, force: bool, upstream_ran: bool) -> Option<DirtyReasons> {
     match freshness {
         Freshness::Dirty(reasons) => Some(reasons.clone()),

@@ -93,7 +93,10 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
         };
         let toolchain = planning_toolchain(req);
         versions.toolchain = toolchain.used();
-        let plans = plan_all(root, req, &versions, &mut memo)?;
+        let mut plans = plan_all(root, req, &versions, &mut memo)?;
+        if req.dry_run && req.cache.is_none() {
+            execute::as_the_build_runs(&mut plans, req.force);
+        }
         if req.print_keys {
             print::print_keys(&plans)?;
         } else if req.json {

@@ -11,6 +11,7 @@ mod cli_manners;
 mod common;
 mod conformance_cli;
 mod device_ssh_cli;
+mod dry_run_truth_cli;
 mod fp16_version_cli;
 mod generator_cli;
 mod hostile_bundle_cli;
