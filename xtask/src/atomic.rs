@@ -53,7 +53,7 @@ pub fn lock_file(path: &Path, what: &str) -> Result<fs::File> {
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(fs::TryLockError::WouldBlock) => {
-            eprintln!(
+            crate::errln!(
                 "another {what} holds {}; waiting for it to finish ...",
                 path.display()
             );

@@ -29,4 +29,5 @@ pub mod rewritten;
 pub mod runtime;
 pub mod soc;
 pub mod tensor;
+pub mod ui;
 pub mod vocab;

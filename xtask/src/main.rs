@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-use xtask::{commands, project, runtime};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use xtask::{commands, project, runtime, ui};
 
 #[derive(Parser)]
 #[command(
@@ -18,9 +18,23 @@ struct Cli {
     /// Project root (default: the nearest folder above the working directory with recipes/).
     #[arg(long, global = true)]
     root: Option<PathBuf>,
-    /// Say more (why a step is dirty, placement details).
-    #[arg(short, long, global = true)]
+    /// Say more (why a step is dirty, placement details, edge-case findings) and show what
+    /// the native QNN/ORT libraries print instead of keeping it in the command's log.
+    #[arg(short, long, global = true, conflicts_with = "quiet")]
     verbose: bool,
+    /// Print results and errors only: no progress, notes or warnings.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    /// Colour the PASS/FAIL verdicts: on a terminal (auto, off when NO_COLOR is set), always
+    /// or never.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value = "auto",
+        value_name = "WHEN"
+    )]
+    color: ui::ColorChoice,
     #[command(subcommand)]
     command: Command,
 }
@@ -59,51 +73,152 @@ enum Command {
     Lint(commands::lint::Lint),
     /// Benchmarks with ratios against a baseline of the same run: build, chain, parity.
     Bench(commands::bench::Bench),
+    /// Print a shell completion script (`cargo xtask completions bash > …`).
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
+
+/// The commands whose `--json` prints the one JSON document of `ui::json`.
+const JSON_COMMANDS: &[&str] = &["doctor", "parity", "run", "bisect", "verify"];
 
 /// Exit codes: 0 all good, 1 a parity gate or build step failed, 2 bad input or environment.
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = match Cli::command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => better_suggestion(e).exit(),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let (sub_name, sub) = matches.subcommand().expect("a subcommand is required");
+    let json = JSON_COMMANDS.contains(&sub_name)
+        && sub.try_get_one::<bool>("json").ok().flatten() == Some(&true);
+    ui::init(ui::Settings {
+        verbose: cli.verbose,
+        quiet: cli.quiet,
+        color: cli.color,
+        json,
+    });
+    if let Command::Completions { shell } = cli.command {
+        let mut cmd = Cli::command();
+        clap_complete::generate(shell, &mut cmd, "xtask", &mut std::io::stdout());
+        return ExitCode::SUCCESS;
+    }
     // A bundle must verify anywhere: outside a project, the runtime of this binary's checkout
     // (or ORT_DYLIB_PATH + QNN_LIB_DIR) is used.
     let root = match cli.command {
         Command::Verify(_) => project::find_root_or_tool_home(cli.root.as_deref()),
         _ => project::find_root(cli.root.as_deref()),
     };
+    if json {
+        runtime::stdio::human_lines_to_stderr();
+    }
     let result = root.and_then(|root| {
-        runtime::stdio::isolate_native_stdout(
-            &xtask::project::scratch_dir(&root, "xtask-native-stdout.log"),
+        let model = sub.try_get_one::<String>("model").ok().flatten();
+        runtime::stdio::isolate_native_output(
+            &project::native_log_path(&root, model.map(String::as_str), sub_name),
             cli.verbose,
         );
         let ctx = commands::Ctx {
             root,
             verbose: cli.verbose,
         };
-        match cli.command {
-            Command::Doctor(cmd) => cmd.run(&ctx),
-            Command::Parity(cmd) => cmd.run(&ctx),
-            Command::BuildCtx(cmd) => cmd.run(&ctx),
-            Command::Cache(cmd) => cmd.run(&ctx),
-            Command::Bench(cmd) => cmd.run(&ctx),
-            Command::Run(cmd) => cmd.run(&ctx),
-            Command::Package(cmd) => cmd.run(&ctx),
-            Command::MergeReports(cmd) => cmd.run(&ctx),
-            Command::Verify(cmd) => cmd.run(&ctx),
-            Command::Release(cmd) => cmd.run(&ctx),
-            Command::Fetch(cmd) => cmd.run(&ctx),
-            Command::Plan(cmd) => cmd.run(&ctx),
-            Command::Bisect(cmd) => cmd.run(&ctx),
-            Command::LintFp16(cmd) => cmd.run(&ctx),
-            Command::Conformance(cmd) => cmd.run(&ctx),
-            Command::Lint(cmd) => cmd.run(&ctx),
-        }
+        dispatch(cli.command, &ctx)
     });
-    match result {
-        Ok(xtask::vocab::Outcome::Success) => ExitCode::SUCCESS,
-        Ok(xtask::vocab::Outcome::GateFailed) => ExitCode::from(1),
+    ui::warnings::flush();
+    let (code, error) = match result {
+        Ok(xtask::vocab::Outcome::Success) => (0, None),
+        Ok(xtask::vocab::Outcome::GateFailed) => (1, None),
         Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::from(2)
+            let text = ui::humanize(&format!("{err:#}"));
+            xtask::errln!("error: {text}");
+            (2, Some(text))
         }
+    };
+    if json {
+        ui::json::emit(sub_name, code, error);
+    }
+    ExitCode::from(code)
+}
+
+/// An unknown flag gets the suggestion of `ui::suggest` (a swapped pair is one edit) among the
+/// flags of the subcommand typed, when clap's own found none or a worse one.
+fn better_suggestion(mut e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument {
+        return e;
+    }
+    let Some(ContextValue::String(typed)) = e.get(ContextKind::InvalidArg).cloned() else {
+        return e;
+    };
+    let Some(word) = typed.strip_prefix("--") else {
+        return e;
+    };
+    let root = Cli::command();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let sub = args.iter().find_map(|a| root.find_subcommand(a));
+    let longs: Vec<String> = sub
+        .into_iter()
+        .flat_map(|s| s.get_arguments())
+        .chain(root.get_arguments())
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .collect();
+    if let Some(best) = ui::suggest::closest(word, longs.iter().map(String::as_str)) {
+        e.insert(
+            ContextKind::SuggestedArg,
+            ContextValue::String(format!("--{best}")),
+        );
+    }
+    e
+}
+
+fn dispatch(command: Command, ctx: &commands::Ctx) -> anyhow::Result<xtask::vocab::Outcome> {
+    match command {
+        Command::Doctor(cmd) => cmd.run(ctx),
+        Command::Parity(cmd) => cmd.run(ctx),
+        Command::BuildCtx(cmd) => cmd.run(ctx),
+        Command::Cache(cmd) => cmd.run(ctx),
+        Command::Bench(cmd) => cmd.run(ctx),
+        Command::Run(cmd) => cmd.run(ctx),
+        Command::Package(cmd) => cmd.run(ctx),
+        Command::MergeReports(cmd) => cmd.run(ctx),
+        Command::Verify(cmd) => cmd.run(ctx),
+        Command::Release(cmd) => cmd.run(ctx),
+        Command::Fetch(cmd) => cmd.run(ctx),
+        Command::Plan(cmd) => cmd.run(ctx),
+        Command::Bisect(cmd) => cmd.run(ctx),
+        Command::LintFp16(cmd) => cmd.run(ctx),
+        Command::Conformance(cmd) => cmd.run(ctx),
+        Command::Lint(cmd) => cmd.run(ctx),
+        Command::Completions { .. } => Ok(xtask::vocab::Outcome::Success),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every flag and argument of every command says what it is for in `--help`.
+    #[test]
+    fn every_argument_has_help_text() {
+        let mut missing = Vec::new();
+        let root = Cli::command();
+        let mut stack = vec![(String::new(), root)];
+        while let Some((path, cmd)) = stack.pop() {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if arg.get_help().is_none() && !["help", "version"].contains(&id) {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                stack.push((format!("{path} {}", sub.get_name()), sub.clone()));
+            }
+        }
+        assert!(missing.is_empty(), "no help text: {missing:?}");
     }
 }

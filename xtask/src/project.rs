@@ -81,5 +81,17 @@ pub fn scratch_dir(root: &Path, name: &str) -> PathBuf {
     root.join("target").join(name)
 }
 
+/// Where a command's native output goes (see `runtime::stdio`): the model's
+/// `reports/<model>/logs/native-<command>.log` when the command names a model that exists,
+/// else `target/xtask-native.log` (no folder made for a mistyped model).
+pub fn native_log_path(root: &Path, model: Option<&str>, command: &str) -> PathBuf {
+    match model.filter(|m| root.join("recipes").join(m).is_dir()) {
+        Some(m) => reports_dir(root, m)
+            .join("logs")
+            .join(format!("native-{command}.log")),
+        None => scratch_dir(root, "xtask-native.log"),
+    }
+}
+
 /// Where the rewritten copies of ONNX graphs live (`[rewrite] apply`), relative to the root.
 pub const REWRITE_DIR: &str = "target/rewrite";

@@ -45,6 +45,24 @@ impl std::fmt::Display for BackendKind {
     }
 }
 
+/// A QNN backend: what `bisect` compares against ORT's CPU EP (`--help` offers only these).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum QnnBackendKind {
+    /// The QNN CPU backend on the ONNX graphs.
+    Cpu,
+    /// The built HTP context binaries.
+    Htp,
+}
+
+impl From<QnnBackendKind> for BackendKind {
+    fn from(b: QnnBackendKind) -> Self {
+        match b {
+            QnnBackendKind::Cpu => BackendKind::Cpu,
+            QnnBackendKind::Htp => BackendKind::Htp,
+        }
+    }
+}
+
 /// Which tools run a step: the embedded QNN 2.47 runtime, or the QAIRT SDK's tools.
 #[derive(
     Debug,

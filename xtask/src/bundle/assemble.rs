@@ -115,7 +115,9 @@ pub fn assemble(
 ) -> Result<Manifest> {
     require_disk_for_copies(dir, files)?;
     let mut entries = BTreeMap::new();
+    let task = crate::ui::progress::Task::new("package: linking and hashing", files.len());
     for (src, rel, role) in files {
+        task.working_on(rel);
         let dest = dir.join(rel);
         std::fs::create_dir_all(dest.parent().context("bundle path")?)?;
         // Large files are hard-linked (no copy, no memory); small ones are copied, so editing
@@ -130,7 +132,9 @@ pub fn assemble(
                 role: role.to_string(),
             },
         );
+        task.step_done(rel, false);
     }
+    drop(task);
     for (rel, bytes) in generated {
         let dest = dir.join(rel);
         std::fs::create_dir_all(dest.parent().context("bundle path")?)?;

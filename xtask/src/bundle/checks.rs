@@ -50,7 +50,9 @@ pub fn broken_artifacts(
         })
         .unwrap_or_default();
     let bin_name = art.bin_name();
-    if targets.is_empty() {
+    if !wrapper.is_file() {
+        broken.push(format!("{name}: {} is missing", art.wrapper.display()));
+    } else if targets.is_empty() {
         broken.push(format!(
             "{name}: {} is not a readable EPContext wrapper",
             art.wrapper.display()

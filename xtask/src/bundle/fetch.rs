@@ -102,7 +102,11 @@ fn download(req: &FetchRequest<'_>, dir: &Path, include: Option<&[String]>) -> R
     for p in include.unwrap_or_default() {
         options.extend(["--include".into(), p.clone()]);
     }
+    let task = crate::ui::progress::Task::new("fetch: hf download", 1);
+    task.working_on(req.repo);
     run_hf(&hf_argv("download", &options, &[req.repo.to_string()]))?;
+    task.step_done("hf download", true);
+    drop(task);
     Ok(())
 }
 

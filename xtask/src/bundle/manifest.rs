@@ -128,7 +128,15 @@ fn listed_problems(
     selected: &dyn Fn(&str) -> bool,
 ) -> Vec<String> {
     let mut problems = Vec::new();
-    for f in manifest.files.iter().filter(|f| selected(&f.path)) {
+    let listed: Vec<_> = manifest
+        .files
+        .iter()
+        .filter(|f| selected(&f.path))
+        .collect();
+    let task = crate::ui::progress::Task::new("checking sha256", listed.len());
+    for f in listed {
+        task.working_on(&f.path);
+        task.step_done(&f.path, false);
         if scan.refused.contains_key(&f.path) {
             continue; // already named with what it is
         }

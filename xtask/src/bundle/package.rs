@@ -52,7 +52,7 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
     // One package at a time per destination folder; staging folders of killed runs go first.
     let _lock = crate::atomic::lock_file(&parent.join(".bundle.lock"), "package")?;
     for left in crate::atomic::remove_leftovers(parent, ".bundle-")? {
-        eprintln!("removed {left}, left behind by an interrupted package");
+        crate::errln!("removed {left}, left behind by an interrupted package");
     }
     let rt = Runtime::load(ensure_runtime_rehashed(root)?)?;
     let versions = runtime_versions(&rt)?;
@@ -121,10 +121,19 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
         files.extend(component_files(root, model, comp, &plan.artifacts)?);
     }
     if !broken.is_empty() {
+        // A missing file is rebuilt by a plain build; a present file that is not what its
+        // build recorded needs --force to be replaced.
+        let force = match broken.iter().all(|b| b.ends_with(" is missing")) {
+            true => "",
+            false => " --force",
+        };
+        let mut names: Vec<&str> = broken.iter().filter_map(|b| b.split(": ").next()).collect();
+        names.dedup();
         bail!(
-            "refusing to package broken artifacts (--allow-stale does not cover these):\n  {}\nrebuild with `cargo xtask build-ctx --soc {} --model {model_name} --force`",
+            "refusing to package broken artifacts (--allow-stale does not cover these):\n  {}\nrebuild with `cargo xtask build-ctx --soc {} --model {model_name} --only {}{force}`",
             broken.join("\n  "),
-            soc.id
+            soc.id,
+            names.join(",")
         );
     }
     if !stale.is_empty() && !allow_stale {

@@ -122,7 +122,9 @@ fn load_binaries(root: &Path, dir: &Path) -> Result<usize> {
     let mut problems = Vec::new();
     let all = wrappers(dir)?;
     let runtime_qnn = rt.qnn_build_version().unwrap_or_default();
+    let task = crate::ui::progress::Task::new("verify: HTP loads", all.len());
     for rel in &all {
+        task.working_on(rel);
         let summary = crate::onnx::proto::parse_model(&reader::read_small(dir, rel)?)?;
         let built_with = summary
             .nodes
@@ -138,13 +140,15 @@ fn load_binaries(root: &Path, dir: &Path) -> Result<usize> {
                 problems.push(format!("{e:#}"));
                 continue;
             }
-            Ok(Some(note)) => eprintln!("note: {note}"),
+            Ok(Some(note)) => crate::ui::warnings::warn(note),
             Ok(None) => {}
         }
         if let Err(e) = rt.open(&dir.join(rel), &Backend::QnnHtp(target.clone())) {
             problems.push(format!("{rel}: does not load on the HTP backend: {e:#}"));
         }
+        task.step_done(rel, true);
     }
+    drop(task);
     if !problems.is_empty() {
         bail!(
             "bundle {} is NOT intact:\n  {}",

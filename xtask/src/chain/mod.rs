@@ -8,6 +8,7 @@ pub mod introduced;
 pub use crate::report::latency;
 pub mod layout;
 pub mod pipeline;
+pub mod progress;
 pub mod report;
 pub mod run;
 pub mod sessions;

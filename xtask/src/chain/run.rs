@@ -77,7 +77,15 @@ pub fn run_and_report(
             .collect();
         ChainSessions::new(&rt, model, Backend::OrtCpu, onnx, opts.streaming)
     });
+    let chains = opts.warmup + opts.iters;
+    let mut progress = super::progress::ChainProgress::start(
+        root,
+        &model.file.model.name,
+        backend.label(),
+        chains,
+    );
     if !opts.streaming {
+        progress.component(0, "(loading the sessions)");
         sessions.load_all()?;
         cpu.as_mut().map(ChainSessions::load_all).transpose()?;
     }
@@ -87,11 +95,18 @@ pub fn run_and_report(
     for i in 0..opts.warmup + opts.iters {
         sessions.recording = i >= opts.warmup;
         let started = Instant::now();
-        let result = run_chain(&host, &inputs, &mut |name, ins| match i {
-            // The first run's outputs are remembered for the untimed passes below.
-            0 => memo.call(false, &mut sessions, cpu.as_mut(), &fp32, name, ins),
-            _ => whatif::dispatch(&mut sessions, cpu.as_mut(), &fp32, name, ins),
+        let result = run_chain(&host, &inputs, &mut |name, ins| {
+            progress.component(i, name);
+            let t = Instant::now();
+            let out = match i {
+                // The first run's outputs are remembered for the untimed passes below.
+                0 => memo.call(false, &mut sessions, cpu.as_mut(), &fp32, name, ins),
+                _ => whatif::dispatch(&mut sessions, cpu.as_mut(), &fp32, name, ins),
+            };
+            progress.component_done(i, name, ms(t));
+            out
         })?;
+        progress.chain_done(i);
         if sessions.recording {
             chain_ms.push(ms(started));
         }
@@ -105,9 +120,12 @@ pub fn run_and_report(
     sessions.recording = false;
     let loads = sessions.load_ms.clone();
     let feed = feed_of(&expected);
+    progress.golden_pass();
     let forced = run_chain_fed(&host, &inputs, Some(&feed), &mut |name, ins| {
+        progress.component(chains, name);
         memo.call(true, &mut sessions, cpu.as_mut(), &fp32, name, ins)
     })?;
+    progress.golden_pass_done();
     sessions.load_ms = loads;
     if let Some(cpu) = &cpu {
         merge_timings(&mut sessions, cpu);
@@ -133,6 +151,7 @@ pub fn run_and_report(
         )?),
         _ => None,
     };
+    drop(progress);
     let report = RunReport::new(RunInputs {
         model: model.file.model.name.clone(),
         backend: backend.label().into(),
@@ -181,6 +200,7 @@ pub fn run_and_report(
     });
     let dir = crate::project::reports_dir(root, &model.file.model.name);
     write_run_report(&dir, &report)?;
+    crate::ui::json::offer(&report);
     report.print(&crate::project::rel(root, &dir));
     Ok(report)
 }
@@ -238,26 +258,16 @@ fn session_models(
     model: &Model,
     backend: &Backend,
 ) -> Result<BTreeMap<String, PathBuf>> {
-    let mut out = BTreeMap::new();
-    let mut problems = Vec::new();
-    for comp in &model.components {
-        let path = match backend {
-            Backend::QnnHtp(_) => {
-                match crate::ctx_build::fresh::fresh_context_wrapper(root, rt, model, comp) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        problems.push(format!("  {}: {e:#}", comp.name()));
-                        continue;
-                    }
-                }
-            }
-            // QNN's CPU backend runs what the build converts: the rewritten copy, if any.
-            _ => crate::rewritten::onnx_for(root, &model.file.model.name, comp, backend)?,
-        };
-        out.insert(comp.name().to_string(), path);
+    if let Backend::QnnHtp(_) = backend {
+        let comps: Vec<&crate::recipe::Component> = model.components.iter().collect();
+        return crate::ctx_build::fresh::fresh_context_wrappers(root, rt, model, &comps)
+            .context("cannot run the chain on the HTP");
     }
-    if !problems.is_empty() {
-        bail!("cannot run the chain on the HTP:\n{}", problems.join("\n"));
+    let mut out = BTreeMap::new();
+    for comp in &model.components {
+        // QNN's CPU backend runs what the build converts: the rewritten copy, if any.
+        let path = crate::rewritten::onnx_for(root, &model.file.model.name, comp, backend)?;
+        out.insert(comp.name().to_string(), path);
     }
     Ok(out)
 }

@@ -103,7 +103,7 @@ impl RunReport {
         crate::outln!(
             "run {}: {}; report {dir}/{}.html",
             self.run.backend,
-            if self.pass { "pass" } else { "FAIL" },
+            crate::ui::verdict(if self.pass { "pass" } else { "FAIL" }, self.pass),
             self.stem()
         );
     }

@@ -2,9 +2,9 @@
 //! diverges between ORT's CPU EP and the QNN backend (`--threshold`), or by default the
 //! operators ranked by the error they introduce (see `diagnose::bisect`, `diagnose::rank`).
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
-use super::{BackendKind, Ctx, Outcome, backend_for_component, require_files, select_components};
+use super::{BackendKind, Ctx, Outcome, backend_for_component, require_files};
 use crate::diagnose::bisect::{BisectJob, bisect};
 use crate::diagnose::bisect_report::{html, markdown, print_summary};
 use crate::parity::component::load_golden;
@@ -16,8 +16,10 @@ use crate::runtime::bootstrap::ensure_runtime;
 pub struct Bisect {
     /// The component to bisect.
     component: String,
+    /// The QNN backend compared against ORT's CPU EP.
     #[arg(long, value_enum)]
-    backend: BackendKind,
+    backend: crate::vocab::QnnBackendKind,
+    /// The model: a folder under `recipes/`.
     #[arg(long, default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
     model: String,
     /// Find the first tensor whose cosine against the reference falls below this. Without
@@ -30,6 +32,8 @@ pub struct Bisect {
     /// Intermediate tensors exposed per round.
     #[arg(long, default_value_t = 64)]
     max_outputs: usize,
+    #[command(flatten)]
+    pub json: super::JsonFlag,
 }
 
 /// `--threshold`: a cosine, finite and in [0, 1] (`nan` would make every comparison false).
@@ -47,16 +51,11 @@ impl Bisect {
         if self.max_outputs < 2 {
             bail!("--max-outputs must be at least 2");
         }
-        if self.backend == BackendKind::Ort {
-            bail!("bisect compares a QNN backend against ORT's CPU EP: use --backend cpu or htp");
-        }
         let model = load_model(&ctx.root, &self.model)?;
-        let comp = *select_components(&model, std::slice::from_ref(&self.component))?
-            .first()
-            .context("component")?;
+        let comp = super::find_component(&model, &self.component)?;
         require_files(ctx, &model, &[comp])?;
         let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
-        let backend = backend_for_component(&model, comp, self.backend)?;
+        let backend = backend_for_component(&model, comp, BackendKind::from(self.backend))?;
         let golden = load_golden(&ctx.root, comp)?;
         let report = bisect(&BisectJob {
             root: &ctx.root,
@@ -72,6 +71,7 @@ impl Bisect {
         let dir = crate::project::reports_dir(&ctx.root, &self.model);
         let stem = format!("bisect-{}-{}", comp.name(), backend.label());
         crate::report::write_json_and_markdown(&dir, &stem, &report, &markdown(&report))?;
+        crate::ui::json::offer(&report);
         crate::atomic::write_atomic(&dir.join(format!("{stem}.html")), html(&report).as_bytes())?;
         print_summary(
             &report,

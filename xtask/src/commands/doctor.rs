@@ -32,6 +32,8 @@ pub struct Doctor {
     /// With --device: the QAIRT version to expect (default: the tiny model's `[target] qairt`).
     #[arg(long, requires = "device", default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
     model: String,
+    #[command(flatten)]
+    pub json: super::JsonFlag,
 }
 
 impl Doctor {
@@ -99,6 +101,7 @@ impl Doctor {
         let htp = Backend::QnnHtp(HtpTarget::probe());
         let mut qnn_build = None;
         let mut unusable: Vec<&'static str> = Vec::new();
+        let mut backends = Vec::new();
         crate::outln!("backends:");
         for backend in [Backend::OrtCpu, Backend::QnnCpu, htp] {
             let name = match &backend {
@@ -110,6 +113,10 @@ impl Doctor {
             };
             if backend != Backend::OrtCpu && rt.qnn_unavailable().is_some() {
                 crate::outln!("  {name:<52} MISSING: QNN is not available (see above)");
+                backends.push(
+                    serde_json::json!({"backend": backend.label(), "usable": false,
+                    "detail": "QNN is not available"}),
+                );
                 unusable.push(backend.label());
                 continue;
             }
@@ -118,6 +125,8 @@ impl Doctor {
                 unusable.push(backend.label());
             }
             qnn_build = qnn_build.or(probe.qnn_build.clone());
+            backends.push(serde_json::json!({"backend": backend.label(),
+                "usable": probe.usable, "detail": probe.detail}));
             let state = if probe.usable { "usable" } else { "NOT usable" };
             crate::outln!("  {name:<52} {state}: {}", probe.detail);
         }
@@ -152,6 +161,14 @@ impl Doctor {
             .filter(|b| unusable.contains(b))
             .collect();
         let mismatched = qairt.iter().any(|l| l.ends_with("MISMATCH"));
+        crate::ui::json::offer(&serde_json::json!({
+            "platform": platform.name(),
+            "versions": crate::report::ToolVersions::of(&rt),
+            "qnn_build": qnn_build,
+            "backends": backends,
+            "needed_but_unusable": needed,
+            "qairt_vs_recipes": qairt,
+        }));
         if mismatched {
             crate::outln!(
                 "doctor: a recipe's [target] qairt is not the QNN version here (MISMATCH above): its binaries would be built and judged with another QAIRT"

@@ -31,6 +31,16 @@ pub struct Ctx {
     pub verbose: bool,
 }
 
+/// `--json` of `doctor`, `parity`, `run`, `bisect` and `verify` (read by `main` through
+/// `ui::json`; the command hands its report over with `ui::json::offer`).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct JsonFlag {
+    /// Print ONE JSON document on stdout (`schema_version`, `command`, `exit_code`, `report`,
+    /// `error`); the human lines go to stderr. See docs/output-and-progress.md.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `--model` and `--only`, shared by every command that works on a model's components.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ModelArgs {
@@ -40,6 +50,22 @@ pub struct ModelArgs {
     /// Only these components (comma-separated); pipeline order is kept.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
+}
+
+/// The component `name` of `model` (a positional argument such as `bisect`'s), or an error
+/// naming the model's components with a did-you-mean.
+pub fn find_component<'m>(model: &'m Model, name: &str) -> Result<&'m Component> {
+    let known: Vec<&str> = model.components.iter().map(|c| c.name()).collect();
+    match model.components.iter().find(|c| c.name() == name) {
+        Some(c) => Ok(c),
+        None => Err(crate::bad_input::BadInput(anyhow::anyhow!(
+            "unknown component `{name}`{}; model `{}` has: {}",
+            crate::ui::suggest::did_you_mean(name, known.iter().copied()),
+            model.file.model.name,
+            known.join(", ")
+        ))
+        .into()),
+    }
 }
 
 /// A model's recipes, loaded and checked, with the components `--only` selected (all when
@@ -81,7 +107,8 @@ pub fn select_components<'m>(model: &'m Model, only: &[String]) -> Result<Vec<&'
     for name in only {
         if !known.contains(&name.as_str()) {
             bail!(
-                "unknown component `{name}` in --only; model `{}` has: {}",
+                "unknown component `{name}` in --only{}; model `{}` has: {}",
+                crate::ui::suggest::did_you_mean(name, known.iter().copied()),
                 model.file.model.name,
                 known.join(", ")
             );
@@ -118,27 +145,32 @@ pub fn require_files(ctx: &Ctx, model: &Model, comps: &[&Component]) -> Result<(
 }
 
 fn require_present(ctx: &Ctx, model: &Model, comps: &[&Component]) -> Result<()> {
-    let missing: Vec<String> = comps
+    let missing: Vec<crate::recipe::missing::Missing> = comps
         .iter()
-        .flat_map(|c| {
-            crate::recipe::missing_files(&ctx.root, c)
-                .into_iter()
-                .map(move |p| format!("  {} ({})", p.display(), c.name()))
-        })
+        .flat_map(|c| crate::recipe::missing::missing(&ctx.root, c))
         .collect();
     if missing.is_empty() {
         return Ok(());
     }
-    let hint = model
-        .file
-        .model
-        .obtain
-        .as_deref()
-        .unwrap_or("see the model's recipes for where its files come from");
-    bail!(
-        "model `{}` is missing {} file(s):\n{}\nhow to obtain them: {hint}",
+    let lines: Vec<String> = missing.iter().map(|m| format!("  {}", m.line)).collect();
+    // Only files that are truly absent need obtaining; a likely typo is the recipe's to fix.
+    let hint = match missing.iter().all(|m| m.typo) {
+        true => "fix the recipe line(s) above".to_string(),
+        false => format!(
+            "how to obtain them: {}",
+            model
+                .file
+                .model
+                .obtain
+                .as_deref()
+                .unwrap_or("see the model's recipes for where its files come from")
+        ),
+    };
+    Err(crate::bad_input::BadInput(anyhow::anyhow!(
+        "model `{}` is missing {} file(s):\n{}\n{hint}",
         model.file.model.name,
         missing.len(),
-        missing.join("\n")
-    )
+        lines.join("\n")
+    ))
+    .into())
 }

@@ -12,6 +12,8 @@ use crate::bundle::package::{PackageRequest, package};
 pub struct Package {
     #[command(flatten)]
     sel: super::ModelArgs,
+    /// The SoC whose context binaries go into the bundle (a name or id of the SoC table;
+    /// default: the recipe's target).
     #[arg(long)]
     soc: Option<String>,
     /// The bundle folder to create (must not exist, or be empty).

@@ -30,6 +30,8 @@ pub struct Parity {
     /// the device's own QAIRT SDK (`--backend htp` only); see README "Validate on a board".
     #[arg(long, value_name = "ssh://user@host[:port][/workdir]", value_parser = crate::device::url::parse_device_arg)]
     device: Option<String>,
+    #[command(flatten)]
+    pub json: super::JsonFlag,
 }
 
 impl Parity {
@@ -59,6 +61,10 @@ impl Parity {
         let rt = Runtime::load(libs)?;
         if self.backend != BackendKind::Ort && !sdk {
             crate::recipe::target::check_qairt(&sel.model, rt.qnn_build_version().as_deref())?;
+        }
+        if htp && self.device.is_none() {
+            // Missing or stale binaries are the environment's (exit 2, one build command).
+            crate::ctx_build::fresh::fresh_context_wrappers(&ctx.root, &rt, &sel.model, &comps)?;
         }
         let (root, model, clamp, iters) =
             (&ctx.root, &sel.model, !self.no_clamp, self.iters as usize);

@@ -10,6 +10,7 @@ use crate::bundle::release::{ReleaseRequest, release};
 
 #[derive(clap::Args)]
 pub struct Release {
+    /// The Hugging Face model repository to upload to (`owner/name`).
     #[arg(long)]
     repo: String,
     /// The branch to release to (default main; another branch must not exist yet).
@@ -18,6 +19,7 @@ pub struct Release {
     /// Release as a tag (created with `hf repos tag create`), never a branch.
     #[arg(long)]
     tag: Option<String>,
+    /// The model: a folder under `recipes/`.
     #[arg(long, default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
     model: String,
     /// The bundle to upload (default: dist/<model> in the project root).

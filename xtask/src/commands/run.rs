@@ -10,8 +10,10 @@ use crate::recipe::load_model;
 
 #[derive(clap::Args)]
 pub struct Run {
+    /// The backend: ORT's CPU EP, the QNN CPU backend, or the built HTP context binaries.
     #[arg(long, value_enum)]
     backend: BackendKind,
+    /// The model: a folder under `recipes/`.
     #[arg(long, default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
     model: String,
     /// Timed chain runs.
@@ -44,6 +46,8 @@ pub struct Run {
     /// normalized-actions error each removes (which to fix first).
     #[arg(long)]
     attribute: bool,
+    #[command(flatten)]
+    pub json: super::JsonFlag,
 }
 
 impl Run {

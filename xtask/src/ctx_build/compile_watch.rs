@@ -1,6 +1,6 @@
 //! Progress from the HTP graph compiler. QNN's compiler prints its stages to the process's
 //! native stdout (`Starting stage: <name>`, `Completed stage: <name> (<µs> us)`, and a
-//! `[####   ]  NN%` bar), which the tool sends to `target/xtask-native-stdout.log` (see
+//! `[####   ]  NN%` bar), which the tool sends to the command's native log (see
 //! `runtime::stdio`). While a context step runs, a watcher tails that log: the stage, its
 //! percent and the elapsed time go to the spinner on a terminal, and to one heartbeat line
 //! every 30 s otherwise (`XTASK_HEARTBEAT_SECS`), so no step stays silent for minutes. The
@@ -124,11 +124,7 @@ impl CompileWatch {
         let log = Arc::new(Mutex::new(CompileLog::default()));
         let start_at = std::fs::metadata(native_log).map_or(0, |m| m.len());
         let (stop2, log2, path) = (stop.clone(), log.clone(), native_log.to_path_buf());
-        let heartbeat = std::env::var("XTASK_HEARTBEAT_SECS")
-            .ok()
-            .and_then(|v| v.parse::<f64>().ok())
-            .filter(|s| *s > 0.0)
-            .map_or(Duration::from_secs(30), Duration::from_secs_f64);
+        let heartbeat = crate::ui::progress::heartbeat_every();
         let thread = std::thread::spawn(move || {
             let started = Instant::now();
             let mut last_beat = Instant::now();

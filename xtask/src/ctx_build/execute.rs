@@ -13,7 +13,6 @@ use anyhow::{Context, Result, bail};
 use crate::ctx_build::facts::StepFacts;
 use crate::ctx_build::fingerprint::{ComponentRecord, DirtyReason, DirtyReasons, Freshness};
 use crate::ctx_build::plan::{ComponentPlan, PlannedStep, StepKind, Versions};
-use crate::ctx_build::progress::Progress;
 use crate::ctx_build::report::{ComponentBuild, StepOutcome};
 use crate::ctx_build::schedule::{self, Granted, MemoryBudget};
 use crate::ctx_build::step_cache::StepCache;
@@ -22,6 +21,7 @@ use crate::ctx_build::toolchain::{QnnOnnx, Toolchain};
 use crate::hashing::HashMemo;
 use crate::recipe::{Component, Model};
 use crate::soc::Soc;
+use crate::ui::progress::build::Progress;
 
 /// What every worker shares while executing a plan.
 pub struct BuildEnv<'a> {
@@ -43,6 +43,22 @@ pub struct BuildEnv<'a> {
 
 /// The rerun rule: why a step runs, or None when it is skipped as fresh. A dirty step runs;
 /// `--force` runs everything; once a step of the component ran, every later step runs too.
+/// The plan as the build will run it: a fresh step after one that runs re-runs too (the
+/// build's `upstream_ran`), and `--force` runs every step. Without a cache (a step restored
+/// from one does not make the next re-run), the dry run then names exactly the steps the build
+/// runs, also after an interrupted build left a component half done.
+pub fn as_the_build_runs(plans: &mut [crate::ctx_build::plan::ComponentPlan], force: bool) {
+    for plan in plans {
+        let mut upstream_ran = false;
+        for step in &mut plan.steps {
+            if let Some(reasons) = run_reasons(&step.freshness, force, upstream_ran) {
+                step.freshness = Freshness::Dirty(reasons);
+                upstream_ran = true;
+            }
+        }
+    }
+}
+
 pub fn run_reasons(freshness: &Freshness, force: bool, upstream_ran: bool) -> Option<DirtyReasons> {
     match freshness {
         Freshness::Dirty(reasons) => Some(reasons.clone()),
@@ -84,7 +100,7 @@ pub fn refuse_weight_sharing_groups(comps: &[&Component]) -> Result<()> {
 /// Staging folders left by an interrupted build (the lock is held, so none is in use).
 pub fn remove_stale_staging(dir: &Path) -> Result<()> {
     for left in crate::atomic::remove_leftovers(dir, ".staging-")? {
-        eprintln!("removed {left}, left behind by an interrupted build");
+        crate::errln!("removed {left}, left behind by an interrupted build");
     }
     Ok(())
 }

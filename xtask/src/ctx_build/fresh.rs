@@ -2,6 +2,7 @@
 //! against its current inputs, byte-identical to what its build recorded, and built by a QNN
 //! no newer than the runtime's. Shared by `parity --backend htp` and `run --backend htp`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -46,38 +47,93 @@ pub fn fresh_context_wrapper(
     model: &Model,
     comp: &Component,
 ) -> Result<PathBuf> {
+    let mut wrappers = fresh_context_wrappers(root, rt, model, &[comp])?;
+    wrappers
+        .remove(comp.name())
+        .context("no wrapper for the component")
+}
+
+/// The wrappers of `comps`, or ONE error listing every component without a fresh binary and
+/// the one `build-ctx --only a,b,c` command that builds them all.
+pub fn fresh_context_wrappers(
+    root: &Path,
+    rt: &Runtime,
+    model: &Model,
+    comps: &[&Component],
+) -> Result<BTreeMap<String, PathBuf>> {
     let soc = crate::htp_target::target_soc(model, None)?;
     let versions = runtime_versions(rt)?;
+    let name = &model.file.model.name;
+    let (mut wrappers, mut problems, mut names) = (BTreeMap::new(), Vec::new(), Vec::new());
+    for comp in comps {
+        let rebuild = format!(
+            "cargo xtask build-ctx --soc {} --model {name} --only {}",
+            soc.id,
+            comp.name()
+        );
+        match wrapper_of(root, model, comp, &soc, versions.clone(), &rebuild)? {
+            Ok(path) => {
+                wrappers.insert(comp.name().to_string(), path);
+            }
+            Err(problem) => {
+                problems.push((comp.name(), problem));
+                names.push(comp.name());
+            }
+        }
+    }
+    let only = match names.len() == model.components.len() {
+        true => String::new(),
+        false => format!(" --only {}", names.join(",")),
+    };
+    let rebuild = format!(
+        "cargo xtask build-ctx --soc {} --model {name}{only}",
+        soc.id
+    );
+    match problems.as_slice() {
+        [] => Ok(wrappers),
+        [(_, one)] => bail!("{one} (run `{rebuild}`)"),
+        many => {
+            let lines: Vec<String> = many.iter().map(|(c, p)| format!("  {c}: {p}")).collect();
+            bail!(
+                "{} component(s) of model `{name}` have no fresh context binary:\n{}\nbuild them with one command: `{rebuild}`",
+                many.len(),
+                lines.join("\n")
+            )
+        }
+    }
+}
+
+/// The component's wrapper, or what is wrong with its binary (outer error: the check itself
+/// failed).
+fn wrapper_of(
+    root: &Path,
+    model: &Model,
+    comp: &Component,
+    soc: &crate::soc::Soc,
+    versions: Versions,
+    rebuild: &str,
+) -> Result<std::result::Result<PathBuf, String>> {
     // Before an HTP load: the binary and its inputs are re-hashed in full, never taken on
     // (size, mtime) trust.
     let mut memo = HashMemo::full();
-    let art = crate::ctx_build::plan::artifacts(&model.file.model.name, comp.name(), &soc);
+    let art = crate::ctx_build::plan::artifacts(&model.file.model.name, comp.name(), soc);
     let versions = as_built(versions, &ComponentRecord::load(&root.join(&art.record)));
-    let plan = plan_component(root, model, comp, &soc, &versions, &mut memo)?;
+    let plan = plan_component(root, model, comp, soc, &versions, &mut memo)?;
     let step = plan
         .steps
         .iter()
         .find(|s| s.kind == StepKind::Context)
         .context("no context step")?;
-    let rebuild = format!(
-        "cargo xtask build-ctx --soc {} --model {} --only {}",
-        soc.id,
-        model.file.model.name,
-        comp.name()
-    );
     let bin = root.join(&plan.artifacts.bin);
+    let shown = plan.artifacts.bin.display();
     if !bin.is_file() {
-        bail!(
-            "no context binary {} (run `{rebuild}`)",
-            plan.artifacts.bin.display()
-        );
+        return Ok(Err(format!("no context binary {shown}")));
     }
     if let Freshness::Dirty(reasons) = &step.freshness {
-        bail!(
-            "context binary {} is stale: {} (run `{rebuild}`)",
-            plan.artifacts.bin.display(),
+        return Ok(Err(format!(
+            "context binary {shown} is stale: {}",
             reasons.join("; ")
-        );
+        )));
     }
     let record = ComponentRecord::load(&root.join(&plan.artifacts.record));
     let recorded = record
@@ -85,10 +141,9 @@ pub fn fresh_context_wrapper(
         .get(&step.record_name)
         .and_then(|r| r.outputs.get(&plan.artifacts.bin.display().to_string()));
     if recorded != Some(&sha256_file(&bin)?) {
-        bail!(
-            "context binary {} does not match the sha256 its build recorded (run `{rebuild}`)",
-            plan.artifacts.bin.display()
-        );
+        return Ok(Err(format!(
+            "context binary {shown} does not match the sha256 its build recorded"
+        )));
     }
     let built_with = match record.steps.get(&step.record_name).map(|r| &r.facts) {
         Some(crate::ctx_build::facts::StepFacts::Context(f)) => f.ep_sdk_version.as_deref(),
@@ -96,9 +151,9 @@ pub fn fresh_context_wrapper(
     };
     let what = plan.artifacts.bin.display().to_string();
     if let Some(note) =
-        crate::runtime::version::check_context_version(&what, built_with, &versions.qnn, &rebuild)?
+        crate::runtime::version::check_context_version(&what, built_with, &versions.qnn, rebuild)?
     {
-        eprintln!("note: {note}");
+        crate::ui::warnings::warn(note);
     }
-    Ok(root.join(&plan.artifacts.wrapper))
+    Ok(Ok(root.join(&plan.artifacts.wrapper)))
 }

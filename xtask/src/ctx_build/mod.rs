@@ -11,7 +11,6 @@ pub mod fingerprint;
 pub mod fresh;
 pub mod plan;
 pub mod print;
-pub mod progress;
 pub mod report;
 pub mod report_html;
 pub mod resources;
@@ -96,7 +95,10 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
         };
         let toolchain = planning_toolchain(req);
         versions.toolchain = toolchain.used();
-        let plans = plan_all(root, req, &versions, &mut memo)?;
+        let mut plans = plan_all(root, req, &versions, &mut memo)?;
+        if req.dry_run && req.cache.is_none() {
+            execute::as_the_build_runs(&mut plans, req.force);
+        }
         if req.print_keys {
             print::print_keys(&plans)?;
         } else if req.json {
@@ -140,7 +142,7 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     versions.toolchain = toolchain.used();
     let plans = plan_all(root, req, &versions, &mut memo)?;
     let memo = Mutex::new(memo);
-    let progress = progress::Progress::new();
+    let progress = crate::ui::progress::build::Progress::new();
     let limit_mb = memory_limit_mb(req.max_memory_mb)?;
     let mut disks = vec![(ctx_dir.clone(), crate::disk::free_bytes(&ctx_dir))];
     if let Some(cache) = &req.cache {

@@ -288,8 +288,36 @@ fn build_markdown(r: &BuildReport) -> String {
             );
         }
     }
+    graph_name_note(r, &mut md);
     rewrites_markdown(r, &mut md);
     md
+}
+
+/// One line for every context binary whose recipe's `graph_name` could not be honoured (the
+/// embedded toolchain names graphs itself), instead of the same sentence in every row.
+fn graph_name_note(r: &BuildReport, md: &mut String) {
+    let mut names = Vec::new();
+    let mut whys: Vec<String> = Vec::new();
+    for c in &r.components {
+        for s in c.steps.iter() {
+            let asked = &s.detail["graph_name_honoured"];
+            if asked["honoured"] == false {
+                names.push(format!("`{}`", c.component));
+                let why = asked["why"].as_str().unwrap_or("").to_string();
+                if !whys.contains(&why) {
+                    whys.push(why);
+                }
+            }
+        }
+    }
+    if !names.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nThe recipes' `graph_name` could not be honoured for {}: {}.",
+            names.join(", "),
+            whys.join("; ")
+        );
+    }
 }
 
 /// The graph rewrites each component's convert step applied (from its record), with the
@@ -328,14 +356,9 @@ fn step_detail(s: &StepOutcome) -> String {
     if let Some(f) = &s.facts {
         parts.push(f.summary());
     }
+    // Whether the recipe's graph_name was honoured is said once below the table, not per row.
     if let Some(g) = s.detail.get("graph_name").and_then(|v| v.as_str()) {
-        let asked = &s.detail["graph_name_honoured"];
-        match (asked["honoured"].as_bool(), asked["recipe"].as_str()) {
-            (Some(false), Some(r)) => parts.push(format!(
-                "graph `{g}` (the recipe's `{r}` could not be honoured)"
-            )),
-            _ => parts.push(format!("graph `{g}`")),
-        }
+        parts.push(format!("graph `{g}`"));
     } else if let Some(sum) = s.detail.get("summary").and_then(|v| v.as_str()) {
         parts.push(sum.to_string());
     } else if !s.reasons.is_empty() {

@@ -27,7 +27,7 @@ pub fn run_step(
     onnx: &QnnOnnx,
     record: &mut ComponentRecord,
     record_path: &Path,
-    bar: &crate::ctx_build::progress::Bar,
+    bar: &crate::ui::progress::build::Bar,
 ) -> Result<(Vec<OutputFile>, serde_json::Value)> {
     let key = step.key.clone().context("an input file is missing")?;
     if step.kind != StepKind::CpuParity && record.steps.remove(&step.record_name).is_some() {
@@ -53,7 +53,9 @@ pub fn run_step(
     let watch = (step.kind == StepKind::Context).then(|| {
         let label = step.kind.label();
         crate::ctx_build::compile_watch::CompileWatch::start(
-            &crate::project::scratch_dir(env.root, "xtask-native-stdout.log"),
+            &crate::runtime::stdio::native_log()
+                .map(std::path::Path::to_path_buf)
+                .unwrap_or_else(|| crate::project::scratch_dir(env.root, "xtask-native.log")),
             crate::project::reports_dir(env.root, &env.model.file.model.name)
                 .join("logs")
                 .join(format!("{}-context.log", comp.name())),

@@ -70,22 +70,15 @@ pub fn run_and_report(
     let inputs = load_host_inputs(root, model, &host)?;
     let soc = crate::htp_target::target_soc(model, None)?;
     let name = &model.file.model.name;
+    let comps: Vec<&crate::recipe::Component> = model.components.iter().collect();
+    anyhow::Context::context(
+        crate::ctx_build::fresh::fresh_context_wrappers(root, rt, model, &comps),
+        "cannot run the chain on the device",
+    )?;
     let mut bins = BTreeMap::new();
-    let mut problems = Vec::new();
     for comp in &model.components {
-        match crate::ctx_build::fresh::fresh_context_wrapper(root, rt, model, comp) {
-            Ok(_) => {
-                let art = crate::ctx_build::plan::artifacts(name, comp.name(), &soc);
-                bins.insert(comp.name().to_string(), root.join(art.bin));
-            }
-            Err(e) => problems.push(format!("  {}: {e:#}", comp.name())),
-        }
-    }
-    if !problems.is_empty() {
-        anyhow::bail!(
-            "cannot run the chain on the device:\n{}",
-            problems.join("\n")
-        );
+        let art = crate::ctx_build::plan::artifacts(name, comp.name(), &soc);
+        bins.insert(comp.name().to_string(), root.join(art.bin));
     }
     crate::outln!("chain on the device {}:", device.info.label());
     let mut samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();

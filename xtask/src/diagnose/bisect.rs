@@ -73,9 +73,18 @@ pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
         tapped_outputs: BTreeMap::new(),
     };
     let untapped = probe.untapped()?;
+    // Ranking measures every tensor in rounds of max_outputs; narrowing takes fewer (a guess).
+    let rounds = candidates.len().div_ceil(job.max_outputs.max(1)).max(1);
+    let task = crate::ui::progress::Task::new(
+        &format!("bisect {} {}", job.comp.name(), job.backend.label()),
+        rounds,
+    );
     let mut measure = |picked: &[usize]| -> Round {
         let names: Vec<String> = picked.iter().map(|&i| candidates[i].1.clone()).collect();
-        probe.compare(&names)
+        task.working_on(&format!("{} tensor(s)", names.len()));
+        let round = probe.compare(&names);
+        task.step_done("a round", true);
+        round
     };
     let measured = match job.threshold {
         Some(threshold) => {

@@ -28,7 +28,18 @@ pub fn judge(m: &Metrics, gate: &Gate) -> Verdict {
         ));
     }
     if m.cosine.is_nan() || m.cosine < gate.min_cosine {
-        reasons.push(format!("cosine {:.8} < gate {}", m.cosine, gate.min_cosine));
+        // Near 1 the cosine's printed digits hide the miss ("1.00000000 < gate 1"): the
+        // distance from 1 is the readable number.
+        reasons.push(match m.cosine.is_nan() {
+            true => format!("cosine NaN < gate {}", gate.min_cosine),
+            false => format!(
+                "1 − cosine {:.2e} > allowed {:.2e} (cosine {:.8} < gate {})",
+                1.0 - m.cosine,
+                1.0 - gate.min_cosine,
+                m.cosine,
+                gate.min_cosine
+            ),
+        });
     }
     let off = (m.norm_ratio - 1.0).abs();
     // NaN (no ratio, or an old gate without a bound) fails too.

@@ -319,20 +319,32 @@ pub fn print_component(c: &ComponentResult) {
             }
         }
     }
+    // The waiver's sentence is the same on every component it covers: said once at the end.
     for (outputs, gate, text) in waivers {
-        crate::outln!("      waiver ({outputs}: gate {gate}): {text}");
+        crate::outln!("      waived gate {gate} on {outputs} (see the note at the end)");
+        crate::ui::warnings::warn(format!("waiver of the {gate} gate: {text}"));
     }
 }
 
 fn print_component_table(c: &ComponentResult) {
-    let head = if c.pass { "PASS" } else { "FAIL" };
+    let head = crate::ui::verdict(if c.pass { "PASS" } else { "FAIL" }, c.pass);
     crate::outln!("{head}  {} [{}]", c.component, c.backend);
     if let Some(err) = &c.error {
         crate::outln!("      error: {}", err.replace('\n', "\n      "));
         return;
     }
+    // `within_tol` is informational: shown where it can explain something (a failed component,
+    // or -v), not as `false` beside every passing fp16 row. The reports always carry it.
+    let tol = !c.pass || crate::ui::verbose();
+    let tol_cell = |v: &dyn std::fmt::Display| {
+        if tol {
+            format!(" {v:>10}")
+        } else {
+            String::new()
+        }
+    };
     crate::outln!(
-        "      {:<16} {:>12} {:>10} {:>12} {:>11} {:>11} {:>10} {:>10}  {}",
+        "      {:<16} {:>12} {:>10} {:>12} {:>11} {:>11} {:>10}{}  {}",
         "output",
         "cosine",
         "gate",
@@ -340,13 +352,13 @@ fn print_component_table(c: &ComponentResult) {
         "max_abs",
         "mean_abs",
         "rel_l2",
-        "within_tol",
+        tol_cell(&"within_tol"),
         "nan/inf"
     );
     for o in &c.outputs {
         let m = &o.metrics;
         crate::outln!(
-            "      {:<16} {:>12} {:>10} {:>12.6} {:>11.3e} {:>11.3e} {:>10.3e} {:>10}  {}/{}",
+            "      {:<16} {:>12} {:>10} {:>12.6} {:>11.3e} {:>11.3e} {:>10.3e}{}  {}/{}",
             o.name,
             m.shown_cosine(),
             o.gate.min_cosine,
@@ -354,7 +366,7 @@ fn print_component_table(c: &ComponentResult) {
             m.max_abs_err,
             m.mean_abs_err,
             m.rel_l2_err,
-            m.within_tol,
+            tol_cell(&m.within_tol),
             m.nan_actual,
             m.inf_actual
         );

@@ -50,7 +50,12 @@ impl ParityRun<'_> {
         let backend = exec.backend();
         let name = &self.model.file.model.name;
         let mut results = Vec::new();
+        let task = crate::ui::progress::Task::new(
+            &format!("parity {}", backend.label()),
+            self.components.len(),
+        );
         for comp in self.components {
+            task.working_on(comp.name());
             let result = match crate::golden::load_golden(self.root, comp)
                 .and_then(|golden| exec.run(comp, &golden))
             {
@@ -62,15 +67,19 @@ impl ParityRun<'_> {
                 }
                 Err(e) => failed_component(self.root, comp.name(), backend.label(), &e),
             };
-            print_component(&result);
-            if !result.pass && result.error.is_none() && backend != BackendKind::Ort {
-                crate::outln!(
-                    "      hint: find where it diverges with `{}`",
-                    crate::parity::bisect_hint(name, comp, backend)
-                );
-            }
+            task.step_done(comp.name(), false);
+            task.suspend(|| {
+                print_component(&result);
+                if !result.pass && result.error.is_none() && backend != BackendKind::Ort {
+                    crate::outln!(
+                        "      hint: find where it diverges with `{}`",
+                        crate::parity::bisect_hint(name, comp, backend)
+                    );
+                }
+            });
             results.push(result);
         }
+        drop(task);
         let mut report = ParityReport::new(name, backend, self.rt, results);
         report.versions = report.versions.with_provenance(self.root, name);
         exec.annotate(&mut report);
@@ -80,6 +89,7 @@ impl ParityRun<'_> {
             report.merge_earlier(ParityReport::read_stem(&dir, &report.stem()), &order);
         }
         write_parity_report(&dir, &report)?;
+        crate::ui::json::offer(&report);
         report.summarize(&crate::project::rel(self.root, &dir));
         if let Some(note) = exec.closing_note() {
             crate::outln!("{note}");

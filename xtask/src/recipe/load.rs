@@ -44,13 +44,17 @@ pub fn known_models(root: &Path) -> Vec<String> {
 pub fn load_model(root: &Path, name: &str) -> Result<Model> {
     super::names::check_model_name(name)?;
     let model_path = Path::new("recipes").join(name).join("model.toml");
-    let text = fs::read_to_string(root.join(&model_path)).with_context(|| {
-        format!(
-            "no recipe for model `{name}` ({} missing); known models: {}",
+    if !root.join(&model_path).is_file() {
+        let known = known_models(root);
+        bail!(
+            "no recipe for model `{name}`{} ({} not found); known models: {}",
+            crate::ui::suggest::did_you_mean(name, known.iter().map(String::as_str)),
             model_path.display(),
-            known_models(root).join(", ")
-        )
-    })?;
+            known.join(", ")
+        );
+    }
+    let text = fs::read_to_string(root.join(&model_path))
+        .with_context(|| format!("cannot read {}", model_path.display()))?;
     let file: ModelFile = parse_toml(&model_path, &text)?;
     if file.model.name != name {
         bail!(

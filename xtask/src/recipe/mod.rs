@@ -6,6 +6,7 @@
 mod contract;
 pub mod host;
 mod load;
+pub mod missing;
 pub mod names;
 pub mod paths;
 mod schema;

@@ -76,7 +76,9 @@ pub fn ensure_runtime(root: &Path) -> Result<RuntimeLibs> {
     let dir = runtime_dir(root, platform);
     if read_runtime_manifest(&dir).is_none() {
         if dir.join("manifest.json").is_file() {
-            eprintln!("note: the unpacked runtime predates per-file hashes; unpacking it again");
+            crate::errln!(
+                "note: the unpacked runtime predates per-file hashes; unpacking it again"
+            );
         }
         unpack_from_verified_wheels(root, &dir, platform)?;
     }
@@ -210,7 +212,7 @@ pub fn ensure_runtime_rehashed(root: &Path) -> Result<RuntimeLibs> {
         let manifest = read_runtime_manifest(&dir);
         let n = check_runtime_files(root, &dir, true)?;
         let mb = manifest.map_or(0, |m| m.files.iter().map(|f| f.bytes).sum::<u64>()) as f64 / 1e6;
-        eprintln!(
+        crate::errln!(
             "runtime: {n} libraries ({mb:.0} MB) re-hashed in {:.2} s, all match their recorded sha256",
             started.elapsed().as_secs_f64()
         );

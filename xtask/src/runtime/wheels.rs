@@ -81,7 +81,7 @@ fn download_wheel(wheel_dir: &Path, pin: &WheelPin, platform: Platform) -> Resul
         );
     }
     fs::create_dir_all(wheel_dir)?;
-    eprintln!(
+    crate::errln!(
         "fetching {} for {} (pinned wheel, once) ...",
         pin.requirement,
         platform.name()

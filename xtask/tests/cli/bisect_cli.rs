@@ -83,5 +83,5 @@ fn bisect_the_same_narrowed_in_rounds() {
 fn bisect_needs_a_qnn_backend() {
     let p = Scratch::tiny();
     let run = p.run(&["bisect", "vision", "--backend", "ort"]);
-    run.assert_refused(2, "use --backend cpu or htp");
+    run.assert_refused(2, "[possible values: cpu, htp]");
 }

@@ -6,11 +6,13 @@ mod bisect_rank_cli;
 mod build_ctx_cli;
 mod build_record_cli;
 mod bundle_hardening_cli;
+mod cli_manners;
 #[allow(dead_code)]
 mod common;
 mod conformance_cli;
 mod device_ssh_cli;
 mod docs_cli;
+mod dry_run_truth_cli;
 mod fp16_version_cli;
 mod generator_cli;
 mod golden_script_cli;

@@ -25,7 +25,7 @@ pub fn run(repo: &Path) -> Result<()> {
     std::fs::create_dir_all(&out)?;
     let mut runs = Vec::new();
     for jobs in [1usize, 2] {
-        eprintln!("build-ctx --model fullwidth --jobs {jobs} --force ...");
+        crate::errln!("build-ctx --model fullwidth --jobs {jobs} --force ...");
         let started = Instant::now();
         let jobs_arg = jobs.to_string();
         xtask_in(

@@ -148,7 +148,7 @@ fn generate(repo: &Path, project: &Path, vision_layers: Option<u32>) -> Result<(
     }
     std::fs::create_dir_all(project)?;
     let python = python_env(repo)?;
-    eprintln!(
+    crate::errln!(
         "generating {model} into {} (once; the whole model is ~19 GB and takes ~15 min) ...",
         crate::project::rel(repo, project)
     );
@@ -170,7 +170,7 @@ fn generate(repo: &Path, project: &Path, vision_layers: Option<u32>) -> Result<(
 
 /// A cold `build-ctx` of `model`; its report, also kept in `out`.
 fn build(project: &Path, out: &Path, model: &str, jobs: usize) -> Result<Value> {
-    eprintln!("build-ctx --model {model} --force --jobs {jobs} ...");
+    crate::errln!("build-ctx --model {model} --force --jobs {jobs} ...");
     let jobs = jobs.to_string();
     xtask_in(
         project,
@@ -190,7 +190,7 @@ fn build(project: &Path, out: &Path, model: &str, jobs: usize) -> Result<Value> 
 
 /// `parity --backend htp --only <only>`: its verdict line per component.
 fn htp_parity(project: &Path, out: &Path, model: &str, only: &str) -> Result<String> {
-    eprintln!("parity --backend htp --model {model} --only {only} ...");
+    crate::errln!("parity --backend htp --model {model} --only {only} ...");
     // A failed gate is a finding here, not an error of the bench: read the report either way.
     let _ = xtask_in(
         project,

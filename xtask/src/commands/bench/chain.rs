@@ -20,8 +20,10 @@ pub struct BenchChain {
     /// Use the full-width synthetic model (real tensor sizes; generated once, ~2 GB).
     #[arg(long)]
     full_width: bool,
+    /// Timed chain runs.
     #[arg(long, default_value_t = 20)]
     iters: usize,
+    /// Untimed chain runs before timing.
     #[arg(long, default_value_t = 3)]
     warmup: usize,
     /// Interleaved rounds of Rust, Python and Python-without-spinning; ratios are per round,

@@ -29,7 +29,7 @@ impl BenchHash {
         let path = dir.join(format!("data-{}gib.bin", self.gib));
         let bytes = self.gib << 30;
         if std::fs::metadata(&path).map(|m| m.len()).ok() != Some(bytes) {
-            eprintln!(
+            crate::errln!(
                 "writing {} GiB of pseudo-random bytes to {} ...",
                 self.gib,
                 crate::project::rel(&ctx.root, &path)

@@ -105,7 +105,7 @@ pub fn python_env(root: &Path) -> Result<PathBuf> {
         &wheel,
         crate::runtime::platform::Platform::host().ort_wheel(),
     )?;
-    eprintln!(
+    crate::errln!(
         "creating the baseline Python environment {} (once) ...",
         crate::project::rel(root, &env)
     );
@@ -150,7 +150,7 @@ pub fn full_width_project(root: &Path) -> Result<PathBuf> {
         if project.exists() {
             std::fs::remove_dir_all(&project)?;
         }
-        eprintln!(
+        crate::errln!(
             "generating the full-width model into {} (once, ~1 min, ~2 GB) ...",
             crate::project::rel(root, &project)
         );

@@ -74,6 +74,7 @@ impl BenchParity {
 
 #[derive(clap::Args)]
 pub struct ParityEngineOnce {
+    /// The model: a folder under `recipes/`.
     #[arg(long, value_parser = crate::recipe::names::parse_model_name)]
     model: String,
 }

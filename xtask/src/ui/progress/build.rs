@@ -1,7 +1,6 @@
 //! Progress of a build, drawn by the CLI layer: a spinner per component with the running step
 //! and its elapsed time on a terminal, plain lines otherwise (CI logs, pipes).
 
-use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -22,7 +21,8 @@ impl Default for Progress {
 impl Progress {
     pub fn new() -> Self {
         Progress {
-            multi: std::io::stderr().is_terminal().then(MultiProgress::new),
+            multi: crate::ui::term::bars_enabled()
+                .then(|| MultiProgress::with_draw_target(crate::ui::term::draw_target())),
         }
     }
 
@@ -42,6 +42,7 @@ impl Progress {
     pub fn step_started(&self, bar: &Bar, component: &str, step: &str) {
         match &bar.0 {
             Some(b) => b.set_message(format!("{step} ...")),
+            None if crate::ui::quiet() => {}
             None => crate::outln!("{component:<16} {step:<15} running"),
         }
     }
@@ -54,6 +55,10 @@ impl Progress {
         state: &str,
         seconds: Option<f64>,
     ) {
+        // -q keeps failures only.
+        if crate::ui::quiet() && !state.to_ascii_uppercase().contains("FAIL") {
+            return;
+        }
         let took = seconds.map(|s| format!(" ({s:.1}s)")).unwrap_or_default();
         let line = format!("{component:<16} {step:<15} {state}{took}");
         match (&self.multi, &bar.0) {
@@ -81,7 +86,7 @@ impl Progress {
         component: &str,
         step: &str,
     ) -> crate::ctx_build::compile_watch::Report {
-        if bar.0.is_some() {
+        if bar.0.is_some() || crate::ui::quiet() {
             return Box::new(|_: &str| {});
         }
         let prefix = format!("{component:<16} {step:<15}");
