@@ -123,6 +123,14 @@ fn plan_sizes_entries_from_bytes_and_measurements() {
     // 20 min + 9 × (10 + 144) s = 43.1 min; timeout 1.5 × + 10.
     assert_eq!(llm["estimate"]["minutes"], 43.1);
     assert_eq!(llm["timeout_minutes"], 75);
+    // Measured at the real size ([estimate.action_step.measured]): numbers, not "unknown",
+    // though the inputs are not on disk; HTP parity not measured keeps the duration a bound.
+    let step = by(&v, "action_step");
+    assert_eq!(step["estimate"]["peak_memory_gb"], 8.6, "1.25 x 6.82 GB");
+    assert_eq!(step["estimate"]["disk_gb"], 10.0, "2 + 2 x 2.28 + 3.41 GB");
+    assert_eq!(step["estimate"]["minutes"], 44.5, "20 + 1464.1 s");
+    assert_eq!(step["estimate"]["minutes_is_lower_bound"], true);
+    assert_eq!(step["runner"], "ubuntu-24.04");
     let vision = by(&v, "vision");
     assert_eq!(vision["estimate"]["minutes_is_lower_bound"], true);
     assert_eq!(vision["timeout_minutes"], 360);
