@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
-use xtask::{commands, project, runtime, ui};
+use xtask::{commands, project, ui};
 
 #[derive(Parser)]
 #[command(
@@ -115,11 +115,11 @@ fn main() -> ExitCode {
         _ => project::find_root(cli.root.as_deref()),
     };
     if json {
-        runtime::stdio::human_lines_to_stderr();
+        ui::stdio::human_lines_to_stderr();
     }
     let result = root.and_then(|root| {
         let model = sub.try_get_one::<String>("model").ok().flatten();
-        runtime::stdio::isolate_native_output(
+        ui::stdio::isolate_native_output(
             &project::native_log_path(&root, model.map(String::as_str), sub_name),
             cli.verbose,
         );

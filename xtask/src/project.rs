@@ -81,7 +81,7 @@ pub fn scratch_dir(root: &Path, name: &str) -> PathBuf {
     root.join("target").join(name)
 }
 
-/// Where a command's native output goes (see `runtime::stdio`): the model's
+/// Where a command's native output goes (see `ui::stdio`): the model's
 /// `reports/<model>/logs/native-<command>.log` when the command names a model that exists,
 /// else `target/xtask-native.log` (no folder made for a mistyped model).
 pub fn native_log_path(root: &Path, model: Option<&str>, command: &str) -> PathBuf {

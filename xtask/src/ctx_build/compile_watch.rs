@@ -1,7 +1,7 @@
 //! Progress from the HTP graph compiler. QNN's compiler prints its stages to the process's
 //! native stdout (`Starting stage: <name>`, `Completed stage: <name> (<µs> us)`, and a
 //! `[####   ]  NN%` bar), which the tool sends to the command's native log (see
-//! `runtime::stdio`). While a context step runs, a watcher tails that log: the stage, its
+//! `ui::stdio`). While a context step runs, a watcher tails that log: the stage, its
 //! percent and the elapsed time go to the spinner on a terminal, and to one heartbeat line
 //! every 30 s otherwise (`XTASK_HEARTBEAT_SECS`), so no step stays silent for minutes. The
 //! compiler's output is kept in `reports/<model>/logs/<component>-context.log` and the
@@ -108,8 +108,7 @@ pub struct CompileWatch {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-/// Where the progress goes: a spinner message setter, or heartbeat lines.
-pub type Report = Box<dyn Fn(&str) + Send>;
+pub use crate::ui::progress::Report;
 
 impl CompileWatch {
     /// Tails `native_log` from its current end, copying what it reads into `step_log`;

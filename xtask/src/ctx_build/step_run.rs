@@ -53,7 +53,7 @@ pub fn run_step(
     let watch = (step.kind == StepKind::Context).then(|| {
         let label = step.kind.label();
         crate::ctx_build::compile_watch::CompileWatch::start(
-            &crate::runtime::stdio::native_log()
+            &crate::ui::stdio::native_log()
                 .map(std::path::Path::to_path_buf)
                 .unwrap_or_else(|| crate::project::scratch_dir(env.root, "xtask-native.log")),
             crate::project::reports_dir(env.root, &env.model.file.model.name)

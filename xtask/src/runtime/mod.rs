@@ -9,7 +9,6 @@ pub mod placement;
 pub mod platform;
 pub mod probe;
 pub mod session;
-pub mod stdio;
 pub mod values;
 pub mod version;
 pub mod wheels;

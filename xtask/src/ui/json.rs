@@ -38,5 +38,5 @@ pub fn document(command: &str, exit_code: u8, error: Option<String>) -> serde_js
 pub fn emit(command: &str, exit_code: u8, error: Option<String>) {
     let doc = document(command, exit_code, error);
     let text = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| doc.to_string());
-    crate::runtime::stdio::write_stdout(&text);
+    crate::ui::stdio::write_stdout(&text);
 }

@@ -5,6 +5,7 @@
 
 pub mod json;
 pub mod progress;
+pub mod stdio;
 pub mod suggest;
 pub mod term;
 pub mod warnings;
@@ -56,7 +57,7 @@ pub fn json() -> bool {
 
 /// Whether lines on the tool's stdout (`stdout = true`) or stderr get colour.
 pub fn color(stdout: bool) -> bool {
-    let (out, err) = crate::runtime::stdio::terminals();
+    let (out, err) = crate::ui::stdio::terminals();
     match settings().color {
         ColorChoice::Always => true,
         ColorChoice::Never => false,

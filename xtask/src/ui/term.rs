@@ -1,11 +1,11 @@
 //! The progress bars' terminal: the tool's own stderr (fd 2 itself carries native output, see
-//! `runtime::stdio`), driven with plain ANSI cursor sequences.
+//! `ui::stdio`), driven with plain ANSI cursor sequences.
 
 use std::io;
 
 use indicatif::TermLike;
 
-use crate::runtime::stdio::{tool_stderr_fd, write_err_raw};
+use crate::ui::stdio::{tool_stderr_fd, write_err_raw};
 
 #[derive(Debug)]
 pub struct ToolStderr;
@@ -75,5 +75,5 @@ pub fn draw_target() -> indicatif::ProgressDrawTarget {
 
 /// Bars on a terminal (not quiet); plain heartbeat lines otherwise.
 pub fn bars_enabled() -> bool {
-    crate::runtime::stdio::terminals().1 && !super::quiet()
+    crate::ui::stdio::terminals().1 && !super::quiet()
 }

@@ -71,7 +71,7 @@ impl Progress {
 
     /// Where a long step's live status goes: the spinner's message on a terminal (nothing
     /// otherwise, the heartbeat speaks there).
-    pub fn ticker(&self, bar: &Bar, step: &str) -> crate::ctx_build::compile_watch::Report {
+    pub fn ticker(&self, bar: &Bar, step: &str) -> super::Report {
         let step = step.to_string();
         match bar.0.clone() {
             Some(b) => Box::new(move |status: &str| b.set_message(format!("{step}: {status}"))),
@@ -80,12 +80,7 @@ impl Progress {
     }
 
     /// Heartbeat lines of a long step, for logs without a terminal (CI).
-    pub fn heartbeat(
-        &self,
-        bar: &Bar,
-        component: &str,
-        step: &str,
-    ) -> crate::ctx_build::compile_watch::Report {
+    pub fn heartbeat(&self, bar: &Bar, component: &str, step: &str) -> super::Report {
         if bar.0.is_some() || crate::ui::quiet() {
             return Box::new(|_: &str| {});
         }

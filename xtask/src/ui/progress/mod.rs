@@ -186,6 +186,9 @@ impl Drop for Task {
     }
 }
 
+/// Where the progress goes: a spinner message setter, or heartbeat lines.
+pub type Report = Box<dyn Fn(&str) + Send>;
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -152,13 +152,13 @@ pub fn tool_stderr_fd() -> i32 {
 /// `println!` for the tool's own output (never mixed with native library prints).
 #[macro_export]
 macro_rules! outln {
-    () => { $crate::runtime::stdio::write_line("") };
-    ($($arg:tt)*) => { $crate::runtime::stdio::write_line(&format!($($arg)*)) };
+    () => { $crate::ui::stdio::write_line("") };
+    ($($arg:tt)*) => { $crate::ui::stdio::write_line(&format!($($arg)*)) };
 }
 
 /// `eprintln!` for the tool's own messages (never mixed with native library prints).
 #[macro_export]
 macro_rules! errln {
-    () => { $crate::runtime::stdio::write_err("") };
-    ($($arg:tt)*) => { $crate::runtime::stdio::write_err(&format!($($arg)*)) };
+    () => { $crate::ui::stdio::write_err("") };
+    ($($arg:tt)*) => { $crate::ui::stdio::write_err(&format!($($arg)*)) };
 }
