@@ -68,7 +68,7 @@ fn perturbed_golden_output_fails_naming_component_output_and_figure() {
     let run = p.run(&["parity", "--backend", "ort"]);
     run.assert_code(1);
     assert!(
-        run.stdout.contains("FAIL action_context v_ctx: cosine"),
+        run.stdout.contains("FAIL action_context v_ctx: 1 − cosine"),
         "{}",
         run.all()
     );
@@ -165,7 +165,10 @@ fn recipe_pointing_at_a_missing_file_names_it() {
         .replace("onnx/tiny/action_step.onnx", "onnx/tiny/nowhere.onnx");
     std::fs::write(&path, text).unwrap();
     let run = p.run(&["parity", "--backend", "ort"]);
-    run.assert_refused(2, "onnx/tiny/nowhere.onnx (action_step)");
+    run.assert_refused(
+        2,
+        "recipes/tiny/action_step.toml:5: component.onnx = \"onnx/tiny/nowhere.onnx\": not found",
+    );
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use crate::common;
 
-use common::{Scratch, read_json};
+use common::{Scratch, read_json, sha256_hex};
 
 /// `package` refuses a parity report that failed (about the same binaries), naming it.
 #[test]
@@ -132,7 +132,12 @@ fn jobs_two_builds_every_selected_component() {
         "--require-fresh",
     ]);
     again.assert_code(0);
-    // A budget no step fits in: every step runs with nothing beside it, and says so.
+    // A budget no step fits in: the build is refused before it starts, naming every step's
+    // need and what was found, and nothing is run or replaced.
+    let bins: Vec<_> = ["action_context", "action_step"]
+        .iter()
+        .map(|c| sha256_hex(&p.path(&format!("ctx/tiny/{c}_socid77_archv73.bin"))))
+        .collect();
     let tight = p.run(&[
         "build-ctx",
         "--soc",
@@ -145,16 +150,22 @@ fn jobs_two_builds_every_selected_component() {
         "--max-memory",
         "1M",
     ]);
-    tight.assert_code(0);
+    tight.assert_refused(
+        2,
+        "build-ctx refused before starting (nothing was run or replaced)",
+    );
     assert_eq!(
-        tight
-            .stdout
-            .matches("over the 1 MB memory budget: it runs with nothing beside it")
-            .count(),
+        tight.stderr.matches("GB of memory").count(),
         6,
-        "{}",
+        "every step names its need: {}",
         tight.all()
     );
+    assert!(tight.stderr.contains("(--max-memory)"), "{}", tight.all());
+    let after: Vec<_> = ["action_context", "action_step"]
+        .iter()
+        .map(|c| sha256_hex(&p.path(&format!("ctx/tiny/{c}_socid77_archv73.bin"))))
+        .collect();
+    assert_eq!(bins, after, "a refused build replaces nothing");
     let report = read_json(&p.path("reports/tiny/build-soc77.json"));
     for comp in report["components"].as_array().unwrap() {
         for step in comp["steps"].as_array().unwrap() {

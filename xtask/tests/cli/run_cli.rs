@@ -216,7 +216,7 @@ fn a_perturbed_trace_tensor_fails_naming_its_boundary() {
     run.assert_code(1);
     assert!(
         run.stdout
-            .contains("FAIL euler step 0 (t=0)/trajectory: cosine"),
+            .contains("FAIL euler step 0 (t=0)/trajectory: 1 − cosine"),
         "{}",
         run.all()
     );
