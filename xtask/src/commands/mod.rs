@@ -154,17 +154,19 @@ fn require_present(ctx: &Ctx, model: &Model, comps: &[&Component]) -> Result<()>
     }
     let lines: Vec<String> = missing.iter().map(|m| format!("  {}", m.line)).collect();
     // Only files that are truly absent need obtaining; a likely typo is the recipe's to fix.
+    let obtain = format!(
+        "how to obtain them: {}",
+        model
+            .file
+            .model
+            .obtain
+            .as_deref()
+            .unwrap_or("see the model's recipes for where its files come from")
+    );
+    // A near name is only a guess: the files may simply not be fetched yet.
     let hint = match missing.iter().all(|m| m.typo) {
-        true => "fix the recipe line(s) above".to_string(),
-        false => format!(
-            "how to obtain them: {}",
-            model
-                .file
-                .model
-                .obtain
-                .as_deref()
-                .unwrap_or("see the model's recipes for where its files come from")
-        ),
+        true => format!("fix the recipe line(s) above if a name is mistyped; else {obtain}"),
+        false => obtain,
     };
     Err(crate::bad_input::BadInput(anyhow::anyhow!(
         "model `{}` is missing {} file(s):\n{}\n{hint}",
