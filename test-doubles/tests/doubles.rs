@@ -197,3 +197,30 @@ fn hf_treats_everything_after_the_double_dash_as_positional() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("No such option"));
 }
+
+/// `hf auth whoami` judges the token it is handed: none is "Not logged in" (exit 1, on stderr,
+/// huggingface_hub >= 1.9), `--token T` or `--token=T` logs in like HF_TOKEN, and an option it
+/// does not have is a usage error (exit 2).
+#[test]
+fn hf_whoami_is_logged_in_by_the_token_it_is_handed() {
+    let scratch = tempfile::tempdir().unwrap();
+    let whoami = |extra: &[&str]| {
+        Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("hf/hf"))
+            .args(["auth", "whoami"])
+            .args(extra)
+            .env_remove("HF_TOKEN")
+            .env("HF_TEST_DOUBLE_LOG", scratch.path().join("calls.log"))
+            .env("HF_TEST_DOUBLE_STORE", scratch.path().join("store"))
+            .output()
+            .unwrap()
+    };
+    let none = whoami(&[]);
+    assert_eq!(none.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&none.stderr).contains("Not logged in"));
+    for args in [&["--token", "hf_x"][..], &["--token=hf_x"][..]] {
+        let out = whoami(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "test-user");
+    }
+    assert_eq!(whoami(&["--bogus"]).status.code(), Some(2));
+}
