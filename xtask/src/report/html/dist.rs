@@ -25,21 +25,10 @@ pub fn svg_distribution(id: &str, title: &str, rows: &[Row]) -> String {
     let (w, row_h, left, right) = (780.0, 28.0, 150.0, 120.0);
     let h = rows.len() as f64 * row_h + 46.0;
     let scale = (w - left - right) / max;
-    let mut s = format!(
-        r#"<svg id="{id}" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img"><title>{}</title>"#,
-        esc(title)
-    );
+    let mut s = super::svg_open(id, title, w, h);
     // x axis: 5 ticks in ms.
     let axis_y = rows.len() as f64 * row_h + 22.0;
-    for k in 0..=4 {
-        let v = max * k as f64 / 4.0;
-        let xk = left + v * scale;
-        let _ = write!(
-            s,
-            r##"<line x1="{xk:.1}" x2="{xk:.1}" y1="14" y2="{axis_y:.1}" stroke="#eee"/><text x="{xk:.1}" y="{:.1}" font-size="10" text-anchor="middle">{v:.1} ms</text>"##,
-            axis_y + 14.0
-        );
-    }
+    super::x_grid(&mut s, left, scale, max, axis_y, "ms");
     for (i, r) in rows.iter().enumerate() {
         let y = 24.0 + i as f64 * row_h;
         let mut v: Vec<f64> = r

@@ -23,10 +23,7 @@ pub fn svg_heatmap(
     let (left, top, cw, ch) = (260.0, 110.0, 44.0, 18.0);
     let w = left + cols.len() as f64 * cw + 20.0;
     let h = top + rows.len() as f64 * ch + 40.0;
-    let mut s = format!(
-        r#"<svg id="{id}" xmlns="http://www.w3.org/2000/svg" width="{w:.0}" height="{h:.0}" role="img"><title>{}</title>"#,
-        esc(title)
-    );
+    let mut s = super::svg_open(id, title, w, h);
     for (j, c) in cols.iter().enumerate() {
         let (x, y) = (left + j as f64 * cw + cw / 2.0, top - 6.0);
         let _ = write!(

@@ -123,6 +123,28 @@ fn inline(text: &str) -> String {
     out
 }
 
+/// The opening of an inline SVG figure: its id, size and an accessible title.
+pub fn svg_open(id: &str, title: &str, w: f64, h: f64) -> String {
+    format!(
+        r#"<svg id="{id}" xmlns="http://www.w3.org/2000/svg" width="{w:.0}" height="{h:.0}" role="img"><title>{}</title>"#,
+        esc(title)
+    )
+}
+
+/// Five vertical grid lines from 0 to `max` (x = `left + value × scale`), each with its value
+/// and `unit` under the axis at `axis_y`: the x axis of the distribution and timeline figures.
+pub fn x_grid(s: &mut String, left: f64, scale: f64, max: f64, axis_y: f64, unit: &str) {
+    for k in 0..=4 {
+        let v = max * k as f64 / 4.0;
+        let x = left + v * scale;
+        let _ = write!(
+            s,
+            r##"<line x1="{x:.1}" x2="{x:.1}" y1="14" y2="{axis_y:.1}" stroke="#eee"/><text x="{x:.1}" y="{:.1}" font-size="10" text-anchor="middle">{v:.1} {unit}</text>"##,
+            axis_y + 14.0
+        );
+    }
+}
+
 pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")

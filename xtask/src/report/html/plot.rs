@@ -52,10 +52,7 @@ pub fn svg_series(
     let (w, h, left, bottom, right) = (780.0, 330.0, 50.0, 120.0, 110.0);
     let x = |i: usize| left + i as f64 * (w - left - right) / (n - 1) as f64;
     let y = |v: f64| 20.0 + (12.0 - v) * (h - bottom - 20.0) / 12.0;
-    let mut s = format!(
-        r#"<svg id="{id}" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img"><title>{}</title>"#,
-        esc(title)
-    );
+    let mut s = super::svg_open(id, title, w, h);
     for k in (0..=12).step_by(3) {
         let yk = y(k as f64);
         let _ = write!(

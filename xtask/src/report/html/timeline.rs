@@ -24,20 +24,9 @@ pub fn svg_timeline(id: &str, title: &str, bars: &[Bar]) -> String {
     let (w, row_h, left, right) = (800.0, 20.0, 190.0, 170.0);
     let h = bars.len() as f64 * row_h + 46.0;
     let scale = (w - left - right) / end;
-    let mut s = format!(
-        r#"<svg id="{id}" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img"><title>{}</title>"#,
-        esc(title)
-    );
+    let mut s = super::svg_open(id, title, w, h);
     let axis_y = bars.len() as f64 * row_h + 22.0;
-    for k in 0..=4 {
-        let t = end * k as f64 / 4.0;
-        let x = left + t * scale;
-        let _ = write!(
-            s,
-            r##"<line x1="{x:.1}" x2="{x:.1}" y1="14" y2="{axis_y:.1}" stroke="#eee"/><text x="{x:.1}" y="{:.1}" font-size="10" text-anchor="middle">{t:.1} s</text>"##,
-            axis_y + 14.0
-        );
-    }
+    super::x_grid(&mut s, left, scale, end, axis_y, "s");
     for (i, b) in bars.iter().enumerate() {
         let y = 16.0 + i as f64 * row_h;
         let _ = write!(
