@@ -41,24 +41,37 @@ pub struct BuildEnv<'a> {
     pub cache: Option<&'a StepCache>,
 }
 
-/// The rerun rule: why a step runs, or None when it is skipped as fresh. A dirty step runs;
-/// `--force` runs everything; once a step of the component ran, every later step runs too.
 /// The plan as the build will run it: a fresh step after one that runs re-runs too (the
 /// build's `upstream_ran`), and `--force` runs every step. Without a cache (a step restored
 /// from one does not make the next re-run), the dry run then names exactly the steps the build
 /// runs, also after an interrupted build left a component half done.
 pub fn as_the_build_runs(plans: &mut [crate::ctx_build::plan::ComponentPlan], force: bool) {
     for plan in plans {
-        let mut upstream_ran = false;
-        for step in &mut plan.steps {
-            if let Some(reasons) = run_reasons(&step.freshness, force, upstream_ran) {
-                step.freshness = Freshness::Dirty(reasons);
-                upstream_ran = true;
-            }
+        for (i, reasons) in steps_to_run(plan, force) {
+            plan.steps[i].freshness = Freshness::Dirty(reasons);
         }
     }
 }
 
+/// The steps of `plan` a build runs (by index) and why, in order (`run_reasons` applied along
+/// the component): what the dry run marks and what the up-front resource check counts.
+pub fn steps_to_run(
+    plan: &crate::ctx_build::plan::ComponentPlan,
+    force: bool,
+) -> Vec<(usize, DirtyReasons)> {
+    let mut upstream_ran = false;
+    let mut out = Vec::new();
+    for (i, step) in plan.steps.iter().enumerate() {
+        if let Some(reasons) = run_reasons(&step.freshness, force, upstream_ran) {
+            upstream_ran = true;
+            out.push((i, reasons));
+        }
+    }
+    out
+}
+
+/// The rerun rule: why a step runs, or None when it is skipped as fresh. A dirty step runs;
+/// `--force` runs everything; once a step of the component ran, every later step runs too.
 pub fn run_reasons(freshness: &Freshness, force: bool, upstream_ran: bool) -> Option<DirtyReasons> {
     match freshness {
         Freshness::Dirty(reasons) => Some(reasons.clone()),

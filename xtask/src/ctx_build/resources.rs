@@ -17,7 +17,7 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use crate::ctx_build::execute::run_reasons;
+use crate::ctx_build::execute::steps_to_run;
 use crate::ctx_build::fingerprint::ComponentRecord;
 use crate::ctx_build::plan::{ComponentPlan, StepKind};
 use crate::ctx_build::schedule;
@@ -43,19 +43,15 @@ pub fn disk_bytes(kind: StepKind, onnx_bytes: f64) -> f64 {
     }
 }
 
-/// What every step that will run needs (the same selection `execute` makes: a dirty or
-/// forced step, and every step after one that runs).
+/// What every step that will run needs (`execute::steps_to_run`: a dirty or forced step, and
+/// every step after one that runs).
 pub fn needs(root: &Path, plans: &[ComponentPlan], force: bool) -> Vec<StepNeed> {
     let mut out = vec![];
     for plan in plans {
         let record = ComponentRecord::load(&root.join(&plan.artifacts.record));
         let onnx_mb = schedule::onnx_mb(root, plan);
-        let mut upstream_ran = false;
-        for step in &plan.steps {
-            if run_reasons(&step.freshness, force, upstream_ran).is_none() {
-                continue;
-            }
-            upstream_ran = true;
+        for (i, _) in steps_to_run(plan, force) {
+            let step = &plan.steps[i];
             out.push(StepNeed {
                 component: plan.component.clone(),
                 step: step.kind.label(),
@@ -72,7 +68,7 @@ pub fn needs(root: &Path, plans: &[ComponentPlan], force: bool) -> Vec<StepNeed>
 }
 
 /// Refuses the build when a step cannot fit: `memory_mb` is the budget (`--max-memory` or
-/// `MemAvailable`), `free` gives the free bytes of the filesystem holding a path.
+/// `MemAvailable`), `disks` the folders written to with their free bytes (None: unknown).
 pub fn check(
     needs: &[StepNeed],
     memory_mb: f64,
