@@ -166,6 +166,19 @@ fn jobs_two_builds_every_selected_component() {
         .map(|c| sha256_hex(&p.path(&format!("ctx/tiny/{c}_socid77_archv73.bin"))))
         .collect();
     assert_eq!(bins, after, "a refused build replaces nothing");
+    // Every step records its estimate and its own peak: measured with the steps one at a time
+    // (beside each other, one step's peak reset clears the other's: rss.rs).
+    p.run(&[
+        "build-ctx",
+        "--soc",
+        "77",
+        "--only",
+        "action_context,action_step",
+        "--jobs",
+        "1",
+        "--force",
+    ])
+    .assert_code(0);
     let report = read_json(&p.path("reports/tiny/build-soc77.json"));
     for comp in report["components"].as_array().unwrap() {
         for step in comp["steps"].as_array().unwrap() {
