@@ -145,25 +145,49 @@ pub fn run_checked(program: &std::ffi::OsStr, args: &[&str]) -> Result<()> {
 /// demand by the generator into `target/bench/fullwidth`; never committed.
 pub fn full_width_project(root: &Path) -> Result<PathBuf> {
     let project = crate::project::scratch_dir(root, "bench/fullwidth");
-    if !project.join(".complete").is_file() {
-        let python = python_env(root)?;
-        if project.exists() {
-            std::fs::remove_dir_all(&project)?;
-        }
-        crate::errln!(
-            "generating the full-width model into {} (once, ~1 min, ~2 GB) ...",
-            crate::project::rel(root, &project)
-        );
-        let script = root.join("xtask/scripts/gen_tiny_model.py");
-        let project_arg = project.display().to_string();
-        run_checked(
-            python.as_os_str(),
-            &[&script.display().to_string(), "--full-width", &project_arg],
-        )?;
-        std::fs::write(project.join(".complete"), b"")?;
+    if !project.join(".complete").is_file() && project.exists() {
+        std::fs::remove_dir_all(&project)?; // a generation that did not finish
     }
-    link_runtime(root, &project)?;
+    generate_once(
+        root,
+        &project,
+        ".complete",
+        "the full-width model (once, ~1 min, ~2 GB)",
+        &["--full-width"],
+    )?;
     Ok(project)
+}
+
+/// Runs the generator once into `project` (`gen_tiny_model.py <flag> <project> <more>`), in
+/// the bench's Python environment, marks it done with the file `marker` there, and links the
+/// runtime into it. A marker already there means nothing to do.
+pub fn generate_once(
+    root: &Path,
+    project: &Path,
+    marker: &str,
+    what: &str,
+    args: &[&str],
+) -> Result<()> {
+    let done = project.join(marker);
+    if !done.is_file() {
+        let python = python_env(root)?;
+        std::fs::create_dir_all(project)?;
+        crate::errln!(
+            "generating {what} into {} ...",
+            crate::project::rel(root, project)
+        );
+        let script = root
+            .join("xtask/scripts/gen_tiny_model.py")
+            .display()
+            .to_string();
+        let dir = project.display().to_string();
+        let (flag, more) = args.split_first().context("the generator's mode flag")?;
+        let mut argv = vec![script.as_str(), flag, dir.as_str()];
+        argv.extend_from_slice(more);
+        run_checked(python.as_os_str(), &argv)?;
+        std::fs::write(&done, b"")?;
+    }
+    link_runtime(root, project)
 }
 
 /// A scratch copy of the tiny model under `target/bench/<name>`.
