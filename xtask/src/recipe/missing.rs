@@ -1,6 +1,7 @@
 //! A recipe's input file that is not on disk, said where the recipe names it
 //! (`recipes/m/c.toml:7: golden.file = "…"`) and, when a file of a close name lies beside it,
-//! as the typo it likely is (then "how to obtain the model's files" is not the answer).
+//! as the typo it likely is (then fixing the recipe line is said first, before how to obtain
+//! the model's files, since a near name is only a guess).
 
 use std::path::{Path, PathBuf};
 

@@ -179,7 +179,7 @@ fn errors_name_one_fix_and_the_likely_typo() {
     p.run(&["parity", "--backend", "cpu", "--model", "tinny"])
         .assert_refused(2, "no recipe for model `tinny` (did you mean `tiny`?)");
 
-    // A typo in a recipe's golden path: its line, not how to obtain the model's files.
+    // A typo in a recipe's golden path: its line first, then the recipe fix before how to obtain.
     let recipe = p.path("recipes/tiny/vision.toml");
     let text = std::fs::read_to_string(&recipe).unwrap();
     std::fs::write(&recipe, text.replace("vision_io.npz", "vision_oi.npz")).unwrap();
@@ -188,7 +188,12 @@ fn errors_name_one_fix_and_the_likely_typo() {
         2,
         "recipes/tiny/vision.toml:8: golden.file = \"golden/tiny/vision_oi.npz\": not found (did you mean `vision_io.npz`?)",
     );
-    assert!(!typo.stderr.contains("how to obtain"), "{}", typo.all());
+    assert!(
+        typo.stderr
+            .contains("fix the recipe line(s) above if a name is mistyped; else how to obtain"),
+        "{}",
+        typo.all()
+    );
     std::fs::write(&recipe, text).unwrap();
 
     // A missing wrapper is called missing, and a plain rebuild (no --force) is suggested.
