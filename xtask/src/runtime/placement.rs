@@ -110,8 +110,23 @@ impl std::fmt::Display for NotOnQnn {
             } else {
                 self.off_qnn.join("\n  ")
             },
-            self.qnn_reasons.join(" | ")
+            self.said()
         )
+    }
+}
+
+impl NotOnQnn {
+    /// QNN's reasons, or why there are none: a QNN that took no node and logged nothing did
+    /// not load (its backend library or a library it needs), and the EP fell back silently.
+    fn said(&self) -> String {
+        match (self.qnn_reasons.is_empty(), self.on_qnn) {
+            (false, _) => self.qnn_reasons.join(" | "),
+            (true, 0) => "nothing: the QNN backend did not load (its library or one it needs, \
+                          such as the plugin's bundled libc++ in ../onnxruntime_qnn.libs, is \
+                          missing), so ONNX Runtime fell back to its CPU EP"
+                .to_string(),
+            (true, _) => "nothing (no reason logged for the nodes left elsewhere)".to_string(),
+        }
     }
 }
 
@@ -155,6 +170,18 @@ mod tests {
         let p = parse_placement(&log);
         assert!(p.off_qnn.is_empty());
         assert!(require_all_on_qnn(&p, &log, Path::new("m.onnx")).is_ok());
+    }
+
+    #[test]
+    fn a_qnn_that_took_nothing_and_said_nothing_is_called_not_loaded() {
+        let log = vec![" All nodes placed on [CPUExecutionProvider]. Number of nodes: 1".into()];
+        let err = require_all_on_qnn(&parse_placement(&log), &log, Path::new("m.onnx"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("QNN said: nothing: the QNN backend did not load"),
+            "{err}"
+        );
     }
 
     #[test]
