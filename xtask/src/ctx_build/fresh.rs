@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::ctx_build::fingerprint::{ComponentRecord, Freshness};
 use crate::ctx_build::plan::{StepKind, Versions, plan_component};
-use crate::hashing::{HashMemo, sha256_file};
+use crate::hashing::HashMemo;
 use crate::recipe::{Component, Model};
 use crate::runtime::Runtime;
 
@@ -140,7 +140,8 @@ fn wrapper_of(
         .steps
         .get(&step.record_name)
         .and_then(|r| r.outputs.get(&plan.artifacts.bin.display().to_string()));
-    if recorded != Some(&sha256_file(&bin)?) {
+    // The same full memo: a binary the freshness check just hashed is not read a second time.
+    if recorded != Some(&memo.sha256(&bin)?) {
         return Ok(Err(format!(
             "context binary {shown} does not match the sha256 its build recorded"
         )));
