@@ -98,11 +98,12 @@ pub fn markdown_to_html(md: &str) -> String {
     out
 }
 
-/// Escapes a Markdown span and turns its `**bold**`, `*em*` and `` `code` `` into tags.
+/// Escapes a Markdown span and turns its `**bold**`, `*em*` and `` `code` `` into tags, and
+/// its `<br>` (the line break of a Markdown table cell, the only HTML our reports write) into one.
 fn inline(text: &str) -> String {
     let mut out = String::new();
     let mut open = [false; 3];
-    let mut rest = esc(text);
+    let mut rest = esc(text).replace("&lt;br&gt;", "<br>");
     while let Some((at, marker, k)) = [("**", 0), ("`", 1), ("*", 2)]
         .iter()
         .filter_map(|(m, k)| rest.find(m).map(|at| (at, *m, *k)))
@@ -158,12 +159,16 @@ mod tests {
     #[test]
     fn markdown_tables_become_html_tables() {
         let html = markdown_to_html(
-            "# Title `x`\n\n| a | b |\n|---|---|\n| **1** | <2> |\n\nText *em* here  \n",
+            "# Title `x`\n\n| a | b |\n|---|---|\n| **1** | <2> |\n| x<br>y | <br/> |\n\nText *em* here  \n",
         );
         assert!(html.contains("<h1>Title <code>x</code></h1>"), "{html}");
         assert!(html.contains("<tr><th>a</th><th>b</th></tr>"), "{html}");
         assert!(
             html.contains("<tr><td><b>1</b></td><td>&lt;2&gt;</td></tr>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<tr><td>x<br>y</td><td>&lt;br/&gt;</td></tr>"),
             "{html}"
         );
         assert!(!html.contains("---"), "{html}");
