@@ -94,6 +94,7 @@ impl Plan {
                 let est = sizing::estimate(
                     bytes.as_ref().map(|b| (b.weights, b.total)),
                     model.file.estimate.get(name),
+                    comp.file.context.optimization_level,
                 );
                 let choice = runners.choose(&est);
                 include.push(serde_json::json!({

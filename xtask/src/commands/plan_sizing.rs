@@ -1,16 +1,19 @@
-//! Runner sizing of a CI matrix entry: ESTIMATES of peak memory, disk and duration from the
-//! entry's input bytes and the recipe's measured per-layer durations, and the runner they need.
+//! Runner sizing of a CI matrix entry: ESTIMATES of peak memory, disk and duration, and the
+//! runner they need.
 //!
-//! Basis (stated with every estimate in `plan --json`):
-//! - Peak memory ≈ 0.5 GB + 3 × W, W = ONNX + external-data bytes. The 0.5 GB is measured: the
-//!   tiny model's `build-ctx`, `parity --backend cpu` and `--backend htp` peaked at 41–298 MB
-//!   RSS per command (`/usr/bin/time -v`, one component each, weights < 1 MB, so this is the
-//!   runtime's own footprint). The factor 3 (graph + converted DLC + fp16 context held at once)
-//!   is an ASSUMPTION: no real-width step's peak RSS has been measured yet.
+//! Components measured at the real size (`[estimate.<c>.measured]` in model.toml, from
+//! `cargo xtask bench build --real-size`) are sized from those figures: peak RSS × 1.25,
+//! the measured DLC and binary bytes per ONNX byte, the measured build and HTP parity seconds
+//! (scaled linearly in layers when measured at fewer), plus the recipe level's compile when
+//! the measured build ran at another O level. Basis of the size model for the others
+//! (stated with every estimate in `plan --json`):
+//! - Peak memory ≈ 0.5 GB + 3 × W, W = ONNX + external-data bytes. The 0.5 GB is the tiny
+//!   model's runtime footprint (41–298 MB peak per command); the factor 3 is an assumption the
+//!   real-size steps stay under (their added RSS: 1.1–2.0 × W, vision's O2 compile 3.65 × W).
 //! - Disk ≈ 2 GB + 2 × B + 2.1 × W, B = W + golden (+ trace): the tool's release build and the
 //!   QNN runtime (1.3 GB + 0.4 GB measured here), the download staged then laid out (2 × B),
-//!   the f32 DLC (≈ W) and the context binary (≤ 1.1 × W: measured at the real size, 0.52 ×
-//!   for vision's fp16-stored weights, 1.10 × for action_context's float32-stored ones).
+//!   the f32 DLC (≈ W) and the context binary (≤ 1.1 × W: measured at the real size, 0.50 ×
+//!   for fp16-stored weights, 0.94–1.10 × for action_context's).
 //! - Duration ≈ 20 min setup (assumed: tool build, runtime bootstrap, download) + layers ×
 //!   (HTP compile + HTP parity emulation per layer) from the recipe's `[estimate.<component>]`
 //!   (measured on 2 cores, emulated HTP); convert and CPU parity are not measured and not added.
@@ -53,11 +56,17 @@ pub struct Estimate {
     basis: Vec<String>,
 }
 
-pub fn estimate(bytes: Option<(u64, u64)>, per_layer: Option<&ComponentEstimate>) -> Estimate {
+/// `recipe_level` is the O level the component's recipe compiles at (a measured build at
+/// another level is corrected with the per-layer compile estimate).
+pub fn estimate(
+    bytes: Option<(u64, u64)>,
+    per_layer: Option<&ComponentEstimate>,
+    recipe_level: u8,
+) -> Estimate {
     if let Some(e) = per_layer
         && let Some(m) = &e.measured
     {
-        return from_measured(bytes, e, m);
+        return from_measured(bytes, e, m, recipe_level);
     }
     let mut basis = vec![];
     let (memory_gb, disk_gb) = match bytes {
@@ -124,6 +133,7 @@ fn from_measured(
     bytes: Option<(u64, u64)>,
     e: &ComponentEstimate,
     m: &MeasuredAtRealSize,
+    recipe_level: u8,
 ) -> Estimate {
     let scale = e.layers as f64 / m.layers.max(1) as f64;
     let scaled = if m.layers == e.layers {
@@ -141,7 +151,8 @@ fn from_measured(
     let memory = m.peak_rss_mb / 1e3 * scale.max(1.0) * MEASURED_MEMORY_MARGIN;
     let disk = 2.0 + 2.0 * b + outputs;
     let parity = m.htp_parity_s.unwrap_or(0.0);
-    let minutes = SETUP_MINUTES + (m.build_s + parity) * scale / 60.0;
+    let (level_s, level_basis, level_partial) = other_level_compile(e, m, recipe_level);
+    let minutes = SETUP_MINUTES + (m.build_s + parity) * scale / 60.0 + level_s / 60.0;
     let mut basis = vec![
         format!(
             "peak memory ≈ {MEASURED_MEMORY_MARGIN} × {:.1} GB measured peak RSS ({scaled})",
@@ -160,6 +171,7 @@ fn from_measured(
         ),
         m.basis.clone(),
     ];
+    basis.extend(level_basis);
     if bytes.is_some() {
         basis.push("input bytes from the files on disk or the --manifest".into());
     }
@@ -167,8 +179,38 @@ fn from_measured(
         memory_gb: Some(memory),
         disk_gb: Some(disk),
         minutes: Some(minutes),
-        minutes_partial: m.htp_parity_s.is_none(),
+        minutes_partial: m.htp_parity_s.is_none() || level_partial,
         basis,
+    }
+}
+
+/// The recipe level's compile seconds when the measured build ran at another O level: the
+/// estimate's per-layer compile times its layers (the measured build's own compile, a small
+/// share at O2, stays counted: the figure errs long). Unknown per-layer figure: a lower bound.
+fn other_level_compile(
+    e: &ComponentEstimate,
+    m: &MeasuredAtRealSize,
+    recipe_level: u8,
+) -> (f64, Option<String>, bool) {
+    match m.optimization_level {
+        Some(level) if level != recipe_level => match e.htp_compile_s_per_layer {
+            Some(per) => (
+                e.layers as f64 * per,
+                Some(format!(
+                    "the measured build compiled at O{level}; the recipe's O{recipe_level} compile adds {} layers × {per:.0} s ({})",
+                    e.layers, e.basis
+                )),
+                false,
+            ),
+            None => (
+                0.0,
+                Some(format!(
+                    "the measured build compiled at O{level}; the recipe's O{recipe_level} compile is not measured (lower bound)"
+                )),
+                true,
+            ),
+        },
+        _ => (0.0, None, false),
     }
 }
 
@@ -278,6 +320,7 @@ mod tests {
                 peak_rss_mb: 4000.0,
                 build_s: 600.0,
                 htp_parity_s,
+                optimization_level: None,
                 basis: "2 cores".into(),
             }),
         }
@@ -285,7 +328,7 @@ mod tests {
 
     #[test]
     fn measured_figures_replace_the_size_model_and_scale_to_the_components_layers() {
-        let e = estimate(None, Some(&measured(2, Some(120.0))));
+        let e = estimate(None, Some(&measured(2, Some(120.0))), 3);
         // 5 x: 2 GB of ONNX (inputs counted twice), 3 GB of outputs, 5 x 4 GB RSS x 1.25
         assert_eq!(e.memory_gb, Some(25.0));
         assert_eq!(e.disk_gb, Some(2.0 + 2.0 * 2.0 + 3.0));
@@ -301,9 +344,34 @@ mod tests {
         let e = estimate(
             Some((2_000_000_000, 2_100_000_000)),
             Some(&measured(10, None)),
+            3,
         );
         assert!(e.minutes_partial);
         assert_eq!(e.timeout_minutes(), MAX_JOB_MINUTES);
         assert_eq!(e.disk_gb, Some(2.0 + 2.0 * 2.1 + 3.0));
+    }
+
+    #[test]
+    fn a_build_measured_at_another_o_level_adds_the_recipe_levels_compile() {
+        let mut e = measured(10, Some(60.0));
+        e.measured.as_mut().unwrap().optimization_level = Some(2);
+        let o3 = estimate(None, Some(&e), 3);
+        assert_eq!(o3.minutes, Some(SETUP_MINUTES + 660.0 / 60.0 + 10.0 / 60.0));
+        assert!(!o3.minutes_partial);
+        let text = o3.basis.join("\n");
+        assert!(
+            text.contains(
+                "compiled at O2; the recipe's O3 compile adds 10 layers × 1 s (per-layer guess)"
+            ),
+            "{text}"
+        );
+        // The recipe at the measured level: nothing added.
+        assert_eq!(
+            estimate(None, Some(&e), 2).minutes,
+            Some(SETUP_MINUTES + 660.0 / 60.0)
+        );
+        // No per-layer compile figure: the duration is only a lower bound.
+        e.htp_compile_s_per_layer = None;
+        assert!(estimate(None, Some(&e), 3).minutes_partial);
     }
 }

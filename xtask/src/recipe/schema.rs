@@ -68,6 +68,11 @@ pub struct MeasuredAtRealSize {
     /// Wall seconds of `parity --backend htp` (emulated), when measured.
     #[serde(default)]
     pub htp_parity_s: Option<f64>,
+    /// The compile's O level when it was not the recipe's (vision's 10-layer build ran at O2:
+    /// its O3 compile does not finish on 2 cores). The plan then adds the recipe level's
+    /// compile from the estimate's `htp_compile_s_per_layer`.
+    #[serde(default)]
+    pub optimization_level: Option<u8>,
     /// The machine and command (printed with the estimate).
     pub basis: String,
 }
