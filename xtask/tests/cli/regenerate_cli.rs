@@ -94,8 +94,8 @@ fn every_plan_field_the_workflow_reads_exists() {
     }
 }
 
-/// The real model's plan: its per-layer measurements give the LLM splits' timeouts, unknown
-/// input sizes keep the larger runner, and an estimate beyond the runner blocks the entry.
+/// The real model's plan: every component sized from its real-size measurements (numbers, not
+/// "unknown", though the inputs are not on disk), an estimate beyond the runner blocks the entry.
 #[test]
 fn plan_sizes_entries_from_bytes_and_measurements() {
     let p = Scratch::tiny();
@@ -117,26 +117,51 @@ fn plan_sizes_entries_from_bytes_and_measurements() {
             .unwrap()
             .clone()
     };
+    for entry in v["include"].as_array().unwrap() {
+        for key in ["peak_memory_gb", "disk_gb", "minutes"] {
+            assert!(entry["estimate"][key].is_number(), "{entry}");
+        }
+    }
+    // [estimate.llm_split0.measured]: 1.25 x 7.61 GB; 2 + 2 x 3.63 + 3.63 + 1.82 GB of disk,
+    // more than the standard runner's 14 GB.
     let llm = by(&v, "llm_split0");
     assert_eq!(llm["input_bytes"], "unknown");
     assert_eq!(llm["needs_fetch"], true);
-    // 20 min + 9 × (10 + 144) s = 43.1 min; timeout 1.5 × + 10.
-    assert_eq!(llm["estimate"]["minutes"], 43.1);
-    assert_eq!(llm["timeout_minutes"], 75);
-    // Measured at the real size ([estimate.action_step.measured]): numbers, not "unknown",
-    // though the inputs are not on disk; HTP parity not measured keeps the duration a bound.
+    assert_eq!(llm["estimate"]["peak_memory_gb"], 9.6);
+    assert_eq!(llm["estimate"]["disk_gb"], 14.8);
+    assert!(
+        llm["blocker"].as_str().unwrap().contains("LARGE_RUNNER"),
+        "{llm}"
+    );
+    assert_eq!(
+        by(&plan(&["--large-runner", "big"]), "llm_split0")["runner"],
+        "big"
+    );
+    // HTP parity not measured keeps the duration a bound.
     let step = by(&v, "action_step");
     assert_eq!(step["estimate"]["peak_memory_gb"], 8.6, "1.25 x 6.82 GB");
     assert_eq!(step["estimate"]["disk_gb"], 10.0, "2 + 2 x 2.28 + 3.41 GB");
     assert_eq!(step["estimate"]["minutes"], 44.5, "20 + 1464.1 s");
     assert_eq!(step["estimate"]["minutes_is_lower_bound"], true);
     assert_eq!(step["runner"], "ubuntu-24.04");
+    // Vision was measured at O2; the recipe's O3 compile is added per layer.
     let vision = by(&v, "vision");
+    assert_eq!(vision["estimate"]["peak_memory_gb"], 4.5, "1.25 x 3.60 GB");
+    assert_eq!(
+        vision["estimate"]["minutes"], 350.7,
+        "20 + 488 s + 10 x 1935 s"
+    );
     assert_eq!(vision["estimate"]["minutes_is_lower_bound"], true);
     assert_eq!(vision["timeout_minutes"], 360);
+    let basis = vision["estimate"]["basis"].to_string();
+    assert!(
+        basis.contains("compiled at O2; the recipe's O3 compile adds 10 layers × 1935 s"),
+        "{basis}"
+    );
     assert_eq!(
         by(&plan(&["--large-runner", "big"]), "vision")["runner"],
-        "big"
+        "ubuntu-24.04",
+        "measured sizes that fit the standard runner keep it"
     );
 
     // Sizes from a published manifest: 6 GB of weights do not fit the standard runner.
