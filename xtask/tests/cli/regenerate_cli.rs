@@ -122,12 +122,12 @@ fn plan_sizes_entries_from_bytes_and_measurements() {
             assert!(entry["estimate"][key].is_number(), "{entry}");
         }
     }
-    // [estimate.llm_split0.measured]: 1.25 x 7.61 GB; 2 + 2 x 3.63 + 3.63 + 1.82 GB of disk,
+    // [estimate.llm_split0.measured]: 1.25 x 7.72 GB; 2 + 2 x 3.63 + 3.63 + 1.82 GB of disk,
     // more than the standard runner's 14 GB.
     let llm = by(&v, "llm_split0");
     assert_eq!(llm["input_bytes"], "unknown");
     assert_eq!(llm["needs_fetch"], true);
-    assert_eq!(llm["estimate"]["peak_memory_gb"], 9.6);
+    assert_eq!(llm["estimate"]["peak_memory_gb"], 9.7);
     assert_eq!(llm["estimate"]["disk_gb"], 14.8);
     assert!(
         llm["blocker"].as_str().unwrap().contains("LARGE_RUNNER"),
@@ -144,12 +144,17 @@ fn plan_sizes_entries_from_bytes_and_measurements() {
     assert_eq!(step["estimate"]["minutes"], 44.5, "20 + 1464.1 s");
     assert_eq!(step["estimate"]["minutes_is_lower_bound"], true);
     assert_eq!(step["runner"], "ubuntu-24.04");
+    // HTP parity measured too: a duration, not a bound, and a timeout of 1.5 x + 10 min.
+    let context = by(&v, "action_context");
+    assert_eq!(context["estimate"]["minutes"], 31.3, "20 + 234.8 s + 440 s");
+    assert_eq!(context["estimate"]["minutes_is_lower_bound"], false);
+    assert_eq!(context["timeout_minutes"], 57);
     // Vision was measured at O2; the recipe's O3 compile is added per layer.
     let vision = by(&v, "vision");
-    assert_eq!(vision["estimate"]["peak_memory_gb"], 4.5, "1.25 x 3.60 GB");
+    assert_eq!(vision["estimate"]["peak_memory_gb"], 4.6, "1.25 x 3.60 GB");
     assert_eq!(
-        vision["estimate"]["minutes"], 350.7,
-        "20 + 488 s + 10 x 1935 s"
+        vision["estimate"]["minutes"], 346.1,
+        "20 + 211 s + 10 x 1935 s"
     );
     assert_eq!(vision["estimate"]["minutes_is_lower_bound"], true);
     assert_eq!(vision["timeout_minutes"], 360);
