@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::manifest::{Manifest, ManifestEntry};
-use crate::hashing::{sha256_bytes, sha256_file};
+use crate::hashing::{HashMemo, sha256_bytes, sha256_file};
 use crate::recipe::{Component, Model};
 
 /// Files at least this large are hard-linked into the bundle instead of copied.
@@ -107,11 +107,16 @@ fn require_disk_for_copies(dir: &Path, files: &Placement) -> Result<()> {
 
 /// Links or streams every file into `dir`, writes the generated files, the manifest and
 /// SHA256SUMS.
+///
+/// `memo` is the full (this run only) memo of the freshness check: a hard-linked file is the
+/// file that check just hashed, so a 27 GB bundle is read once, not twice; copies are hashed
+/// where they landed.
 pub fn assemble(
     dir: &Path,
     files: &Placement,
     generated: &[(String, Vec<u8>)],
     model: &str,
+    memo: &mut HashMemo,
 ) -> Result<Manifest> {
     require_disk_for_copies(dir, files)?;
     let mut entries = BTreeMap::new();
@@ -122,13 +127,16 @@ pub fn assemble(
         std::fs::create_dir_all(dest.parent().context("bundle path")?)?;
         // Large files are hard-linked (no copy, no memory); small ones are copied, so editing
         // a bundle file in place can never reach back into ctx/ or onnx/.
-        crate::golden::link_or_copy(src, &dest, HARD_LINK_FROM_BYTES)?;
+        let sha256 = match crate::golden::link_or_copy(src, &dest, HARD_LINK_FROM_BYTES)? {
+            crate::golden::Linked::Yes => memo.sha256(src)?,
+            crate::golden::Linked::Copied => sha256_file(&dest)?,
+        };
         entries.insert(
             rel.clone(),
             ManifestEntry {
                 path: rel.clone(),
                 bytes: std::fs::metadata(&dest)?.len(),
-                sha256: sha256_file(&dest)?,
+                sha256,
                 role: role.to_string(),
             },
         );

@@ -65,7 +65,10 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
     let mut files: Placement = Vec::new();
     let mut components = Vec::new();
     let mut newest_context = 0u64;
+    // Re-hashing every input and binary takes minutes at the real size (27 GB).
+    let checking = crate::ui::progress::Task::new("package: checking freshness", comps.len());
     for comp in comps {
+        checking.working_on(comp.name());
         let art = crate::ctx_build::plan::artifacts(model_name, comp.name(), soc);
         let built = crate::ctx_build::fresh::as_built(
             versions.clone(),
@@ -107,6 +110,7 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
             .get(&format!("context@soc{}", soc.id))
             .map_or(0, |r| r.finished_unix);
         newest_context = newest_context.max(built);
+        checking.step_done(comp.name(), true);
         if !stale.is_empty() && !allow_stale {
             continue; // every stale component is listed before refusing
         }
@@ -120,6 +124,7 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
         )?);
         files.extend(component_files(root, model, comp, &plan.artifacts)?);
     }
+    drop(checking);
     if !broken.is_empty() {
         // A missing file is rebuilt by a plain build; a present file that is not what its
         // build recorded needs --force to be replaced.
@@ -210,7 +215,7 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
         run.as_ref().map(|(_, r)| latency_figures(r)).as_ref(),
     );
     reports_out.push(("README.md".into(), card.into_bytes()));
-    let manifest = assemble(staging.path(), &files, &reports_out, model_name)?;
+    let manifest = assemble(staging.path(), &files, &reports_out, model_name, &mut memo)?;
     if out.exists() {
         std::fs::remove_dir(out)?;
     }

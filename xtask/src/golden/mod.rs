@@ -80,15 +80,24 @@ pub fn check_component_files(root: &Path, comp: &Component) -> Result<()> {
 /// Hard-links `src` to `dest` when `src` is at least `link_from_bytes` long (no copy, no
 /// memory), else copies it, so that small files edited in place in `dest` can never reach
 /// back into the source. A failed link (another file system) falls back to a streamed copy.
-pub fn link_or_copy(src: &Path, dest: &Path, link_from_bytes: u64) -> Result<()> {
+pub fn link_or_copy(src: &Path, dest: &Path, link_from_bytes: u64) -> Result<Linked> {
     let large = std::fs::metadata(src)
         .map(|m| m.len() >= link_from_bytes)
         .unwrap_or(false);
-    if !large || std::fs::hard_link(src, dest).is_err() {
-        std::fs::copy(src, dest)
-            .with_context(|| format!("cannot copy {} to {}", src.display(), dest.display()))?;
+    if large && std::fs::hard_link(src, dest).is_ok() {
+        return Ok(Linked::Yes);
     }
-    Ok(())
+    std::fs::copy(src, dest)
+        .with_context(|| format!("cannot copy {} to {}", src.display(), dest.display()))?;
+    Ok(Linked::Copied)
+}
+
+/// Whether [`link_or_copy`] made a hard link (one file, two names: the source's hash is the
+/// destination's) or a copy (its bytes must be hashed where they landed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Linked {
+    Yes,
+    Copied,
 }
 
 /// A golden *input* holding NaN or Inf would make every figure downstream meaningless (and a
