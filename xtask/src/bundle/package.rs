@@ -15,7 +15,7 @@ use crate::ctx_build::facts::StepFacts;
 use crate::ctx_build::fingerprint::{ComponentRecord, Freshness};
 use crate::ctx_build::fresh::runtime_versions;
 use crate::ctx_build::plan::plan_component;
-use crate::hashing::{HashMemo, sha256_bytes, sha256_file};
+use crate::hashing::{HashMemo, sha256_bytes};
 use crate::recipe::{Component, Model};
 use crate::runtime::Runtime;
 use crate::runtime::bootstrap::{QNN_WHEEL, ensure_runtime_rehashed};
@@ -121,6 +121,7 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
             &record,
             soc,
             &plan.artifacts,
+            &mut memo,
         )?);
         files.extend(component_files(root, model, comp, &plan.artifacts)?);
     }
@@ -233,6 +234,7 @@ fn bundle_component(
     record: &ComponentRecord,
     soc: &Soc,
     art: &crate::ctx_build::plan::Artifacts,
+    memo: &mut HashMemo,
 ) -> Result<BundleComponent> {
     let rebuild = |what: &str| {
         format!(
@@ -325,8 +327,9 @@ fn bundle_component(
         rewrites: convert.rewrites.clone(),
         record_schema: crate::ctx_build::facts::RECORD_SCHEMA,
         recipe_sha256: sha256_bytes(comp.recipe_text.as_bytes()),
-        onnx_sha256: sha256_file(&root.join(&comp.file.component.onnx))?,
-        golden_sha256: sha256_file(&root.join(&comp.file.golden.file))?,
+        // The freshness check hashed both this run: its full memo answers.
+        onnx_sha256: memo.sha256(&root.join(&comp.file.component.onnx))?,
+        golden_sha256: memo.sha256(&root.join(&comp.file.golden.file))?,
         waivers,
     })
 }

@@ -105,24 +105,27 @@ pub fn write_line(text: &str) {
 
 /// Writes one line to the tool's own stdout, whatever `--json` says (the JSON document).
 pub fn write_stdout(text: &str) {
-    match TOOL_STDOUT.get() {
-        Some(out) => {
-            let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
-            let _ = writeln!(out, "{text}");
-        }
-        None => println!("{text}"),
+    if !write_to(&TOOL_STDOUT, text) {
+        println!("{text}");
     }
 }
 
 /// Writes one line to the tool's own stderr.
 pub fn write_err(text: &str) {
-    match TOOL_STDERR.get() {
-        Some(err) => {
-            let mut err = err.lock().unwrap_or_else(|e| e.into_inner());
-            let _ = writeln!(err, "{text}");
-        }
-        None => eprintln!("{text}"),
+    if !write_to(&TOOL_STDERR, text) {
+        eprintln!("{text}");
     }
+}
+
+/// One line to a captured stream's saved descriptor; false when nothing was captured (then the
+/// process's own stream is still the terminal's).
+fn write_to(stream: &OnceLock<Mutex<File>>, text: &str) -> bool {
+    let Some(file) = stream.get() else {
+        return false;
+    };
+    let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = writeln!(file, "{text}");
+    true
 }
 
 /// Raw bytes to the tool's own stderr (the progress bars' drawing).

@@ -134,10 +134,13 @@ fn jobs_two_builds_every_selected_component() {
     again.assert_code(0);
     // A budget no step fits in: the build is refused before it starts, naming every step's
     // need and what was found, and nothing is run or replaced.
-    let bins: Vec<_> = ["action_context", "action_step"]
-        .iter()
-        .map(|c| sha256_hex(&p.path(&format!("ctx/tiny/{c}_socid77_archv73.bin"))))
-        .collect();
+    let bins_now = || -> Vec<_> {
+        ["action_context", "action_step"]
+            .iter()
+            .map(|c| sha256_hex(&p.path(&format!("ctx/tiny/{c}_socid77_archv73.bin"))))
+            .collect()
+    };
+    let bins = bins_now();
     let tight = p.run(&[
         "build-ctx",
         "--soc",
@@ -161,11 +164,7 @@ fn jobs_two_builds_every_selected_component() {
         tight.all()
     );
     assert!(tight.stderr.contains("(--max-memory)"), "{}", tight.all());
-    let after: Vec<_> = ["action_context", "action_step"]
-        .iter()
-        .map(|c| sha256_hex(&p.path(&format!("ctx/tiny/{c}_socid77_archv73.bin"))))
-        .collect();
-    assert_eq!(bins, after, "a refused build replaces nothing");
+    assert_eq!(bins, bins_now(), "a refused build replaces nothing");
     // Every step records its estimate and its own peak: measured with the steps one at a time
     // (beside each other, one step's peak reset clears the other's: rss.rs).
     p.run(&[
