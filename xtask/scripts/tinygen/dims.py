@@ -118,6 +118,9 @@ class Dims:
     # action_context with ONE key and ONE value projection shared by every layer (the real
     # bundle's 4 MB context) instead of a projection per layer.
     CTX_SHARED: bool = False
+    # Width of action_context's k_ctx / v_ctx (0: the expert width E). Narrower than E, the
+    # expert's per-layer K/V projections map it up to E.
+    CTXW: int = 0
 
     NSPLITS = NSPLITS
 
@@ -127,6 +130,11 @@ class Dims:
     @property
     def KVW(self):
         return self.NKV * self.HD
+
+    @property
+    def CW(self):
+        """The context width action_context writes and action_step reads."""
+        return self.CTXW or self.E
 
     @property
     def NLAYERS(self):

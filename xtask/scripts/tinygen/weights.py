@@ -125,8 +125,8 @@ def action_layer(d, r, lin=linear_w):
     return {
         "scale_w": lin(r, d.E, d.E, ADALN_GAIN), "scale_b": bias(r, d.E),
         "shift_w": lin(r, d.E, d.E, ADALN_GAIN), "shift_b": bias(r, d.E),
-        "wq": lin(r, d.E, d.E), "wk": lin(r, d.E, d.E),
-        "wv": lin(r, d.E, d.E), "wo": lin(r, d.E, d.E, RES_GAIN),
+        "wq": lin(r, d.E, d.E), "wk": lin(r, d.CW, d.E),
+        "wv": lin(r, d.CW, d.E), "wo": lin(r, d.E, d.E, RES_GAIN),
         "mlp_norm": norm_w(r, d.E),
         "w_gate": lin(r, d.E, d.EMLP), "w_up": lin(r, d.E, d.EMLP),
         "w_down": lin(r, d.EMLP, d.E, RES_GAIN),
