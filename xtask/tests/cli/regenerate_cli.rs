@@ -139,16 +139,16 @@ fn plan_sizes_entries_from_bytes_and_measurements() {
     );
     // HTP parity not measured keeps the duration a bound.
     let step = by(&v, "action_step");
-    assert_eq!(step["estimate"]["peak_memory_gb"], 8.6, "1.25 x 6.82 GB");
-    assert_eq!(step["estimate"]["disk_gb"], 10.0, "2 + 2 x 2.28 + 3.41 GB");
-    assert_eq!(step["estimate"]["minutes"], 44.5, "20 + 1464.1 s");
+    assert_eq!(step["estimate"]["peak_memory_gb"], 8.7, "1.25 x 6.90 GB");
+    assert_eq!(step["estimate"]["disk_gb"], 10.1, "2 + 2 x 2.30 + 3.44 GB");
+    assert_eq!(step["estimate"]["minutes"], 23.1, "20 + 181.8 s");
     assert_eq!(step["estimate"]["minutes_is_lower_bound"], true);
     assert_eq!(step["runner"], "ubuntu-24.04");
     // HTP parity measured too: a duration, not a bound, and a timeout of 1.5 x + 10 min.
     let context = by(&v, "action_context");
-    assert_eq!(context["estimate"]["minutes"], 31.3, "20 + 234.8 s + 440 s");
+    assert_eq!(context["estimate"]["minutes"], 23.7, "20 + 4.9 s + 216 s");
     assert_eq!(context["estimate"]["minutes_is_lower_bound"], false);
-    assert_eq!(context["timeout_minutes"], 57);
+    assert_eq!(context["timeout_minutes"], 46);
     // Vision was measured at O2; the recipe's O3 compile is added per layer.
     let vision = by(&v, "vision");
     assert_eq!(vision["estimate"]["peak_memory_gb"], 4.6, "1.25 x 3.60 GB");
