@@ -1,5 +1,5 @@
 """The generator's options: the committed `tiny` (default) or `--variant uneven`, the
-full-width and large benchmark models, and `--check`."""
+full-width, real-size and large benchmark models, the action_context size probe, and `--check`."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from .check import check
+from .context_probe import generate_context_probes
 from .dims import SEED
 from .large import generate_large
 from .model import generate, report
@@ -39,20 +40,29 @@ def main(argv=None) -> int:
                     help="write the model at the real bundle's size (~19 GB; weights streamed to external "
                          "data, about one layer in memory) into the project root DIR: onnx/realsize, "
                          "golden/realsize, recipes/realsize")
+    ap.add_argument("--context-probes", type=Path, default=None, metavar="DIR",
+                    help="write the action_context size probe into the project root DIR instead: the "
+                         "real-size action_context cut down to its parts, one model ctxp-<variant> each")
     ap.add_argument("--vision-layers", type=int, default=None, metavar="N",
                     help="with --real-size: only the vision component with N ViT layers, as the model "
                          "realsize-vit<N> (the compile-time scaling study)")
     args = ap.parse_args(argv)
     modes = [args.check, args.large_out is not None, args.full_width is not None, args.variant is not None,
-             args.real_size is not None]
+             args.real_size is not None, args.context_probes is not None]
     if sum(modes) > 1:
-        ap.error("give at most one of --check, --large-out, --full-width, --variant, --real-size")
+        ap.error("give at most one of --check, --large-out, --full-width, --variant, --real-size, --context-probes")
     if args.vision_layers is not None and (args.real_size is None or args.vision_layers < 1):
         ap.error("--vision-layers N (N >= 1) goes with --real-size")
     if args.real_size is not None:
         root = args.real_size.resolve()
         written = generate_real_size(root, args.vision_layers)
         print(f"real-size model (seed {SEED}) -> {root}")
+        report(written, root)
+        return 0
+    if args.context_probes is not None:
+        root = args.context_probes.resolve()
+        written = generate_context_probes(root)
+        print(f"action_context size probe (seed {SEED}) -> {root}")
         report(written, root)
         return 0
     if args.check:

@@ -40,9 +40,13 @@ pub struct BenchBuild {
     /// With --real-size: skip the remedies on the 1-layer vision graph.
     #[arg(long, requires = "real_size")]
     no_remedies: bool,
-    /// With --real-size: skip the whole model's build (only the vision study).
+    /// With --real-size: skip the whole model's build and the action_context size probe (only
+    /// the vision study).
     #[arg(long, requires = "real_size")]
     vision_only: bool,
+    /// With --real-size: only the action_context size probe (a few minutes).
+    #[arg(long, requires = "real_size", conflicts_with = "vision_only")]
+    context_probes_only: bool,
     /// With --real-size: --jobs of the whole model's build.
     #[arg(long, default_value_t = 1, requires = "real_size")]
     jobs: usize,
@@ -51,10 +55,16 @@ pub struct BenchBuild {
 impl BenchBuild {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         if self.real_size {
+            let only_probes = self.context_probes_only;
             let phases = super::build_real_size::Phases {
-                vision_layers: self.vision_layers,
-                remedies: !self.no_remedies,
-                model: !self.vision_only,
+                vision_layers: if only_probes {
+                    vec![]
+                } else {
+                    self.vision_layers
+                },
+                remedies: !self.no_remedies && !only_probes,
+                model: !self.vision_only && !only_probes,
+                context_probes: !self.vision_only,
                 jobs: self.jobs,
             };
             super::build_real_size::run(&ctx.root, &phases)?;

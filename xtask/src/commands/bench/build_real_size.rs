@@ -13,6 +13,9 @@
 //!    (seconds, CPU seconds, peak RSS, the scheduler's estimate, compiler stages), `parity
 //!    --backend htp` of one LLM split and the action components, and each context binary's
 //!    size against the card's.
+//! 4. **The action_context size probe:** the real-size action_context cut down to its parts
+//!    (`ctxp-*`: the projections alone, with the per-layer RMSNorm, at widths 1024, 768 and
+//!    512), each built alone: what its binary holds besides the weights.
 //!
 //! Every build report is kept in `target/bench/build-realsize/`.
 
@@ -40,6 +43,7 @@ pub struct Phases {
     pub vision_layers: Vec<u32>,
     pub remedies: bool,
     pub model: bool,
+    pub context_probes: bool,
     pub jobs: usize,
 }
 
@@ -102,7 +106,43 @@ pub fn run(repo: &Path, phases: &Phases) -> Result<()> {
             }
         }
     }
+    if phases.context_probes {
+        context_probes(repo, &out)?;
+    }
     crate::outln!("(reports kept in {})", crate::project::rel(repo, &out));
+    Ok(())
+}
+
+/// The action_context size probe (`gen_tiny_model.py --context-probes`, in its own project
+/// `target/bench/ctxprobe/`): each cut-down variant built alone, its binary against its
+/// weights at fp16 (half its float32 ONNX bytes).
+fn context_probes(repo: &Path, out: &Path) -> Result<()> {
+    let project = crate::project::scratch_dir(repo, "bench/ctxprobe");
+    generate_once(
+        repo,
+        &project,
+        ".complete-ctxprobe",
+        "the action_context size probe (once; 0.4 GB, about 1 min)",
+        &["--context-probes"],
+    )?;
+    let mut models: Vec<String> = std::fs::read_dir(project.join("recipes"))?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("ctxp-"))
+        .collect();
+    models.sort();
+    crate::outln!("action_context size probe (each variant alone; soc 77, fp16, O3):");
+    for model in &models {
+        build(&project, out, model, 1)?;
+        let bytes =
+            |rel: String| std::fs::metadata(project.join(&rel)).map(|m| m.len() as f64 / 1e6);
+        let onnx = bytes(format!("onnx/{model}/action_context.onnx"))?;
+        let bin = bytes(format!("ctx/{model}/action_context_socid77_archv73.bin"))?;
+        crate::outln!(
+            "  {model:<18} weights {:>5.2} MB at fp16  binary {bin:>5.2} MB ({:.2}x)",
+            onnx / 2.0,
+            bin / (onnx / 2.0)
+        );
+    }
     Ok(())
 }
 
