@@ -137,14 +137,14 @@ fn plan_sizes_entries_from_bytes_and_measurements() {
         by(&plan(&["--large-runner", "big"]), "llm_split0")["runner"],
         "big"
     );
-    // HTP parity not measured keeps the duration a bound.
+    // Build and HTP parity measured: a duration, and a timeout of 1.5 x + 10 min.
     let step = by(&v, "action_step");
     assert_eq!(step["estimate"]["peak_memory_gb"], 8.7, "1.25 x 6.90 GB");
     assert_eq!(step["estimate"]["disk_gb"], 10.1, "2 + 2 x 2.30 + 3.44 GB");
-    assert_eq!(step["estimate"]["minutes"], 23.1, "20 + 181.8 s");
-    assert_eq!(step["estimate"]["minutes_is_lower_bound"], true);
+    assert_eq!(step["estimate"]["minutes"], 43.4, "20 + 181.8 s + 1217.6 s");
+    assert_eq!(step["estimate"]["minutes_is_lower_bound"], false);
+    assert_eq!(step["timeout_minutes"], 75);
     assert_eq!(step["runner"], "ubuntu-24.04");
-    // HTP parity measured too: a duration, not a bound, and a timeout of 1.5 x + 10 min.
     let context = by(&v, "action_context");
     assert_eq!(context["estimate"]["minutes"], 23.7, "20 + 4.9 s + 216 s");
     assert_eq!(context["estimate"]["minutes_is_lower_bound"], false);
