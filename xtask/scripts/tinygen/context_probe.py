@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import onnx
 
 from . import reference as ref
 from .dims import F32, S
@@ -66,8 +67,7 @@ def generate_context_probes(root: Path) -> list:
 
 
 def _write(root: Path, name: str, model, golden: dict, tensors, width: int) -> list:
-    import onnx
-
+    """The variant's ONNX, golden and recipes (model.toml, action_context.toml)."""
     onnx_path = root / "onnx" / name / "action_context.onnx"
     onnx_path.parent.mkdir(parents=True, exist_ok=True)
     onnx.save_model(model, str(onnx_path))
