@@ -1,5 +1,6 @@
 """The generator's options: the committed `tiny` (default) or `--variant uneven`, the
-full-width, real-size and large benchmark models, the action_context size probe, and `--check`."""
+full-width, real-size and large benchmark models, the action_context size probe, the vision
+split probe, and `--check`."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from .large import generate_large
 from .model import generate, report
 from .realsize import generate_real_size
 from .variants import FULL_WIDTH_VARIANT, TINY_VARIANT, UNEVEN_VARIANT
+from .vision_split import generate_vision_split
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -43,16 +45,24 @@ def main(argv=None) -> int:
     ap.add_argument("--context-probes", type=Path, default=None, metavar="DIR",
                     help="write the action_context size probe into the project root DIR instead: the "
                          "real-size action_context cut down to its parts, one model ctxp-<variant> each")
+    ap.add_argument("--vision-split", type=Path, default=None, metavar="DIR",
+                    help="with --vision-layers N: write the vision split probe into the project root DIR "
+                         "instead: the N-layer real-width vision (realsize-vit<N>'s weights) cut into "
+                         "contexts at its residual adds, as the model vsplit<N>")
     ap.add_argument("--vision-layers", type=int, default=None, metavar="N",
                     help="with --real-size: only the vision component with N ViT layers, as the model "
-                         "realsize-vit<N> (the compile-time scaling study)")
+                         "realsize-vit<N> (the compile-time scaling study); with --vision-split: its layers")
     args = ap.parse_args(argv)
     modes = [args.check, args.large_out is not None, args.full_width is not None, args.variant is not None,
-             args.real_size is not None, args.context_probes is not None]
+             args.real_size is not None, args.context_probes is not None, args.vision_split is not None]
     if sum(modes) > 1:
-        ap.error("give at most one of --check, --large-out, --full-width, --variant, --real-size, --context-probes")
-    if args.vision_layers is not None and (args.real_size is None or args.vision_layers < 1):
-        ap.error("--vision-layers N (N >= 1) goes with --real-size")
+        ap.error("give at most one of --check, --large-out, --full-width, --variant, --real-size, --context-probes, "
+                 "--vision-split")
+    if args.vision_layers is not None and (
+            (args.real_size is None and args.vision_split is None) or args.vision_layers < 1):
+        ap.error("--vision-layers N (N >= 1) goes with --real-size or --vision-split")
+    if args.vision_split is not None and args.vision_layers is None:
+        ap.error("--vision-split DIR needs --vision-layers N")
     if args.real_size is not None:
         root = args.real_size.resolve()
         written = generate_real_size(root, args.vision_layers)
@@ -63,6 +73,12 @@ def main(argv=None) -> int:
         root = args.context_probes.resolve()
         written = generate_context_probes(root)
         print(f"action_context size probe (seed {SEED}) -> {root}")
+        report(written, root)
+        return 0
+    if args.vision_split is not None:
+        root = args.vision_split.resolve()
+        written = generate_vision_split(root, args.vision_layers)
+        print(f"vision split probe, {args.vision_layers} layer(s) (seed {SEED}) -> {root}")
         report(written, root)
         return 0
     if args.check:

@@ -20,8 +20,7 @@ from . import reference as ref
 from .dims import F32, S
 from .golden import save_npz
 from .graphs.builder import GraphBuilder
-from .recipes import HTP_GATE_REASON, TARGET
-from .toml_writer import Table, render
+from .probe_recipes import ProbeComponent, write_probe_recipes
 from .weights import linear_w32, norm_w, rng_for
 
 LAYERS, KVW = 36, 1024  # the real-size LLM: 36 layers, 8 KV heads of 128
@@ -73,31 +72,14 @@ def _write(root: Path, name: str, model, golden: dict, tensors, width: int) -> l
     onnx.save_model(model, str(onnx_path))
     golden_path = root / "golden" / name / "action_context_io.npz"
     save_npz(golden_path, golden)
-    ios = [Table("inputs", {"name": n, "shape": [LAYERS, 1, S, KVW], "dtype": "f32", "golden_key": n},
-                 array=True) for n in tensors]
-    ios += [Table("outputs", {"name": OUT[n], "shape": [LAYERS, 1, S, width], "dtype": "f32",
-                              "golden_key": OUT[n]}, array=True) for n in tensors]
     what = f"{' and '.join(tensors)} projected to {width}" + (", per-layer RMSNorm" if name.endswith("-norm") else "")
-    component = [
-        Table("component", {"name": "action_context", "description": f"size probe: {what}",
-                            "onnx": f"onnx/{name}/action_context.onnx"}),
-        Table("golden", {"file": f"golden/{name}/action_context_io.npz"}),
-        *ios,
-        Table("convert", {"float_bitwidth": 32, "preserve_io_datatype": True}),
-        Table("context", {"graph_name": "action_context", "optimization_level": 3, "fp16": True, "vtcm_mb": 0}),
-        Table("parity", {"min_cosine": 0.9999, "atol": 1e-4, "rtol": 1e-3}),
-    ]
-    model_toml = [
-        Table("model", {"name": name, "family": "molmoact2", "description": f"action_context size probe: {what}",
-                        "components": ["action_context"], "seq_len": S,
-                        "obtain": "generate it with `python3 xtask/scripts/gen_tiny_model.py --context-probes DIR`"},
-              comment=["The real-size action_context cut down to its parts (never committed)."]),
-        Table("target", dict(TARGET)),
-        Table("parity"),
-        Table("parity.override", {"backend": "htp", "min_cosine": 0.999, "reason": HTP_GATE_REASON}, array=True),
-    ]
-    recipes = root / "recipes" / name
-    recipes.mkdir(parents=True, exist_ok=True)
-    (recipes / "action_context.toml").write_text(render(component))
-    (recipes / "model.toml").write_text(render(model_toml))
-    return [onnx_path, golden_path, recipes / "action_context.toml", recipes / "model.toml"]
+    component = ProbeComponent(
+        "action_context", f"size probe: {what}",
+        inputs={n: [LAYERS, 1, S, KVW] for n in tensors},
+        outputs={OUT[n]: [LAYERS, 1, S, width] for n in tensors},
+    )
+    recipes = write_probe_recipes(
+        root, name, f"action_context size probe: {what}",
+        "generate it with `python3 xtask/scripts/gen_tiny_model.py --context-probes DIR`",
+        ["The real-size action_context cut down to its parts (never committed)."], [component])
+    return [onnx_path, golden_path, *recipes]

@@ -60,26 +60,37 @@ def grid_sample(feat, grid):
 
 
 def vision(d, w, pixel_values):
-    x = f64(pixel_values).reshape(CAMS, NPATCH, PDIM)
-    x = x @ f64(w["patch_w"]) + f64(w["patch_b"]) + f64(w["pos"])
+    x = vision_embed(w, pixel_values)
     for L in w["layers"]:
-        h = layernorm(x, L["ln1_g"], L["ln1_b"])
-        q = (h @ f64(L["wq"]) + f64(L["bq"])).reshape(CAMS, NPATCH, d.VHEADS, d.VHD).transpose(0, 2, 1, 3)
-        k = (h @ f64(L["wk"]) + f64(L["bk"])).reshape(CAMS, NPATCH, d.VHEADS, d.VHD).transpose(0, 2, 1, 3)
-        v = (h @ f64(L["wv"]) + f64(L["bv"])).reshape(CAMS, NPATCH, d.VHEADS, d.VHD).transpose(0, 2, 1, 3)
-        a = softmax(q @ k.transpose(0, 1, 3, 2) / math.sqrt(d.VHD)) @ v
-        a = a.transpose(0, 2, 1, 3).reshape(CAMS, NPATCH, d.DV)
-        x = x + a @ f64(L["wo"]) + f64(L["bo"])
-        h = layernorm(x, L["ln2_g"], L["ln2_b"])
-        x = x + silu(h @ f64(L["w1"]) + f64(L["b1"])) @ f64(L["w2"]) + f64(L["b2"])
+        x = vit_layer(d, L, x)
+    return vision_tail(d, w, x)  # [32,64]
+
+
+def vision_embed(w, pixel_values):
+    x = f64(pixel_values).reshape(CAMS, NPATCH, PDIM)
+    return x @ f64(w["patch_w"]) + f64(w["patch_b"]) + f64(w["pos"])
+
+
+def vit_layer(d, L, x):
+    h = layernorm(x, L["ln1_g"], L["ln1_b"])
+    q = (h @ f64(L["wq"]) + f64(L["bq"])).reshape(CAMS, NPATCH, d.VHEADS, d.VHD).transpose(0, 2, 1, 3)
+    k = (h @ f64(L["wk"]) + f64(L["bk"])).reshape(CAMS, NPATCH, d.VHEADS, d.VHD).transpose(0, 2, 1, 3)
+    v = (h @ f64(L["wv"]) + f64(L["bv"])).reshape(CAMS, NPATCH, d.VHEADS, d.VHD).transpose(0, 2, 1, 3)
+    a = softmax(q @ k.transpose(0, 1, 3, 2) / math.sqrt(d.VHD)) @ v
+    a = a.transpose(0, 2, 1, 3).reshape(CAMS, NPATCH, d.DV)
+    x = x + a @ f64(L["wo"]) + f64(L["bo"])
+    h = layernorm(x, L["ln2_g"], L["ln2_b"])
+    return x + silu(h @ f64(L["w1"]) + f64(L["b1"])) @ f64(L["w2"]) + f64(L["b2"])
+
+
+def vision_tail(d, w, x):
     x = layernorm(x, w["lnf_g"], w["lnf_b"])  # [2,729,48]
     pooled = x.mean(axis=1)  # [2,48]
     grid = np.tanh(pooled @ f64(w["grid_w"]) + f64(w["grid_b"])).reshape(CAMS, TOK_PER_CAM, 1, 2)
     fmap = x.transpose(0, 2, 1).reshape(CAMS, d.DV, GRID, GRID)
     s = grid_sample(fmap, grid)  # [2,48,16,1]
     t = s.reshape(CAMS, d.DV, TOK_PER_CAM).transpose(0, 2, 1).reshape(CAMS * TOK_PER_CAM, d.DV)
-    y = (silu(t @ f64(w["proj_w1"])) * (t @ f64(w["proj_w2"]))) @ f64(w["proj_w3"])
-    return y  # [32,64]
+    return (silu(t @ f64(w["proj_w1"])) * (t @ f64(w["proj_w2"]))) @ f64(w["proj_w3"])
 
 
 def llm_split(d, layers, hidden, attn_bias):

@@ -273,15 +273,35 @@ fn freshness_of(root: &Path, record: &StepRecord, key: &StepKey, memo: &mut Hash
     }
 }
 
+/// What a dry run puts after a version it took from the pins because the runtime is not
+/// fetched yet: the recorded version is then judged against the pin (see `pinned_matches`).
+pub const NOT_FETCHED_MARK: &str = " (pinned; runtime not fetched yet)";
+
+/// Whether the recorded version `old` is the one the pin `new` (`<pin>` + `NOT_FETCHED_MARK`)
+/// names: the same release (`1.24.4`), or a QNN build of it (`v2.47.0.260601114230` for the
+/// pin `2.47.0`), whose build number only the fetched runtime can tell.
+fn pinned_matches(old: &str, new: &str) -> bool {
+    let Some(pin) = new.strip_suffix(NOT_FETCHED_MARK) else {
+        return false;
+    };
+    let old = old.trim_start_matches('v');
+    old == pin
+        || old
+            .strip_prefix(pin)
+            .is_some_and(|rest| rest.starts_with('.'))
+}
+
 fn explain_key_change(old: &StepKey, new: &StepKey) -> Vec<DirtyReason> {
     if old.key == new.key {
         return Vec::new();
     }
     let mut reasons = Vec::new();
+    let mut pinned_only = false;
     for (name, value) in &new.parts {
         let part = name.clone();
         match old.parts.get(name) {
             None => reasons.push(DirtyReason::PartNew { part }),
+            Some(v) if pinned_matches(v, value) => pinned_only = true,
             Some(v) if v != value => reasons.push(DirtyReason::PartChanged {
                 part,
                 old: v.clone(),
@@ -293,7 +313,8 @@ fn explain_key_change(old: &StepKey, new: &StepKey) -> Vec<DirtyReason> {
     for name in old.parts.keys().filter(|n| !new.parts.contains_key(*n)) {
         reasons.push(DirtyReason::PartRemoved { part: name.clone() });
     }
-    if reasons.is_empty() {
+    // The keys differ only by the versions a dry run took from the pins: as fresh as it can tell.
+    if reasons.is_empty() && !pinned_only {
         reasons.push(DirtyReason::FingerprintFormatChanged);
     }
     reasons

@@ -74,6 +74,61 @@ mod key_tests {
         );
     }
 
+    /// A dry run before the runtime is fetched knows the versions only as the pins: a recorded
+    /// build of the pinned release is not a change, another release is, and said as one.
+    #[test]
+    fn a_dry_run_on_the_pins_judges_recorded_versions_against_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let with = |qnn: &str| {
+            StepKey::new(
+                "convert",
+                BTreeMap::from([
+                    ("onnx".to_string(), "a".to_string()),
+                    ("qnn version".to_string(), qnn.to_string()),
+                ]),
+            )
+        };
+        let rec = StepRecord {
+            key: with("v2.47.0.260601114230"),
+            outputs: BTreeMap::new(),
+            finished_unix: 0,
+            seconds: 0.0,
+            facts: test_facts(),
+            restored_from_cache: None,
+            detail: serde_json::Value::Null,
+        };
+        let mut memo = HashMemo::default();
+        let pinned = |pin: &str| with(&format!("{pin}{NOT_FETCHED_MARK}"));
+        assert_eq!(
+            freshness(dir.path(), Some(&rec), &pinned("2.47.0"), &mut memo),
+            Freshness::Fresh
+        );
+        for other in ["2.47.1", "2.4"] {
+            let Freshness::Dirty(reasons) =
+                freshness(dir.path(), Some(&rec), &pinned(other), &mut memo)
+            else {
+                panic!("{other}: fresh against v2.47.0.260601114230");
+            };
+            assert_eq!(
+                reasons.join("; "),
+                format!("qnn version changed: v2.47.0.260601114230 → {other}{NOT_FETCHED_MARK}"),
+                "{other}"
+            );
+        }
+        // Another part that changed is still told, the pinned version is not.
+        let mut changed = pinned("2.47.0");
+        changed.parts.insert("onnx".into(), "b".into());
+        let changed = StepKey::new("convert", changed.parts);
+        assert_eq!(
+            freshness(dir.path(), Some(&rec), &changed, &mut memo),
+            Freshness::dirty(DirtyReason::PartChanged {
+                part: "onnx".into(),
+                old: "a".into(),
+                new: "b".into(),
+            })
+        );
+    }
+
     #[test]
     fn missing_or_modified_output_is_dirty() {
         let dir = tempfile::tempdir().unwrap();

@@ -228,7 +228,8 @@ fn plan_all(
         .collect()
 }
 
-/// A dry run never downloads: it uses the runtime if it is already here, else the pins.
+/// A dry run never downloads: it uses the runtime if it is already here, else the pins, marked
+/// so that a recorded version of the same release is not told as a change.
 fn versions_for_dry_run(root: &Path) -> Versions {
     let here = crate::runtime::bootstrap::runtime_if_present(root);
     if let Some(v) = here
@@ -239,12 +240,14 @@ fn versions_for_dry_run(root: &Path) -> Versions {
     }
     Versions {
         onnxruntime: format!(
-            "{} (pinned; runtime not fetched yet)",
-            crate::runtime::bootstrap::PINNED_ORT_VERSION
+            "{}{}",
+            crate::runtime::bootstrap::PINNED_ORT_VERSION,
+            fingerprint::NOT_FETCHED_MARK
         ),
         qnn: format!(
-            "{} (pinned; runtime not fetched yet)",
-            crate::runtime::bootstrap::PINNED_QNN_VERSION
+            "{}{}",
+            crate::runtime::bootstrap::PINNED_QNN_VERSION,
+            fingerprint::NOT_FETCHED_MARK
         ),
         toolchain: facts::ToolchainUsed::embedded(),
         xtask: env!("CARGO_PKG_VERSION").into(),

@@ -37,6 +37,15 @@ pub struct BenchBuild {
         requires = "real_size"
     )]
     vision_layers: Vec<u32>,
+    /// With --real-size: the layer counts of the vision split probe (one context per ViT
+    /// layer, and the cut at the junction; empty: skip it).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "1,2,3",
+        requires = "real_size"
+    )]
+    vision_split: Vec<u32>,
     /// With --real-size: skip the remedies on the 1-layer vision graph.
     #[arg(long, requires = "real_size")]
     no_remedies: bool,
@@ -61,6 +70,11 @@ impl BenchBuild {
                     vec![]
                 } else {
                     self.vision_layers
+                },
+                vision_split: if only_probes {
+                    vec![]
+                } else {
+                    self.vision_split
                 },
                 remedies: !self.no_remedies && !only_probes,
                 model: !self.vision_only && !only_probes,

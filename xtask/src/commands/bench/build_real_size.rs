@@ -9,11 +9,16 @@
 //!    `decompose_layernorm` rewrite at O3. Each is a recipe folder beside the base one
 //!    (`realsize-vit1-o2`, `realsize-vit1-ln`), built and then judged by `parity --backend htp`
 //!    against the same golden; compile seconds as ratios against the O3 build above.
-//! 3. **The real-size model:** `build-ctx` of every component (`--jobs`), the per-step table
+//! 3. **The vision split probe** (`vsplit<N>`, from `gen_tiny_model.py --vision-split`): the
+//!    N-layer graph cut at its residual adds into one context per ViT layer plus the tail, and
+//!    at the junction only (body + tail); each piece built alone at O3, the sums of their
+//!    compile CPU seconds against the whole graph's above; `parity --backend htp` of the
+//!    1-layer pieces.
+//! 4. **The real-size model:** `build-ctx` of every component (`--jobs`), the per-step table
 //!    (seconds, CPU seconds, peak RSS, the scheduler's estimate, compiler stages), `parity
 //!    --backend htp` of one LLM split and the action components, and each context binary's
 //!    size against the card's.
-//! 4. **The action_context size probe:** the real-size action_context cut down to its parts
+//! 5. **The action_context size probe:** the real-size action_context cut down to its parts
 //!    (`ctxp-*`: the projections alone, with the per-layer RMSNorm, at widths 1024, 768 and
 //!    512), each built alone: what its binary holds besides the weights.
 //!
@@ -41,6 +46,7 @@ const CARD_MB: &[(&str, f64)] = &[
 /// The phases to run (all by default).
 pub struct Phases {
     pub vision_layers: Vec<u32>,
+    pub vision_split: Vec<u32>,
     pub remedies: bool,
     pub model: bool,
     pub context_probes: bool,
@@ -52,6 +58,7 @@ pub fn run(repo: &Path, phases: &Phases) -> Result<()> {
     let out = crate::project::scratch_dir(repo, "bench/build-realsize");
     std::fs::create_dir_all(&out)?;
     let mut base: Option<(f64, f64)> = None;
+    let mut whole_cpu = std::collections::BTreeMap::new();
     if !phases.vision_layers.is_empty() {
         crate::outln!("vision compile scaling (real width, O3, fp16, soc 77):");
         for &n in &phases.vision_layers {
@@ -59,6 +66,7 @@ pub fn run(repo: &Path, phases: &Phases) -> Result<()> {
             generate(repo, &project, Some(n))?;
             let report = build(&project, &out, &model, 1)?;
             let (wall, cpu, stage) = context_seconds(&report, "vision");
+            whole_cpu.insert(n, cpu);
             let (bw, bc) = *base.get_or_insert((wall / n as f64, cpu / n as f64));
             crate::outln!(
                 "  {n} layer(s): context {wall:.0} s wall, {cpu:.0} s CPU ({:.2}x / {:.2}x the 1-layer figure per layer); slowest stage {stage}",
@@ -78,6 +86,12 @@ pub fn run(repo: &Path, phases: &Phases) -> Result<()> {
             crate::outln!(
                 "  {what}: context {wall:.0} s wall, {cpu:.0} s CPU, slowest stage {stage}; HTP parity {parity}"
             );
+        }
+    }
+    if !phases.vision_split.is_empty() {
+        crate::outln!("vision split probe (each piece its own context; O3, fp16, soc 77):");
+        for &n in &phases.vision_split {
+            vision_split(repo, &project, &out, n, whole_cpu.get(&n).copied())?;
         }
     }
     if phases.model {
@@ -110,6 +124,64 @@ pub fn run(repo: &Path, phases: &Phases) -> Result<()> {
         context_probes(repo, &out)?;
     }
     crate::outln!("(reports kept in {})", crate::project::rel(repo, &out));
+    Ok(())
+}
+
+/// The `n`-layer vision split probe: every piece built, its compile CPU seconds; the cut per
+/// layer (every `vision_l<i>` + the tail) and at the junction (`vision_body` + the tail) as
+/// sums, against the whole graph's compile (`whole_cpu`, when built in this run).
+fn vision_split(
+    repo: &Path,
+    project: &Path,
+    out: &Path,
+    n: u32,
+    whole_cpu: Option<f64>,
+) -> Result<()> {
+    let model = format!("vsplit{n}");
+    let layers = n.to_string();
+    generate_once(
+        repo,
+        project,
+        &format!(".complete-{model}"),
+        &format!("{model} (once; about 0.3 GB per layer)"),
+        &["--vision-split", "--vision-layers", &layers],
+    )?;
+    let report = build(project, out, &model, 1)?;
+    let mut per_layer = 0.0;
+    let mut pieces = (0..n).map(|i| format!("vision_l{i}")).collect::<Vec<_>>();
+    pieces.push("vision_tail".into());
+    for piece in &pieces {
+        let (wall, cpu, stage) = context_seconds(&report, piece);
+        per_layer += cpu;
+        crate::outln!(
+            "  {n} layer(s), {piece:<12} context {wall:>6.0} s wall, {cpu:>6.0} s CPU; slowest stage {stage}"
+        );
+    }
+    let versus = |cpu: f64| {
+        whole_cpu.map_or(String::new(), |w| {
+            format!(" ({:.2}x the whole graph's {w:.0} s)", cpu / w)
+        })
+    };
+    crate::outln!(
+        "  {n} layer(s): one context per layer + tail: {per_layer:.0} s CPU in all{}",
+        versus(per_layer)
+    );
+    if n > 1 {
+        let (wall, body, stage) = context_seconds(&report, "vision_body");
+        let (_, tail, _) = context_seconds(&report, "vision_tail");
+        crate::outln!(
+            "  {n} layer(s), vision_body  context {wall:>6.0} s wall, {body:>6.0} s CPU; slowest stage {stage}"
+        );
+        crate::outln!(
+            "  {n} layer(s): cut at the junction (body + tail): {:.0} s CPU{}",
+            body + tail,
+            versus(body + tail)
+        );
+    }
+    if n == 1 {
+        let parity = htp_parity(project, out, &model, "vision_l0,vision_tail")?;
+        crate::outln!("  1 layer: HTP parity of the pieces: {parity}");
+    }
     Ok(())
 }
 
