@@ -150,9 +150,9 @@ fn from_measured(
     let outputs = w * (m.dlc_bytes + m.binary_bytes) as f64 / m.onnx_bytes.max(1) as f64;
     let memory = m.peak_rss_mb / 1e3 * scale.max(1.0) * MEASURED_MEMORY_MARGIN;
     let disk = 2.0 + 2.0 * b + outputs;
-    let parity = m.htp_parity_s.unwrap_or(0.0);
+    let (parity_s, parity_text, parity_partial) = htp_parity_seconds(e, m, scale);
     let (level_s, level_basis, level_partial) = other_level_compile(e, m, recipe_level);
-    let minutes = SETUP_MINUTES + (m.build_s + parity) * scale / 60.0 + level_s / 60.0;
+    let minutes = SETUP_MINUTES + (m.build_s * scale + parity_s + level_s) / 60.0;
     let mut basis = vec![
         format!(
             "peak memory ≈ {MEASURED_MEMORY_MARGIN} × {:.1} GB measured peak RSS ({scaled})",
@@ -162,12 +162,8 @@ fn from_measured(
             "disk ≈ 2 GB tool+runtime + 2 × {b:.2} GB inputs (staged, laid out) + {outputs:.2} GB DLC + context binary (their measured bytes per ONNX byte; {scaled})"
         ),
         format!(
-            "duration ≈ {SETUP_MINUTES} min setup (assumed) + build {:.0} s + HTP parity {} ({scaled})",
+            "duration ≈ {SETUP_MINUTES} min setup (assumed) + build {:.0} s ({scaled}) + HTP parity {parity_text}",
             m.build_s,
-            m.htp_parity_s
-                .map_or("not measured (lower bound)".to_string(), |s| format!(
-                    "{s:.0} s"
-                ))
         ),
         m.basis.clone(),
     ];
@@ -179,8 +175,31 @@ fn from_measured(
         memory_gb: Some(memory),
         disk_gb: Some(disk),
         minutes: Some(minutes),
-        minutes_partial: m.htp_parity_s.is_none() || level_partial,
+        minutes_partial: parity_partial || level_partial,
         basis,
+    }
+}
+
+/// Seconds of emulated HTP parity: the real-size build's own, scaled like its build; else
+/// the estimate's per-layer figure (measured on a smaller graph of the component) times its
+/// layers; else none, and the duration is a lower bound.
+fn htp_parity_seconds(
+    e: &ComponentEstimate,
+    m: &MeasuredAtRealSize,
+    scale: f64,
+) -> (f64, String, bool) {
+    match (m.htp_parity_s, e.htp_parity_s_per_layer) {
+        (Some(s), _) => (
+            s * scale,
+            format!("{s:.0} s (scaled like the build)"),
+            false,
+        ),
+        (None, Some(per)) => (
+            e.layers as f64 * per,
+            format!("{} layers × {per:.0} s ({})", e.layers, e.basis),
+            false,
+        ),
+        (None, None) => (0.0, "not measured (lower bound)".into(), true),
     }
 }
 
@@ -226,7 +245,7 @@ impl Estimate {
     }
 
     pub fn json(&self) -> Value {
-        let num = |v: Option<f64>| v.map_or(json!("unknown"), |v| json!((v * 10.0).ceil() / 10.0));
+        let num = |v: Option<f64>| v.map_or(json!("unknown"), |v| json!(up_to_tenth(v)));
         json!({
             "kind": "estimate",
             "peak_memory_gb": num(self.memory_gb),
@@ -242,13 +261,23 @@ impl Estimate {
     }
 
     fn needs(&self) -> String {
-        let f = |v: Option<f64>| v.map_or("unknown".to_string(), |v| format!("{v:.1} GB"));
+        let f = |v: Option<f64>| {
+            v.map_or("unknown".to_string(), |v| {
+                format!("{:.1} GB", up_to_tenth(v))
+            })
+        };
         format!(
             "~{} memory, ~{} disk (estimates)",
             f(self.memory_gb),
             f(self.disk_gb)
         )
     }
+}
+
+/// Estimates are shown rounded up to a tenth (they size a runner: never under-state), the
+/// same in the JSON and in a blocker's sentence.
+fn up_to_tenth(v: f64) -> f64 {
+    (v * 10.0).ceil() / 10.0
 }
 
 impl Runners {
@@ -291,7 +320,7 @@ impl Runners {
         };
         if let Some(m) = est.minutes.filter(|m| *m > MAX_JOB_MINUTES as f64) {
             let msg = format!(
-                "an estimated {m:.0} min exceeds GitHub's {MAX_JOB_MINUTES}-minute job limit"
+                "an estimated {m:.0} min exceeds the {MAX_JOB_MINUTES}-minute job limit of GitHub-hosted runners: a self-hosted runner (jobs up to 5 days) with the memory and disk above would run it"
             );
             choice.blocker = Some(match choice.blocker {
                 Some(b) => format!("{b}; {msg}"),
@@ -352,11 +381,45 @@ mod tests {
     }
 
     #[test]
+    fn a_per_layer_htp_parity_completes_a_build_measured_without_one() {
+        let mut e = measured(10, None);
+        e.htp_parity_s_per_layer = Some(30.0);
+        let est = estimate(None, Some(&e), 3);
+        assert!(!est.minutes_partial);
+        assert_eq!(est.minutes, Some(SETUP_MINUTES + (600.0 + 300.0) / 60.0));
+        let text = est.basis.join("\n");
+        assert!(
+            text.contains("HTP parity 10 layers × 30 s (per-layer guess)"),
+            "{text}"
+        );
+        // The real-size build's own parity wins over the per-layer figure.
+        let mut own = measured(10, Some(60.0));
+        own.htp_parity_s_per_layer = Some(30.0);
+        assert_eq!(
+            estimate(None, Some(&own), 3).minutes,
+            Some(SETUP_MINUTES + 660.0 / 60.0)
+        );
+    }
+
+    #[test]
+    fn over_six_hours_blocks_hosted_runners_and_names_the_one_that_would_run_it() {
+        let mut e = measured(10, None);
+        e.htp_parity_s_per_layer = Some(2400.0);
+        let est = estimate(None, Some(&e), 3);
+        let choice = Runners { large: None }.choose(&est);
+        let blocker = choice.blocker.expect("over 6 h");
+        assert!(blocker.contains("self-hosted runner"), "{blocker}");
+    }
+
+    #[test]
     fn a_build_measured_at_another_o_level_adds_the_recipe_levels_compile() {
         let mut e = measured(10, Some(60.0));
         e.measured.as_mut().unwrap().optimization_level = Some(2);
         let o3 = estimate(None, Some(&e), 3);
-        assert_eq!(o3.minutes, Some(SETUP_MINUTES + 660.0 / 60.0 + 10.0 / 60.0));
+        assert_eq!(
+            o3.minutes,
+            Some(SETUP_MINUTES + (600.0 + 60.0 + 10.0) / 60.0)
+        );
         assert!(!o3.minutes_partial);
         let text = o3.basis.join("\n");
         assert!(

@@ -38,7 +38,8 @@ pub struct ComponentEstimate {
     /// Seconds of HTP context compilation per layer.
     #[serde(default)]
     pub htp_compile_s_per_layer: Option<f64>,
-    /// Seconds of HTP parity (emulated on x86_64) per layer.
+    /// Seconds of HTP parity (emulated on x86_64) per layer; with `measured`, used when the
+    /// real-size build's own HTP parity was not measured (a smaller graph's, per layer).
     #[serde(default)]
     pub htp_parity_s_per_layer: Option<f64>,
     /// Where the figures come from (printed with the estimate).

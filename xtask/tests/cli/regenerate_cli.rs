@@ -149,20 +149,26 @@ fn plan_sizes_entries_from_bytes_and_measurements() {
     assert_eq!(context["estimate"]["minutes"], 23.7, "20 + 4.9 s + 216 s");
     assert_eq!(context["estimate"]["minutes_is_lower_bound"], false);
     assert_eq!(context["timeout_minutes"], 46);
-    // Vision was measured at O2; the recipe's O3 compile is added per layer.
+    // Vision's build was measured at the recipe's O3 and 10 layers; its HTP parity comes per
+    // layer from the 1-layer graph's.
     let vision = by(&v, "vision");
-    assert_eq!(vision["estimate"]["peak_memory_gb"], 4.6, "1.25 x 3.60 GB");
+    assert_eq!(vision["estimate"]["peak_memory_gb"], 4.6, "1.25 x 3.64 GB");
     assert_eq!(
-        vision["estimate"]["minutes"], 346.1,
-        "20 + 211 s + 10 x 1935 s"
+        vision["estimate"]["minutes"], 235.1,
+        "20 + 241 s + 10 x 1266 s"
     );
-    assert_eq!(vision["estimate"]["minutes_is_lower_bound"], true);
-    assert_eq!(vision["timeout_minutes"], 360);
+    assert_eq!(vision["estimate"]["minutes_is_lower_bound"], false);
+    assert_eq!(
+        vision["timeout_minutes"], 360,
+        "1.5 x 235 + 10, capped at 6 h"
+    );
     let basis = vision["estimate"]["basis"].to_string();
     assert!(
-        basis.contains("compiled at O2; the recipe's O3 compile adds 10 layers × 1935 s"),
+        basis.contains("build 241 s (measured at 10 layers)"),
         "{basis}"
     );
+    assert!(basis.contains("HTP parity 10 layers × 1266 s"), "{basis}");
+    assert_eq!(vision["blocker"], "", "{vision}");
     assert_eq!(
         by(&plan(&["--large-runner", "big"]), "vision")["runner"],
         "ubuntu-24.04",

@@ -25,15 +25,16 @@ pub struct BenchBuild {
     #[arg(long, conflicts_with = "real_size")]
     full_width: bool,
     /// Instead: the real-size model (opt-in, hours; generates ~19 GB once): vision compile
-    /// scaling at 1..N layers, the recipe remedies on 1 layer, then every component's build
+    /// scaling at 1, 2, 3 and 10 layers, the recipe remedies on 1 layer, then every component's build
     /// and HTP parity of llm_split0 and the action components (README "At the bundle's real size").
     #[arg(long)]
     real_size: bool,
-    /// With --real-size: the vision layer counts of the scaling study (empty: skip it).
+    /// With --real-size: the vision layer counts of the scaling study (empty: skip it); 10
+    /// is the card's vision.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "1,2,3",
+        default_value = "1,2,3,10",
         requires = "real_size"
     )]
     vision_layers: Vec<u32>,

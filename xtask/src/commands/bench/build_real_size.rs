@@ -2,8 +2,8 @@
 //! bundle's real size" has the measured durations). In `target/bench/realsize/` (generated
 //! once by `gen_tiny_model.py --real-size`, ~19 GB):
 //!
-//! 1. **Vision compile scaling:** the real-width vision graph with 1, 2 and 3 ViT layers
-//!    (`realsize-vit<N>`), each built cold; the context step's wall and CPU seconds and the
+//! 1. **Vision compile scaling:** the real-width vision graph with 1, 2, 3 and the card's 10
+//!    ViT layers (`realsize-vit<N>`), each built cold; the context step's wall and CPU seconds and the
 //!    compiler's slowest stage, as ratios against the 1-layer build of the same run.
 //! 2. **Remedies, by recipe alone,** on the 1-layer graph: O2 instead of O3, and the
 //!    `decompose_layernorm` rewrite at O3. Each is a recipe folder beside the base one
