@@ -5,6 +5,7 @@
 
 pub mod change;
 pub mod compile_watch;
+pub mod earlier;
 pub mod execute;
 pub mod facts;
 pub mod fingerprint;
@@ -182,7 +183,11 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
         .unwrap_or_else(|e| e.into_inner())
         .save(&memo_path)?;
     let cache = req.cache.as_ref().map(|c| c.dir().display().to_string());
-    let mut report = report::BuildReport::new(name, &req.soc, &rt, &versions, cache, results);
+    let mut report = report::BuildReport::new(name, &req.soc, &rt, &versions, cache, results)
+        .with_earlier(
+            earlier::earlier_builds(root, req.model, &req.comps, &req.soc),
+            req.model,
+        );
     report.unverified_inputs = crate::report::provenance::note(root, name);
     report.versions = report.versions.with_provenance(root, name);
     let dir = crate::project::reports_dir(root, name);

@@ -42,6 +42,15 @@ impl StepKind {
     }
 }
 
+/// The names of a component's steps in its record, in `StepKind::ALL` order.
+pub fn record_names(soc: &Soc) -> [String; 3] {
+    [
+        steps::Convert::RECORD.to_string(),
+        steps::CpuParity::RECORD.to_string(),
+        steps::Context::record_name(soc),
+    ]
+}
+
 /// File names of a component's artifacts in `ctx/<model>/` (relative to the project root).
 #[derive(Debug, Clone, Serialize)]
 pub struct Artifacts {
@@ -203,11 +212,7 @@ pub fn plan_component(
         ],
         vec![onnx_rel.display().to_string()],
     ];
-    let record_names = [
-        steps::Convert::RECORD.to_string(),
-        steps::CpuParity::RECORD.to_string(),
-        steps::Context::record_name(soc),
-    ];
+    let record_names = record_names(soc);
     let outputs = [
         steps::Convert::outputs(&art),
         steps::CpuParity::outputs(&art),

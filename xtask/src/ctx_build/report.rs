@@ -29,6 +29,9 @@ pub enum StepStatus {
     Fresh,
     Failed,
     Skipped,
+    /// Not in this run (`--only` left the component alone): its last build, from its record,
+    /// not checked for freshness. Kept so that a partial build never drops the others' rows.
+    Earlier,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -71,16 +74,7 @@ impl StepOutcome {
 
     pub fn fresh(step: &PlannedStep, record: Option<&StepRecord>, root: &Path) -> Self {
         let outputs = record
-            .map(|r| {
-                r.outputs
-                    .iter()
-                    .map(|(path, sha)| OutputFile {
-                        path: path.clone(),
-                        bytes: std::fs::metadata(root.join(path)).map_or(0, |m| m.len()),
-                        sha256: sha.clone(),
-                    })
-                    .collect()
-            })
+            .map(|r| recorded_outputs(r, root))
             .unwrap_or_default();
         StepOutcome {
             step: step.kind.label().into(),
@@ -92,6 +86,21 @@ impl StepOutcome {
             error: None,
             facts: record.map(|r| r.facts.clone()),
             restored_from_cache: record.and_then(|r| r.restored_from_cache.clone()),
+        }
+    }
+
+    /// A step of a component this run left alone (`--only`): its last build, as recorded.
+    pub fn earlier(label: &str, record: &StepRecord, root: &Path, why: String) -> Self {
+        StepOutcome {
+            step: label.into(),
+            status: StepStatus::Earlier,
+            reasons: vec![why],
+            seconds: record.seconds,
+            outputs: recorded_outputs(record, root),
+            detail: record.detail.clone(),
+            error: None,
+            facts: Some(record.facts.clone()),
+            restored_from_cache: record.restored_from_cache.clone(),
         }
     }
 
@@ -142,6 +151,19 @@ impl StepOutcome {
             restored_from_cache: None,
         }
     }
+}
+
+/// A record's outputs with their size on disk now (0 when the file is gone).
+fn recorded_outputs(record: &StepRecord, root: &Path) -> Vec<OutputFile> {
+    record
+        .outputs
+        .iter()
+        .map(|(path, sha)| OutputFile {
+            path: path.clone(),
+            bytes: std::fs::metadata(root.join(path)).map_or(0, |m| m.len()),
+            sha256: sha.clone(),
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -197,6 +219,19 @@ impl BuildReport {
         }
     }
 
+    /// Adds the components this run left alone (`earlier::earlier_builds`), in the model's
+    /// order; the run's outcome (`pass`) stays its own.
+    pub fn with_earlier(
+        mut self,
+        earlier: Vec<ComponentBuild>,
+        model: &crate::recipe::Model,
+    ) -> Self {
+        self.components.extend(earlier);
+        let position = |name: &str| model.components.iter().position(|c| c.name() == name);
+        self.components.sort_by_key(|c| position(&c.component));
+        self
+    }
+
     pub fn print_summary(&self, report_dir: &str) {
         let count = |s: StepStatus| {
             self.components
@@ -219,6 +254,18 @@ impl BuildReport {
             count(StepStatus::Skipped),
             self.soc.id
         );
+        let kept: Vec<&str> = self
+            .components
+            .iter()
+            .filter(|c| c.steps.iter().all(|s| s.status == StepStatus::Earlier))
+            .map(|c| c.component.as_str())
+            .collect();
+        if !kept.is_empty() {
+            crate::outln!(
+                "  the report keeps the earlier builds of {} (not in --only)",
+                kept.join(", ")
+            );
+        }
         for c in self.components.iter().filter(|c| !c.pass) {
             for s in c.steps.iter().filter(|s| s.status == StepStatus::Failed) {
                 crate::outln!(

@@ -13,6 +13,7 @@ fn color(s: StepStatus) -> &'static str {
         StepStatus::Fresh => "#bab0ac",
         StepStatus::Failed => "#e45756",
         StepStatus::Skipped => "#dddddd",
+        StepStatus::Earlier => "#eeeeee",
     }
 }
 

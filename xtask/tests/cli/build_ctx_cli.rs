@@ -138,6 +138,42 @@ fn build_ctx_cold_noop_weight_change_htp_parity_and_failing_gate() {
         run.all()
     );
 
+    // A build of one component keeps the others' rows, marked as earlier builds.
+    let run = p.run(&[
+        "build-ctx",
+        "--soc",
+        "77",
+        "--only",
+        "action_context",
+        "--force",
+    ]);
+    run.assert_code(0);
+    assert!(
+        run.stdout.contains(
+            "the report keeps the earlier builds of vision, llm_split0, llm_split1, llm_split2, llm_split3, action_step (not in --only)"
+        ),
+        "{}",
+        run.all()
+    );
+    let after = statuses(&p);
+    assert_eq!(after.len(), 21, "{after:?}");
+    for ((c, step), status) in &after {
+        let want = if c == "action_context" {
+            "ran"
+        } else {
+            "earlier"
+        };
+        assert_eq!(status, want, "{c} {step}");
+    }
+    let report = read_json(&p.path("reports/tiny/build-soc77.json"));
+    let names: Vec<&str> = report["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["component"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, COMPONENTS, "the model's order");
+
     // A perturbed golden output of action_step: it fails at cpu parity, gets no new binary,
     // keeps its previous one untouched; the other six stay built.
     let bin = p.path("ctx/tiny/action_step_socid77_archv73.bin");
