@@ -411,11 +411,21 @@ fn step_detail(s: &StepOutcome) -> String {
     } else if !s.reasons.is_empty() {
         parts.push(s.reasons.join("; "));
     }
+    // Beside another step of the process, the figures are the process's, not the step's.
+    let shared = s.detail.get("beside_other_steps") == Some(&serde_json::Value::Bool(true));
+    let (rss_label, cpu_label) = if shared {
+        ("process peak RSS", "CPU ≤")
+    } else {
+        ("peak RSS", "CPU")
+    };
     if let Some(mb) = s.detail.get("peak_rss_mb").and_then(|v| v.as_f64()) {
-        parts.push(format!("peak RSS {mb:.0} MB"));
+        parts.push(format!("{rss_label} {mb:.0} MB"));
     }
     if let Some(cpu) = s.detail.get("cpu_s").and_then(|v| v.as_f64()) {
-        parts.push(format!("CPU {cpu:.0} s"));
+        parts.push(format!("{cpu_label} {cpu:.0} s"));
+    }
+    if shared {
+        parts.push("(beside other steps)".into());
     }
     if let Some(stages) = s.detail.get("compile_stages").and_then(|v| v.as_array()) {
         let slowest = stages

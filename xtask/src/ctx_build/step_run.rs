@@ -63,18 +63,13 @@ pub fn run_step(
             env.progress.heartbeat(bar, comp.name(), label),
         )
     });
-    let rss_start_mb = crate::ctx_build::rss::current_mb();
-    let cpu_start_s = crate::ctx_build::rss::cpu_seconds();
-    crate::ctx_build::rss::reset_peak();
+    let meter = crate::ctx_build::rss::StepMeter::start();
     let ran = match step.kind {
         StepKind::Convert => steps::Convert::run(env.toolchain, &job),
         StepKind::CpuParity => steps::CpuParity::run(env.toolchain, &job),
         StepKind::Context => steps::Context::run(env.toolchain, &job),
     };
-    let peak_rss_mb = crate::ctx_build::rss::peak_mb();
-    let cpu_s = crate::ctx_build::rss::cpu_seconds()
-        .zip(cpu_start_s)
-        .map(|(end, start)| end - start);
+    let cost = meter.finish();
     let compiled = watch.map(|w| w.finish());
     let StepRun {
         outputs,
@@ -84,9 +79,12 @@ pub fn run_step(
     if !detail.is_object() {
         detail = serde_json::json!({ "value": detail });
     }
-    detail["peak_rss_mb"] = serde_json::json!(peak_rss_mb);
-    detail["rss_start_mb"] = serde_json::json!(rss_start_mb);
-    detail["cpu_s"] = serde_json::json!(cpu_s);
+    detail["peak_rss_mb"] = serde_json::json!(cost.peak_rss_mb);
+    detail["rss_start_mb"] = serde_json::json!(cost.rss_start_mb);
+    detail["cpu_s"] = serde_json::json!(cost.cpu_s);
+    if cost.beside_other_steps {
+        detail["beside_other_steps"] = serde_json::json!(true);
+    }
     if let Some(c) = compiled {
         detail["compile_stages"] = serde_json::json!(c.stages);
     }

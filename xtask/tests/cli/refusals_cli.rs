@@ -123,6 +123,17 @@ fn jobs_two_builds_every_selected_component() {
         .iter()
         .any(|(a, s1, e1)| spans.iter().any(|(b, s2, e2)| a != b && s1 < e2 && s2 < e1));
     assert!(overlap, "no two components' steps overlapped: {spans:?}");
+    // Overlapping steps say their CPU and peak figures are the process's, not their own.
+    let beside: Vec<bool> = report["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["steps"].as_array().unwrap().iter())
+        .map(|s| s["detail"]["beside_other_steps"] == true)
+        .collect();
+    assert!(beside.iter().any(|b| *b), "{report}");
+    let md = std::fs::read_to_string(p.path("reports/tiny/build-soc77.md")).unwrap();
+    assert!(md.contains("(beside other steps)"), "{md}");
     let again = p.run(&[
         "build-ctx",
         "--soc",
@@ -182,6 +193,10 @@ fn jobs_two_builds_every_selected_component() {
     for comp in report["components"].as_array().unwrap() {
         for step in comp["steps"].as_array().unwrap() {
             let d = &step["detail"];
+            if step["status"] == "earlier" {
+                continue;
+            }
+            assert!(d["beside_other_steps"].is_null(), "--jobs 1: {step}");
             assert!(d["memory_estimate_mb"].as_f64().unwrap() > 1.0, "{step}");
             assert!(
                 d["peak_rss_mb"].as_f64().unwrap() >= d["rss_start_mb"].as_f64().unwrap(),
