@@ -4,8 +4,9 @@
 //! Components measured at the real size (`[estimate.<c>.measured]` in model.toml, from
 //! `cargo xtask bench build --real-size`) are sized from those figures: peak RSS × 1.25,
 //! the measured DLC and binary bytes per ONNX byte, the measured build and HTP parity seconds
-//! (scaled linearly in layers when measured at fewer), plus the recipe level's compile when
-//! the measured build ran at another O level. Basis of the size model for the others
+//! (scaled linearly in layers when measured at fewer; HTP parity from the per-layer figure
+//! when only a smaller graph's was measured), plus the recipe level's compile when the
+//! measured build ran at another O level. Basis of the size model for the others
 //! (stated with every estimate in `plan --json`):
 //! - Peak memory ≈ 0.5 GB + 3 × W, W = ONNX + external-data bytes. The 0.5 GB is the tiny
 //!   model's runtime footprint (41–298 MB peak per command); the factor 3 is an assumption the
