@@ -150,24 +150,24 @@ fn plan_sizes_entries_from_bytes_and_measurements() {
     assert_eq!(context["estimate"]["minutes_is_lower_bound"], false);
     assert_eq!(context["timeout_minutes"], 46);
     // Vision's build was measured at the recipe's O3 and 10 layers; its HTP parity comes per
-    // layer from the 1-layer graph's.
+    // layer from the 3-layer graph's.
     let vision = by(&v, "vision");
     assert_eq!(vision["estimate"]["peak_memory_gb"], 4.6, "1.25 x 3.64 GB");
     assert_eq!(
-        vision["estimate"]["minutes"], 235.1,
-        "20 + 241 s + 10 x 1266 s"
+        vision["estimate"]["minutes"], 309.2,
+        "20 + 241 s + 10 x 1711 s"
     );
     assert_eq!(vision["estimate"]["minutes_is_lower_bound"], false);
     assert_eq!(
         vision["timeout_minutes"], 360,
-        "1.5 x 235 + 10, capped at 6 h"
+        "1.5 x 309 + 10, capped at 6 h"
     );
     let basis = vision["estimate"]["basis"].to_string();
     assert!(
         basis.contains("build 241 s (measured at 10 layers)"),
         "{basis}"
     );
-    assert!(basis.contains("HTP parity 10 layers × 1266 s"), "{basis}");
+    assert!(basis.contains("HTP parity 10 layers × 1711 s"), "{basis}");
     assert_eq!(vision["blocker"], "", "{vision}");
     assert_eq!(
         by(&plan(&["--large-runner", "big"]), "vision")["runner"],
