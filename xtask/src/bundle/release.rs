@@ -193,7 +193,7 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
     };
     let not_published = |what: &str| {
         format!(
-            "{what}: the release is NOT published ({} is untouched; the partial upload is at {staged_rev}, which may be deleted)",
+            "{what}: the release is NOT published ({} is untouched)",
             target.label()
         )
     };
@@ -201,63 +201,83 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
         "uploading to {staged_rev} (not visible at {} yet)",
         target.label()
     );
-    let out = run_hf(&upload(&staged_rev)).with_context(|| not_published("the upload failed"))?;
-    let url = last_json(&out)?["url"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let commit = url
-        .rsplit_once("/commit/")
-        .map(|(_, c)| c.to_string())
-        .filter(|c| !c.is_empty() && c.chars().all(|c| c.is_ascii_hexdigit()))
-        .with_context(|| not_published(&format!("`hf upload` named no commit ({url:?})")))?;
-    compare_with_bundle(req.repo, &commit, bundle, &scratch)
-        .with_context(|| not_published("the uploaded revision does not match the bundle"))?;
-    crate::outln!(
-        "verified {staged_rev} at commit {commit}: manifest.json and SHA256SUMS match the bundle"
-    );
-    match &target {
-        Target::Main => {
-            let num = pr.unwrap_or_default().to_string();
-            run_hf(&strings(&[
-                "discussions",
-                "merge",
-                req.repo,
-                &num,
-                "--yes",
-                "--comment",
-                "verified by cargo xtask release",
-            ]))
-            .with_context(|| not_published(&format!("merging pull request #{num} failed")))?;
-        }
-        Target::Branch(b) => {
-            run_hf(&strings(&["repos", "branch", "create", req.repo, b, "--revision", &commit]))
+    // Upload, check and expose; whatever fails, the partial upload is cleared away or named.
+    let published = (|| -> Result<String> {
+        let out =
+            run_hf(&upload(&staged_rev)).with_context(|| not_published("the upload failed"))?;
+        let url = last_json(&out)?["url"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let commit = url
+            .rsplit_once("/commit/")
+            .map(|(_, c)| c.to_string())
+            .filter(|c| !c.is_empty() && c.chars().all(|c| c.is_ascii_hexdigit()))
+            .with_context(|| not_published(&format!("`hf upload` named no commit ({url:?})")))?;
+        compare_with_bundle(req.repo, &commit, bundle, &scratch)
+            .with_context(|| not_published("the uploaded revision does not match the bundle"))?;
+        crate::outln!(
+            "verified {staged_rev} at commit {commit}: manifest.json and SHA256SUMS match the bundle"
+        );
+        match &target {
+            Target::Main => {
+                let num = pr.unwrap_or_default().to_string();
+                run_hf(&strings(&[
+                    "discussions",
+                    "merge",
+                    req.repo,
+                    &num,
+                    "--yes",
+                    "--comment",
+                    "verified by cargo xtask release",
+                ]))
+                .with_context(|| not_published(&format!("merging pull request #{num} failed")))?;
+            }
+            Target::Branch(b) => {
+                run_hf(&strings(&["repos", "branch", "create", req.repo, b, "--revision", &commit]))
                 .with_context(|| not_published(&format!("creating branch {b} failed (an existing branch cannot be moved in one step: release to main, a new branch or a tag)")))?;
+            }
+            Target::Tag(t) => {
+                run_hf(&strings(&[
+                    "repos",
+                    "tag",
+                    "create",
+                    req.repo,
+                    t,
+                    "--revision",
+                    &commit,
+                    "-m",
+                    &message,
+                ]))
+                .with_context(|| not_published(&format!("creating tag {t} failed")))?;
+            }
         }
-        Target::Tag(t) => {
-            run_hf(&strings(&[
-                "repos",
-                "tag",
-                "create",
-                req.repo,
-                t,
-                "--revision",
-                &commit,
-                "-m",
-                &message,
-            ]))
-            .with_context(|| not_published(&format!("creating tag {t} failed")))?;
+        Ok(commit)
+    })();
+    let commit = match (published, pr) {
+        (Ok(commit), _) => commit,
+        (Err(e), Some(num)) => {
+            crate::outln!(
+                "the partial upload stays in pull request #{num} ({staged_rev}), not merged: close it on the Hub"
+            );
+            return Err(e);
         }
-    }
+        (Err(e), None) => {
+            match delete_staging(req.repo, &staged_rev) {
+                Ok(()) => crate::outln!(
+                    "the staging branch {staged_rev} (the partial upload) was deleted"
+                ),
+                Err(d) => crate::outln!(
+                    "note: the staging branch {staged_rev} (the partial upload) could not be deleted ({d:#}): `hf repos branch delete {} {staged_rev}`",
+                    req.repo
+                ),
+            }
+            return Err(e);
+        }
+    };
     if pr.is_none() {
         // The staging branch has done its job (the branch or tag points at its commit).
-        if let Err(e) = run_hf(&strings(&[
-            "repos",
-            "branch",
-            "delete",
-            req.repo,
-            &staged_rev,
-        ])) {
+        if let Err(e) = delete_staging(req.repo, &staged_rev) {
             crate::outln!("note: the staging branch {staged_rev} was not deleted: {e:#}");
         }
     }
@@ -270,6 +290,10 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
         pr,
         &hub,
     )
+}
+
+fn delete_staging(repo: &str, rev: &str) -> Result<()> {
+    run_hf(&strings(&["repos", "branch", "delete", repo, rev])).map(|_| ())
 }
 
 fn record(

@@ -886,6 +886,27 @@ fn a_release_to_a_tag_creates_a_tag_not_a_branch() {
     );
     let log = std::fs::read_to_string(p.path("hf.log")).unwrap();
     assert_eq!(log.matches("hf upload").count(), 1, "{log}");
+
+    // The check after the upload fails (a download error): nothing is exposed and the staging
+    // branch holding the partial upload is deleted, not left behind.
+    let failed = Run::from(
+        release_cmd(&p, &one, &["--tag", "v2.0"])
+            .env("HF_TEST_DOUBLE_FAIL", "download")
+            .output()
+            .unwrap(),
+    );
+    failed.assert_refused(2, "the release is NOT published");
+    assert!(
+        failed.stdout.contains("(the partial upload) was deleted"),
+        "{}",
+        failed.all()
+    );
+    assert!(!repo.join("refs/tags/v2.0").exists());
+    let heads: Vec<String> = std::fs::read_dir(repo.join("refs/heads"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(heads, ["main"], "{}", failed.all());
 }
 
 fn walk(dir: &Path) -> Vec<(String, Vec<u8>)> {
