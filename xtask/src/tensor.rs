@@ -123,6 +123,30 @@ impl ReadableElement for F16 {
     }
 }
 
+/// Written as NumPy's `<f2`, so an f16 tensor round-trips as f16 (never widened to f32).
+impl ndarray_npy::WritableElement for F16 {
+    fn type_descriptor() -> py_literal::Value {
+        py_literal::Value::String("<f2".into())
+    }
+
+    fn write<W: std::io::Write>(
+        &self,
+        mut writer: W,
+    ) -> std::result::Result<(), ndarray_npy::WriteDataError> {
+        writer.write_all(&self.0.to_le_bytes())?;
+        Ok(())
+    }
+
+    fn write_slice<W: std::io::Write>(
+        slice: &[Self],
+        mut writer: W,
+    ) -> std::result::Result<(), ndarray_npy::WriteDataError> {
+        let bytes: Vec<u8> = slice.iter().flat_map(|v| v.0.to_le_bytes()).collect();
+        writer.write_all(&bytes)?;
+        Ok(())
+    }
+}
+
 /// Reads every array of an npz file. Each array is tried as f32, f16, i64, bool in turn;
 /// anything else (or a corrupt archive) is an error naming the file and key.
 pub fn read_npz(path: &Path) -> Result<BTreeMap<String, Tensor>> {
@@ -247,7 +271,7 @@ fn read_npz_array(npz: &mut NpzReader<fs::File>, name: &str) -> Result<Tensor> {
     }
 }
 
-/// Writes tensors as a compressed npz (benchmark fixtures, tests).
+/// Writes tensors as a compressed npz (benchmark fixtures, tests), each in its own dtype.
 pub fn write_npz(path: &Path, tensors: &BTreeMap<String, Tensor>) -> Result<()> {
     let mut buf = std::io::Cursor::new(Vec::new());
     {
@@ -257,7 +281,7 @@ pub fn write_npz(path: &Path, tensors: &BTreeMap<String, Tensor>) -> Result<()> 
                 Tensor::F32(a) => npz.add_array(name.as_str(), a)?,
                 Tensor::I64(a) => npz.add_array(name.as_str(), a)?,
                 Tensor::Bool(a) => npz.add_array(name.as_str(), a)?,
-                Tensor::F16(a) => npz.add_array(name.as_str(), &a.mapv(f32::from))?,
+                Tensor::F16(a) => npz.add_array(name.as_str(), &a.mapv(F16))?,
             }
         }
         npz.finish()?;
@@ -277,6 +301,10 @@ mod tests {
         m.insert("a".into(), Tensor::F32(ArrayD::from_elem(vec![2, 3], 1.5)));
         m.insert("b".into(), Tensor::I64(ArrayD::from_elem(vec![4], 7)));
         m.insert("c".into(), Tensor::Bool(ArrayD::from_elem(vec![1], true)));
+        m.insert(
+            "d".into(),
+            Tensor::F16(ArrayD::from_elem(vec![3], half::f16::from_f32(0.333))),
+        );
         write_npz(&p, &m).unwrap();
         assert_eq!(read_npz(&p).unwrap(), m);
     }
