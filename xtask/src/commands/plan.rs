@@ -15,7 +15,7 @@ use crate::ctx_build::plan::artifacts;
 use crate::recipe::{Component, Model};
 use crate::soc::parse_soc;
 
-#[path = "plan_sizing.rs"]
+#[path = "plan_sizing/mod.rs"]
 mod sizing;
 
 #[derive(clap::Args)]

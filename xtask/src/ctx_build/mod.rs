@@ -13,7 +13,9 @@ pub mod fresh;
 pub mod plan;
 pub mod print;
 pub mod report;
+pub mod report_files;
 pub mod report_html;
+pub mod report_md;
 pub mod resources;
 pub mod rss;
 pub mod schedule;
@@ -191,7 +193,7 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     report.unverified_inputs = crate::report::provenance::note(root, name);
     report.versions = report.versions.with_provenance(root, name);
     let dir = crate::project::reports_dir(root, name);
-    report::write_build_report(&dir, &report)?;
+    report_files::write_build_report(&dir, &report)?;
     report.print_summary(&crate::project::rel(root, &dir));
     Ok(if report.pass {
         Outcome::Success
