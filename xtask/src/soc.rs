@@ -91,6 +91,21 @@ pub fn parse_soc(text: &str) -> Result<Soc> {
     }
 }
 
+impl std::str::FromStr for Soc {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        parse_soc(s)
+    }
+}
+
+impl std::fmt::Display for Soc {
+    /// `77 (QCS9075, v73)`: the id flags and records use, then the first chip name.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}, v{})", self.id, self.chips[0], self.htp_arch)
+    }
+}
+
 fn known_list() -> String {
     KNOWN_SOCS
         .iter()

@@ -1,6 +1,13 @@
 //! The shared words of the tool, spelled once: which backend runs a graph, which tools run a
 //! build step, and how a command ended. Every layer (CLI, build, conformance, device, reports)
 //! uses these types; none of them lives in `commands/`, so no domain module imports the CLI.
+//!
+//! Each word's spelling lives in one table (`BackendKind::ALL` with `label`, `ToolchainKind`'s
+//! `label`); `Display`, `FromStr`, serde and clap all go through it, so a report written by one
+//! part of the tool is read back by another under the same name.
+
+use std::fmt;
+use std::str::FromStr;
 
 /// How a command ended when it did not fail with an error: exit 0, or exit 1 for a failed
 /// gate or build step (errors are exit 2, see `bad_input`).
@@ -11,7 +18,7 @@ pub enum Outcome {
 }
 
 /// The backend a command runs on, as flags, reports and messages name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum)]
 pub enum BackendKind {
     /// ONNX Runtime's CPU execution provider on the ONNX graphs.
     Ort,
@@ -22,6 +29,9 @@ pub enum BackendKind {
 }
 
 impl BackendKind {
+    /// Every backend, in the order reports list them (reference first).
+    pub const ALL: [BackendKind; 3] = [BackendKind::Ort, BackendKind::Cpu, BackendKind::Htp];
+
     /// The backend's name as flags, reports and messages spell it: `ort`, `cpu` or `htp`.
     pub fn label(self) -> &'static str {
         match self {
@@ -33,15 +43,68 @@ impl BackendKind {
 
     /// The backend a report or record names, if it is one of ours.
     pub fn from_label(label: &str) -> Option<Self> {
-        [BackendKind::Ort, BackendKind::Cpu, BackendKind::Htp]
-            .into_iter()
-            .find(|b| b.label() == label)
+        Self::ALL.into_iter().find(|b| b.label() == label)
+    }
+
+    /// `ort, cpu, htp`: what an error lists as the allowed names.
+    pub fn allowed() -> String {
+        Self::ALL.map(|b| b.label()).join(", ")
+    }
+
+    /// A QNN backend (the ones the build proves): CPU or HTP, not ORT's reference.
+    pub fn is_qnn(self) -> bool {
+        self != BackendKind::Ort
     }
 }
 
-impl std::fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.label())
+    }
+}
+
+/// A name that is none of the words a `FromStr` of this module knows: says which are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownWord {
+    pub what: &'static str,
+    pub found: String,
+    pub allowed: String,
+}
+
+impl fmt::Display for UnknownWord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:?} is not a {}: one of {}",
+            self.found, self.what, self.allowed
+        )
+    }
+}
+
+impl std::error::Error for UnknownWord {}
+
+impl FromStr for BackendKind {
+    type Err = UnknownWord;
+
+    fn from_str(s: &str) -> Result<Self, UnknownWord> {
+        Self::from_label(s).ok_or_else(|| UnknownWord {
+            what: "backend",
+            found: s.to_string(),
+            allowed: Self::allowed(),
+        })
+    }
+}
+
+impl serde::Serialize for BackendKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.label())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for BackendKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -93,9 +156,24 @@ impl ToolchainKind {
     }
 }
 
-impl std::fmt::Display for ToolchainKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for ToolchainKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.label())
+    }
+}
+
+impl FromStr for ToolchainKind {
+    type Err = UnknownWord;
+
+    fn from_str(s: &str) -> Result<Self, UnknownWord> {
+        [ToolchainKind::Embedded, ToolchainKind::Sdk]
+            .into_iter()
+            .find(|t| t.label() == s)
+            .ok_or_else(|| UnknownWord {
+                what: "toolchain",
+                found: s.to_string(),
+                allowed: "embedded, sdk".into(),
+            })
     }
 }
 
@@ -104,10 +182,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn labels_round_trip() {
-        for b in [BackendKind::Ort, BackendKind::Cpu, BackendKind::Htp] {
+    fn labels_round_trip_through_display_fromstr_and_serde() {
+        for b in BackendKind::ALL {
             assert_eq!(BackendKind::from_label(b.label()), Some(b));
+            assert_eq!(b.to_string().parse::<BackendKind>(), Ok(b));
+            let json = serde_json::to_string(&b).unwrap();
+            assert_eq!(json, format!("\"{b}\""));
+            assert_eq!(serde_json::from_str::<BackendKind>(&json).unwrap(), b);
         }
+        for t in [ToolchainKind::Embedded, ToolchainKind::Sdk] {
+            assert_eq!(t.to_string().parse::<ToolchainKind>(), Ok(t));
+        }
+    }
+
+    #[test]
+    fn an_unknown_name_lists_the_known_ones() {
         assert_eq!(BackendKind::from_label("gpu"), None);
+        let err = "gpu".parse::<BackendKind>().unwrap_err().to_string();
+        assert_eq!(err, "\"gpu\" is not a backend: one of ort, cpu, htp");
+        assert!(serde_json::from_str::<BackendKind>("\"npu\"").is_err());
     }
 }

@@ -20,7 +20,7 @@ use crate::recipe::{Component, Model};
 use crate::runtime::Runtime;
 use crate::runtime::bootstrap::{QNN_WHEEL, ensure_runtime_rehashed};
 use crate::soc::Soc;
-use crate::vocab::ToolchainKind;
+use crate::vocab::{BackendKind, ToolchainKind};
 
 /// What to package: the model's selected components for one SoC, into `out`.
 pub struct PackageRequest<'a> {
@@ -159,7 +159,8 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
         newest_context,
         "HTP parity",
     )?;
-    let run = ["htp", "cpu", "ort"]
+    // The chain's latency, from the run report of the most telling backend there is.
+    let run = [BackendKind::Htp, BackendKind::Cpu, BackendKind::Ort]
         .iter()
         .map(|b| {
             usable_report(
@@ -283,7 +284,7 @@ fn bundle_component(
         .outputs
         .iter()
         .flat_map(|o| {
-            ["ort", "cpu", "htp"].map(|b| {
+            BackendKind::ALL.map(|b| {
                 (
                     o.name.get_ref().clone(),
                     comp.gate(&model.file, o.name.get_ref(), b),

@@ -11,6 +11,7 @@ use super::card::{BundleInfo, htp_figures, latency_figures, render};
 use super::manifest::{check_files, read_manifest};
 use super::reader;
 use crate::runtime::{Backend, HtpTarget, Runtime};
+use crate::vocab::BackendKind;
 
 /// Checks everything a bundle claims; returns how many context binaries loaded on the HTP.
 pub fn verify_bundle(root: &Path, dir: &Path) -> Result<usize> {
@@ -91,7 +92,7 @@ pub fn check_card(dir: &Path) -> Vec<String> {
         ];
     };
     let htp = read("reports/parity-htp.json").map(|r| htp_figures(&r));
-    let run = ["htp", "cpu", "ort"]
+    let run = [BackendKind::Htp, BackendKind::Cpu, BackendKind::Ort]
         .iter()
         .find_map(|b| read(&format!("reports/run-{b}.json")))
         .map(|r| latency_figures(&r));

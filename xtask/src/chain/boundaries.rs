@@ -6,6 +6,7 @@ use super::report::BoundaryParity;
 use crate::parity::metrics::compare;
 use crate::recipe::{HostSection, Model};
 use crate::tensor::Tensor;
+use crate::vocab::BackendKind;
 use anyhow::{Context, Result};
 use ndarray::{ArrayD, Axis};
 use std::collections::BTreeMap;
@@ -14,7 +15,7 @@ use std::collections::BTreeMap;
 pub(crate) type Reference = Result<ArrayD<f32>, String>;
 
 pub(crate) fn judge_boundaries(
-    backend: &str,
+    backend: BackendKind,
     host: &HostSection,
     result: &ChainResult,
     expected: &BTreeMap<String, Reference>,

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::ui::progress::{Task, estimate, human_secs};
+use crate::vocab::BackendKind;
 
 /// Estimates below this are not worth a line.
 const WORTH_SAYING_SECS: f64 = 20.0;
@@ -14,14 +15,14 @@ const WORTH_SAYING_SECS: f64 = 20.0;
 pub struct ChainProgress {
     task: Task,
     chains: usize,
-    backend: String,
+    backend: BackendKind,
     started: Instant,
     estimated: bool,
 }
 
 impl ChainProgress {
     /// `chains` timed and untimed chain runs (the golden-inputs pass is one more).
-    pub fn start(root: &Path, model: &str, backend: &str, chains: usize) -> Self {
+    pub fn start(root: &Path, model: &str, backend: BackendKind, chains: usize) -> Self {
         let previous = previous_chain_secs(root, model, backend);
         if let Some(per) = previous.filter(|p| p * chains as f64 >= WORTH_SAYING_SECS) {
             estimate(&format!(
@@ -34,7 +35,7 @@ impl ChainProgress {
         ChainProgress {
             task: Task::new(&format!("run {backend}"), chains + 1),
             chains,
-            backend: backend.to_string(),
+            backend,
             started: Instant::now(),
             estimated: previous.is_some(),
         }
@@ -71,7 +72,7 @@ impl ChainProgress {
                     human_secs(left),
                     human_secs(per),
                     self.chains - 1,
-                    where_(&self.backend)
+                    where_(self.backend)
                 ));
             }
         }
@@ -96,15 +97,15 @@ impl ChainProgress {
     }
 }
 
-fn where_(backend: &str) -> String {
+fn where_(backend: BackendKind) -> String {
     match backend {
-        "htp" if crate::runtime::probe::htp_is_emulated() => "the emulated HTP".into(),
+        BackendKind::Htp if crate::runtime::probe::htp_is_emulated() => "the emulated HTP".into(),
         b => format!("the {b} backend"),
     }
 }
 
 /// The previous run report's end-to-end p50 in seconds (a measured time per chain).
-fn previous_chain_secs(root: &Path, model: &str, backend: &str) -> Option<f64> {
+fn previous_chain_secs(root: &Path, model: &str, backend: BackendKind) -> Option<f64> {
     let path = crate::project::reports_dir(root, model).join(format!("run-{backend}.json"));
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
     let e2e = report["latency"]

@@ -80,7 +80,7 @@ impl BoundaryParity {
 #[derive(Debug, Clone, Serialize)]
 pub struct RunInputs {
     pub model: String,
-    pub backend: String,
+    pub backend: crate::vocab::BackendKind,
     pub htp_emulated: Option<bool>,
     /// For `htp`: emulator or device, how that was known, and the SoC when reported.
     pub htp: Option<crate::runtime::probe::HtpKind>,
@@ -247,7 +247,7 @@ pub fn markdown(r: &RunReport) -> String {
     }
     md.push_str(&super::introduced::markdown(r));
     if let Some(a) = &r.run.attribution {
-        md.push_str(&super::whatif::markdown(a, &r.run.backend));
+        md.push_str(&super::whatif::markdown(a, r.run.backend));
     }
     md.push_str("\n## Per-layer K/V cosine\n\n");
     md.push_str(&md_table(

@@ -4,7 +4,7 @@ use super::*;
 use ndarray::IxDyn;
 
 fn gate() -> Gate {
-    crate::recipe::ChainGate::default().boundary_gate("ort")
+    crate::recipe::ChainGate::default().boundary_gate(crate::vocab::BackendKind::Ort)
 }
 
 fn arr(shape: &[usize], values: Vec<f32>) -> ArrayD<f32> {
@@ -14,7 +14,7 @@ fn arr(shape: &[usize], values: Vec<f32>) -> ArrayD<f32> {
 fn report(boundaries: Vec<BoundaryParity>) -> RunReport {
     RunReport::new(RunInputs {
         model: "m".into(),
-        backend: "ort".into(),
+        backend: crate::vocab::BackendKind::Ort,
         htp_emulated: None,
         htp: None,
         mode: "resident".into(),

@@ -78,12 +78,8 @@ pub fn run_and_report(
         ChainSessions::new(&rt, model, Backend::OrtCpu, onnx, opts.streaming)
     });
     let chains = opts.warmup + opts.iters;
-    let mut progress = super::progress::ChainProgress::start(
-        root,
-        &model.file.model.name,
-        backend.label(),
-        chains,
-    );
+    let mut progress =
+        super::progress::ChainProgress::start(root, &model.file.model.name, backend.kind(), chains);
     if !opts.streaming {
         progress.component(0, "(loading the sessions)");
         sessions.load_all()?;
@@ -130,12 +126,12 @@ pub fn run_and_report(
     if let Some(cpu) = &cpu {
         merge_timings(&mut sessions, cpu);
     }
-    let mut boundaries = judge_boundaries(backend.label(), &host, &result, &expected);
+    let mut boundaries = judge_boundaries(backend.kind(), &host, &result, &expected);
     super::introduced::attach_golden_inputs(
         &mut boundaries,
         &forced,
         &|name| feed.get(name).cloned(),
-        &host.gate.boundary_gate(backend.label()),
+        &host.gate.boundary_gate(backend.kind()),
     );
     let attribution = match (opts.attribute, cpu.as_mut()) {
         (true, Some(cpu)) => Some(attribute(
@@ -154,7 +150,7 @@ pub fn run_and_report(
     drop(progress);
     let report = RunReport::new(RunInputs {
         model: model.file.model.name.clone(),
-        backend: backend.label().into(),
+        backend: backend.kind(),
         htp_emulated: htp.as_ref().map(|h| h.emulated),
         htp,
         mode: if opts.streaming {
@@ -178,12 +174,7 @@ pub fn run_and_report(
         attribution,
         keys_per_layer_cosine: per_layer_cosine(&result.keys, inputs.trace.get("keys")),
         values_per_layer_cosine: per_layer_cosine(&result.values, inputs.trace.get("values")),
-        actions_max_abs_gate: host
-            .gate
-            .actions_max_abs
-            .get(backend.label())
-            .copied()
-            .unwrap_or(1e-4),
+        actions_max_abs_gate: host.gate.actions_gate(backend.kind()),
         min_cosine_gate: host.gate.min_cosine,
         latency: LatencyStats::per_component(
             &model

@@ -211,7 +211,7 @@ fn f64s(a: &ArrayD<f32>) -> Vec<f64> {
 }
 
 /// The Markdown section of the attribution.
-pub fn markdown(a: &Attribution, backend: &str) -> String {
+pub fn markdown(a: &Attribution, backend: crate::vocab::BackendKind) -> String {
     let mut md = format!(
         "\n## Which component to fix first\n\n\
          The chain rerun once per component with only that component on ORT's CPU EP in fp32 \

@@ -28,7 +28,7 @@ impl MergeReports {
         let out = crate::project::reports_dir(&ctx.root, sel.name());
         let mut pass = true;
         let mut merged_any = false;
-        for backend in ["ort", "cpu", "htp"] {
+        for backend in crate::vocab::BackendKind::ALL {
             let mut merged: Option<ParityReport> = None;
             for dir in &self.dirs {
                 let file = dir.join(format!("parity-{backend}.json"));

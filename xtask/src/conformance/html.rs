@@ -9,6 +9,7 @@ use super::judge::Verdict;
 use super::report::{ConformanceReport, markdown};
 use crate::report::html::heat::{Cell, svg_heatmap};
 use crate::report::html::{html_page, markdown_body, verdict_box};
+use crate::vocab::BackendKind;
 
 fn color(v: Verdict) -> (&'static str, &'static str) {
     match v {
@@ -23,18 +24,19 @@ fn color(v: Verdict) -> (&'static str, &'static str) {
 pub fn html(r: &ConformanceReport) -> String {
     let key = |op: &str, attrs: &str, shapes: &str| format!("{op} {attrs} {shapes}");
     let mut rows: Vec<String> = Vec::new();
-    let mut cols: Vec<String> = Vec::new();
+    let mut cols: Vec<(BackendKind, String)> = Vec::new();
     for row in &r.rows {
         let k = key(&row.op, &row.attributes, &row.shapes);
         if !rows.contains(&k) {
             rows.push(k);
         }
-        let c = format!("{} {}", row.backend, row.input_set);
+        let c = (row.backend, row.input_set.clone());
         if !cols.contains(&c) {
             cols.push(c);
         }
     }
-    cols.sort_by_key(|c| (!c.starts_with("cpu"), c.clone()));
+    // The QNN CPU backend's columns first (the exact one), then the HTP's.
+    cols.sort_by_key(|(b, set)| (*b != BackendKind::Cpu, b.label(), set.clone()));
     let mut cells: Vec<Vec<Option<Cell>>> = rows
         .iter()
         .map(|_| cols.iter().map(|_| None).collect())
@@ -45,7 +47,7 @@ pub fn html(r: &ConformanceReport) -> String {
             .position(|k| *k == key(&row.op, &row.attributes, &row.shapes));
         let j = cols
             .iter()
-            .position(|c| *c == format!("{} {}", row.backend, row.input_set));
+            .position(|(b, set)| *b == row.backend && *set == row.input_set);
         if let (Some(i), Some(j)) = (i, j) {
             let (color, mark) = color(row.verdict);
             cells[i][j] = Some(Cell {
@@ -100,11 +102,12 @@ pub fn html(r: &ConformanceReport) -> String {
         ("UNSUPPORTED", "#888888"),
         ("ERROR", "#222222"),
     ];
+    let col_labels: Vec<String> = cols.iter().map(|(b, set)| format!("{b} {set}")).collect();
     let heat = svg_heatmap(
         "conformance",
         "Operator × input set × backend",
         &rows,
-        &cols,
+        &col_labels,
         &cells,
         &legend,
     );

@@ -2,6 +2,7 @@
 //! each backend (the QNN CPU backend computes in fp32, the HTP in fp16, so their bounds
 //! differ), the verdict, and the sentence that says what is wrong.
 
+use crate::vocab::BackendKind;
 use serde::{Deserialize, Serialize};
 
 use crate::parity::metrics::{compare, unravel};
@@ -49,7 +50,7 @@ impl Verdict {
 /// must match exactly.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Bound {
-    pub backend: String,
+    pub backend: BackendKind,
     pub precision: String,
     pub atol: f64,
     pub rtol: f64,
@@ -58,10 +59,10 @@ pub struct Bound {
 }
 
 /// The bound of `backend` (`cpu` or `htp`).
-pub fn bound(backend: &str) -> Bound {
-    if backend == "htp" {
+pub fn bound(backend: BackendKind) -> Bound {
+    if backend == BackendKind::Htp {
         Bound {
-            backend: "htp".into(),
+            backend,
             precision: "fp16".into(),
             atol: 1e-3,
             rtol: 1e-2,
@@ -73,7 +74,7 @@ pub fn bound(backend: &str) -> Bound {
         }
     } else {
         Bound {
-            backend: backend.into(),
+            backend,
             precision: "fp32".into(),
             atol: 1e-6,
             rtol: 1e-5,
@@ -219,7 +220,7 @@ mod tests {
     fn an_error_beyond_the_fp32_bound_deviates_and_says_where() {
         // 2 + 2^-10: exact in f32, so the error is exactly 9.765625e-4.
         let j = judge(
-            &bound("cpu"),
+            &bound(BackendKind::Cpu),
             "y",
             &t(vec![1.0, 2.0]),
             &t(vec![1.0, 2.0009766]),
@@ -230,10 +231,21 @@ mod tests {
             "{}",
             j.wrong
         );
-        let same = judge(&bound("cpu"), "y", &t(vec![1.0, 2.0]), &t(vec![1.0, 2.0]));
+        let same = judge(
+            &bound(BackendKind::Cpu),
+            "y",
+            &t(vec![1.0, 2.0]),
+            &t(vec![1.0, 2.0]),
+        );
         assert_eq!((same.verdict, same.max_abs), (Verdict::Ok, 0.0));
         assert_eq!(
-            judge(&bound("htp"), "y", &t(vec![1.0, 2.0]), &t(vec![1.0, 2.001])).verdict,
+            judge(
+                &bound(BackendKind::Htp),
+                "y",
+                &t(vec![1.0, 2.0]),
+                &t(vec![1.0, 2.001])
+            )
+            .verdict,
             Verdict::Ok
         );
     }
@@ -241,7 +253,7 @@ mod tests {
     #[test]
     fn nan_on_one_side_deviates_on_both_agrees_and_fp16_overflow_is_range() {
         let nan = judge(
-            &bound("cpu"),
+            &bound(BackendKind::Cpu),
             "y",
             &t(vec![1.0, 2.0]),
             &t(vec![1.0, f32::NAN]),
@@ -249,13 +261,18 @@ mod tests {
         assert_eq!(nan.verdict, Verdict::Deviates);
         assert!(nan.wrong.contains("NaN/Inf on one side"), "{}", nan.wrong);
         let both = judge(
-            &bound("cpu"),
+            &bound(BackendKind::Cpu),
             "y",
             &t(vec![f32::NAN, 2.0]),
             &t(vec![f32::NAN, 2.0]),
         );
         assert_eq!(both.verdict, Verdict::Ok);
-        let big = judge(&bound("htp"), "y", &t(vec![1e5]), &t(vec![f32::INFINITY]));
+        let big = judge(
+            &bound(BackendKind::Htp),
+            "y",
+            &t(vec![1e5]),
+            &t(vec![f32::INFINITY]),
+        );
         assert_eq!(big.verdict, Verdict::Range);
     }
 }

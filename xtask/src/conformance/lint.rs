@@ -150,7 +150,7 @@ pub fn lint(root: &Path, model: &str, comps: &[&Component], report: &Path) -> Re
 /// `DEVIATES on cpu (input sets …; worst max-abs …): what is wrong`, and whether it was seen
 /// on edge-case inputs only.
 fn findings(rows: &[&Row]) -> Vec<(String, bool)> {
-    let mut backends: Vec<&str> = rows.iter().map(|r| r.backend.as_str()).collect();
+    let mut backends: Vec<crate::vocab::BackendKind> = rows.iter().map(|r| r.backend).collect();
     backends.sort();
     backends.dedup();
     let mut out = Vec::new();

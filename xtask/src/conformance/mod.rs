@@ -31,6 +31,7 @@ use report::{ConformanceReport, Described, InputHash, OpGroup, Row};
 use crate::recipe::{Component, Model};
 use crate::runtime::{Backend, Runtime};
 use crate::tensor::Tensor;
+use crate::vocab::BackendKind;
 
 /// What one sweep measures.
 pub struct SweepJob<'a> {
@@ -78,7 +79,7 @@ pub fn sweep(job: &SweepJob<'_>) -> Result<ConformanceReport> {
         let line: Vec<String> = job
             .backends
             .iter()
-            .map(|b| backend_summary(b.label(), &found))
+            .map(|b| backend_summary(*b, &found))
             .collect();
         crate::outln!(
             "[{}/{}] {} {{{}}} ({}): {}",
@@ -107,7 +108,7 @@ pub fn sweep(job: &SweepJob<'_>) -> Result<ConformanceReport> {
                 what: what.to_string(),
             })
             .collect(),
-        bounds: job.backends.iter().map(|b| bound(b.label())).collect(),
+        bounds: job.backends.iter().map(|b| bound(*b)).collect(),
         ops: groups
             .iter()
             .map(|g| OpGroup {
@@ -124,7 +125,7 @@ pub fn sweep(job: &SweepJob<'_>) -> Result<ConformanceReport> {
 }
 
 /// `cpu ok` or `cpu DEVIATES on real, random (worst max-abs 1.2e-3)`.
-fn backend_summary(backend: &str, rows: &[Row]) -> String {
+fn backend_summary(backend: BackendKind, rows: &[Row]) -> String {
     let mine: Vec<&Row> = rows.iter().filter(|r| r.backend == backend).collect();
     let worst = mine.iter().map(|r| r.verdict).max().unwrap_or(Verdict::Ok);
     let sets: Vec<&str> = mine
@@ -178,11 +179,11 @@ pub fn seed_flag(seed: u64) -> String {
 /// Every row of one group: per backend, per input set (one `-` row when the backend refused
 /// the operator).
 fn measure(job: &SweepJob<'_>, g: &Group) -> Result<Vec<Row>> {
-    let row = |backend: &str, set: &str, j: Judged| Row {
+    let row = |backend: BackendKind, set: &str, j: Judged| Row {
         op: g.op.clone(),
         attributes: g.attributes.clone(),
         shapes: g.shapes.clone(),
-        backend: backend.into(),
+        backend,
         input_set: set.into(),
         cosine: j.cosine,
         max_abs: j.max_abs,
@@ -204,14 +205,14 @@ fn measure(job: &SweepJob<'_>, g: &Group) -> Result<Vec<Row>> {
             return Ok(job
                 .backends
                 .iter()
-                .map(|b| row(b.label(), "-", Judged::failed(Verdict::Error, text.clone())))
+                .map(|b| row(*b, "-", Judged::failed(Verdict::Error, text.clone())))
                 .collect());
         }
     };
     let mut sessions = Vec::new();
     for b in &job.backends {
         let backend = crate::runtime::backend_for_component(job.model, comp, *b)?;
-        sessions.push((b.label(), job.rt.open(&g.model_path, &backend).map_err(why)));
+        sessions.push((*b, job.rt.open(&g.model_path, &backend).map_err(why)));
     }
     let sets: Vec<&str> = if g.data.is_empty() {
         vec!["real"]
@@ -222,7 +223,7 @@ fn measure(job: &SweepJob<'_>, g: &Group) -> Result<Vec<Row>> {
     for (name, session) in &sessions {
         if let Err(reason) = session {
             let text = format!("not supported on {name}: {reason}");
-            rows.push(row(name, "-", Judged::failed(Verdict::Unsupported, text)));
+            rows.push(row(*name, "-", Judged::failed(Verdict::Unsupported, text)));
         }
     }
     for set in sets {
@@ -232,7 +233,11 @@ fn measure(job: &SweepJob<'_>, g: &Group) -> Result<Vec<Row>> {
             Err(e) => {
                 let text = format!("the reference (ORT CPU EP) failed: {}", why(e));
                 for (name, _) in sessions.iter().filter(|(_, s)| s.is_ok()) {
-                    rows.push(row(name, set, Judged::failed(Verdict::Error, text.clone())));
+                    rows.push(row(
+                        *name,
+                        set,
+                        Judged::failed(Verdict::Error, text.clone()),
+                    ));
                 }
                 continue;
             }
@@ -241,8 +246,8 @@ fn measure(job: &SweepJob<'_>, g: &Group) -> Result<Vec<Row>> {
             let Ok(session) = session else { continue };
             let judged = match session.run(&inputs) {
                 Ok(actual) => {
-                    let mut judged = worst_output(name, &expected, &actual);
-                    if *name == "htp" && judged.verdict == Verdict::Deviates {
+                    let mut judged = worst_output(*name, &expected, &actual);
+                    if *name == BackendKind::Htp && judged.verdict == Verdict::Deviates {
                         judged.wrong += &fp16_inputs_explain(&mut reference, &inputs, &actual);
                     }
                     judged
@@ -251,7 +256,7 @@ fn measure(job: &SweepJob<'_>, g: &Group) -> Result<Vec<Row>> {
                     Judged::failed(Verdict::Error, format!("run failed on {name}: {}", why(e)))
                 }
             };
-            rows.push(row(name, set, judged));
+            rows.push(row(*name, set, judged));
         }
     }
     Ok(rows)
@@ -259,7 +264,7 @@ fn measure(job: &SweepJob<'_>, g: &Group) -> Result<Vec<Row>> {
 
 /// The worst-judged output of the node (most severe verdict, then largest rel-L2).
 fn worst_output(
-    backend: &str,
+    backend: BackendKind,
     expected: &BTreeMap<String, Tensor>,
     actual: &BTreeMap<String, Tensor>,
 ) -> Judged {
@@ -295,7 +300,7 @@ fn fp16_inputs_explain(
     }
     match reference.run(&rounded) {
         Ok(expected) => {
-            let again = worst_output("htp", &expected, actual);
+            let again = worst_output(BackendKind::Htp, &expected, actual);
             if again.verdict == Verdict::Ok {
                 format!(
                     "; the reference on the inputs rounded to fp16 agrees with the HTP (max-abs {:.2e}): \

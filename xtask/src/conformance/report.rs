@@ -68,7 +68,7 @@ pub struct Row {
     pub op: String,
     pub attributes: String,
     pub shapes: String,
-    pub backend: String,
+    pub backend: crate::vocab::BackendKind,
     /// An input set's name, or `-` when the backend refused the operator before any ran.
     pub input_set: String,
     #[serde(deserialize_with = "f64_or_nan")]
@@ -225,7 +225,7 @@ fn table(md: &mut String, rows: &[&Row]) {
                 x.op.clone(),
                 x.attributes.clone(),
                 x.shapes.clone(),
-                x.backend.clone(),
+                x.backend.to_string(),
                 x.input_set.clone(),
                 cosine(x),
                 num(x.max_abs),

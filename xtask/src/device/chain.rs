@@ -22,6 +22,7 @@ use crate::parity::gate::Status;
 use crate::recipe::Model;
 use crate::report::latency::ExecuteStats;
 use crate::runtime::Runtime;
+use crate::vocab::BackendKind;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct DeviceComponentTimes {
@@ -37,7 +38,7 @@ pub struct DeviceComponentTimes {
 #[derive(Debug, Clone, Serialize)]
 pub struct DeviceRunReport {
     pub model: String,
-    pub backend: String,
+    pub backend: BackendKind,
     pub device: DeviceInfo,
     pub timing: String,
     pub iters: usize,
@@ -112,7 +113,7 @@ pub fn run_and_report(
         Ok(run.outputs)
     })?;
     let expected = expected_boundaries(model, &host, &inputs)?;
-    let boundaries = judge_boundaries("htp", &host, &result, &expected);
+    let boundaries = judge_boundaries(BackendKind::Htp, &host, &result, &expected);
     let components: Vec<DeviceComponentTimes> = model
         .components
         .iter()
@@ -129,12 +130,7 @@ pub fn run_and_report(
             })
         })
         .collect();
-    let gate = host
-        .gate
-        .actions_max_abs
-        .get("htp")
-        .copied()
-        .unwrap_or(1e-2);
+    let gate = host.gate.actions_gate(BackendKind::Htp);
     let actions = boundaries
         .iter()
         .find(|b| b.name == "actions")
@@ -153,7 +149,7 @@ pub fn run_and_report(
     }
     let report = DeviceRunReport {
         model: name.clone(),
-        backend: "htp".into(),
+        backend: BackendKind::Htp,
         timing: timing_note(&device.info),
         device: device.info.clone(),
         iters,

@@ -151,7 +151,7 @@ pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
     let mut report = BisectReport {
         model: job.model.to_string(),
         component: job.comp.name().into(),
-        backend: job.backend.label().into(),
+        backend: job.backend.kind(),
         exact_floor,
         threshold: job.threshold,
         ranked,

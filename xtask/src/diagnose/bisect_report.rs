@@ -37,7 +37,7 @@ pub struct Divergence {
 pub struct BisectReport {
     pub model: String,
     pub component: String,
-    pub backend: String,
+    pub backend: crate::vocab::BackendKind,
     /// The cosine threshold of the first-divergence mode; None in ranking mode.
     pub threshold: Option<f64>,
     /// Ranking mode: the operators that introduce the most error, largest first.

@@ -68,7 +68,7 @@ impl Executor for OnDevice<'_> {
         let run =
             self.device
                 .run_component(comp, &root.join(&art.bin), &inputs, 0, self.iters, &log)?;
-        let mut result = judge_outputs(model, comp, golden, &run.outputs, "htp")?;
+        let mut result = judge_outputs(model, comp, golden, &run.outputs, BackendKind::Htp)?;
         result.session_model = art.bin.display().to_string();
         result.run_seconds = run.stats.p50_us / 1e6;
         result.latency = Some(run.stats);

@@ -94,7 +94,7 @@ impl Executor for SdkNetRun<'_> {
                 &art.dlc,
             ),
         };
-        let mut result = judge_outputs(model, comp, golden, &actual, self.backend.label())?;
+        let mut result = judge_outputs(model, comp, golden, &actual, self.backend)?;
         result.session_model = ran.display().to_string();
         // The median of the profiled execute times (NETRUN, see `sdk::profile`).
         result.run_seconds = latency.as_ref().map_or(0.0, |l| l.p50_us / 1e6);

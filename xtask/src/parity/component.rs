@@ -15,6 +15,7 @@ use crate::recipe::{Component, Model, check_graph_contract};
 use crate::runtime::session::Placement;
 use crate::runtime::{Backend, Runtime};
 use crate::tensor::Tensor;
+use crate::vocab::BackendKind;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OutputResult {
@@ -30,7 +31,7 @@ pub struct OutputResult {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ComponentResult {
     pub component: String,
-    pub backend: String,
+    pub backend: BackendKind,
     /// The model file the session ran (the ONNX, or the EPContext wrapper on HTP).
     pub session_model: String,
     /// sha256 of each input tensor's little-endian bytes, by tensor name.
@@ -75,7 +76,7 @@ pub fn run_component(
         _ => session.run(&golden.inputs)?,
     };
     let run_seconds = started.elapsed().as_secs_f64();
-    let mut result = judge_outputs(model, comp, golden, &actual, backend.label())?;
+    let mut result = judge_outputs(model, comp, golden, &actual, backend.kind())?;
     result.session_model = session_model.display().to_string();
     result.placement = (backend != &Backend::OrtCpu).then(|| session.placement.clone());
     result.run_seconds = run_seconds;
@@ -88,7 +89,7 @@ pub fn judge_outputs(
     comp: &Component,
     golden: &GoldenIo,
     actual: &BTreeMap<String, Tensor>,
-    backend: &str,
+    backend: BackendKind,
 ) -> Result<ComponentResult> {
     let mut outputs = Vec::new();
     for spec in &comp.file.outputs {
@@ -119,7 +120,7 @@ pub fn judge_outputs(
     let pass = outputs.iter().all(|o| o.verdict.pass);
     Ok(ComponentResult {
         component: comp.name().to_string(),
-        backend: backend.to_string(),
+        backend,
         session_model: String::new(),
         input_sha256: golden
             .inputs
@@ -142,12 +143,12 @@ pub fn judge_outputs(
 pub fn failed_component(
     root: &Path,
     comp: &str,
-    backend: &str,
+    backend: BackendKind,
     err: &anyhow::Error,
 ) -> ComponentResult {
     ComponentResult {
         component: comp.to_string(),
-        backend: backend.to_string(),
+        backend,
         session_model: String::new(),
         input_sha256: BTreeMap::new(),
         golden_sha256: String::new(),

@@ -13,7 +13,7 @@ use crate::report::{ToolVersions, md_table, now_unix, write_json_and_markdown};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ParityReport {
     pub model: String,
-    pub backend: String,
+    pub backend: crate::vocab::BackendKind,
     /// Seconds since the Unix epoch.
     pub created_unix: u64,
     pub versions: ToolVersions,
@@ -42,7 +42,7 @@ impl ParityReport {
             .then(|| crate::runtime::probe::HtpKind::of(rt));
         ParityReport {
             model: model.into(),
-            backend: backend.label().into(),
+            backend,
             created_unix: now_unix(),
             versions: ToolVersions::of(rt),
             htp_emulated: htp.as_ref().map(|h| h.emulated),
@@ -94,7 +94,7 @@ impl ParityReport {
     }
 
     /// The report already written for this model and backend, if readable.
-    pub fn read(dir: &Path, backend: &str) -> Option<ParityReport> {
+    pub fn read(dir: &Path, backend: crate::vocab::BackendKind) -> Option<ParityReport> {
         Self::read_stem(dir, &format!("parity-{backend}"))
     }
 

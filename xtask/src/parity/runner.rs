@@ -65,7 +65,7 @@ impl ParityRun<'_> {
                 Err(e) if exec.is_fatal(&e) || crate::bad_input::is_bad_input(&e) => {
                     return Err(e);
                 }
-                Err(e) => failed_component(self.root, comp.name(), backend.label(), &e),
+                Err(e) => failed_component(self.root, comp.name(), backend, &e),
             };
             task.step_done(comp.name(), false);
             task.suspend(|| {

@@ -311,8 +311,8 @@ pub(super) fn check_host(
         &gate.max_norm_ratio_error,
     )?;
     for (key, value) in &host.gate.actions_max_abs {
-        if !["ort", "cpu", "htp"].contains(&key.as_str()) {
-            bail!("{p}: [host.gate] actions_max_abs key {key:?} is not one of ort, cpu, htp");
+        if let Err(e) = key.parse::<crate::vocab::BackendKind>() {
+            bail!("{p}: [host.gate] actions_max_abs key {e}");
         }
         check_tolerance(
             &at_entry(path, text, "host.gate.actions_max_abs", key),

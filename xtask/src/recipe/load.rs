@@ -11,6 +11,7 @@ use super::names::check_recipe_name;
 use super::paths::require_inside;
 use super::validate::{at, at_entry, check_cosine, check_relative, check_tolerance};
 use super::{Component, ComponentFile, GateOverride, Model, ModelFile};
+use crate::vocab::BackendKind;
 
 /// Parses TOML into `T`, turning serde/toml errors into "file:line:col: message".
 pub fn parse_toml<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T> {
@@ -271,11 +272,11 @@ fn check_overrides(
             )?;
         }
         if let Some(b) = &o.backend
-            && !["ort", "cpu", "htp"].contains(&b.as_str())
+            && let Err(e) = b.parse::<BackendKind>()
         {
             bail!(
-                "{}: parity override backend {b:?} is not one of ort, cpu, htp",
-                path.display()
+                "{}: parity override backend {e}",
+                at(path, text, "parity.override", "backend", i)
             );
         }
         if let (Some(out), Some(outputs)) = (&o.output, outputs)
@@ -299,8 +300,8 @@ pub(super) fn check_norm_ratio_map(
 ) -> Result<()> {
     for (backend, value) in map {
         let where_ = at_entry(path, text, table, backend);
-        if !["ort", "cpu", "htp"].contains(&backend.as_str()) {
-            bail!("{where_}: {backend:?} is not one of ort, cpu, htp");
+        if let Err(e) = backend.parse::<BackendKind>() {
+            bail!("{where_}: {e}");
         }
         check_relative(&where_, *value)?;
     }
@@ -380,7 +381,7 @@ mod tests {
         let text = format!("{model}[host.gate]\natol = 0.5\nrtol = -1.0\n");
         let file: ModelFile = parse_toml(Path::new("m.toml"), &text).unwrap();
         let host = file.host.as_ref().unwrap();
-        assert_eq!(host.gate.boundary_gate("ort").atol, 0.5);
+        assert_eq!(host.gate.boundary_gate(BackendKind::Ort).atol, 0.5);
         let err = check_host(Path::new("m.toml"), &text, &file.model, host)
             .unwrap_err()
             .to_string();

@@ -15,6 +15,8 @@ pub mod validate;
 
 use std::path::PathBuf;
 
+use crate::vocab::BackendKind;
+
 pub mod gate;
 pub mod tensor_names;
 pub use contract::{check_golden, check_graph_contract, check_rewrites_match};
@@ -65,7 +67,7 @@ impl Component {
     }
 
     /// The gate for one output on one backend: the most specific override wins.
-    pub fn gate(&self, model: &ModelFile, output: &str, backend: &str) -> Gate {
+    pub fn gate(&self, model: &ModelFile, output: &str, backend: BackendKind) -> Gate {
         let all = self
             .file
             .parity
@@ -74,7 +76,7 @@ impl Component {
             .chain(model.parity.overrides.iter());
         let matching = all.filter(|o| {
             o.output.as_deref().is_none_or(|x| x == output)
-                && o.backend.as_deref().is_none_or(|x| x == backend)
+                && o.backend.as_deref().is_none_or(|x| x == backend.label())
         });
         let best = matching
             .max_by_key(|o| u8::from(o.output.is_some()) * 2 + u8::from(o.backend.is_some()));
@@ -143,8 +145,11 @@ fp16 = true
             "[model]\nname='m'\nfamily='f'\ncomponents=['c']\nseq_len=1\n[target]\nqairt='2.47.0'\nsoc=77\nhtp_arch=73\n",
         )
         .unwrap();
-        assert_eq!(comp.gate(&model, "y", "htp").min_cosine, 0.99);
-        assert_eq!(comp.gate(&model, "y", "cpu").min_cosine, DEFAULT_MIN_COSINE);
-        assert!(comp.gate(&model, "y", "cpu").waiver.is_none());
+        assert_eq!(comp.gate(&model, "y", BackendKind::Htp).min_cosine, 0.99);
+        assert_eq!(
+            comp.gate(&model, "y", BackendKind::Cpu).min_cosine,
+            DEFAULT_MIN_COSINE
+        );
+        assert!(comp.gate(&model, "y", BackendKind::Cpu).waiver.is_none());
     }
 }

@@ -12,7 +12,7 @@ const PROBE_ONNX: &[u8] = include_bytes!("probe_relu.onnx");
 
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ProbeResult {
-    pub backend: String,
+    pub backend: crate::vocab::BackendKind,
     pub usable: bool,
     pub detail: String,
     /// The QNN build version the backend logged (`v2.47.0.…`), for QNN backends.
@@ -22,13 +22,13 @@ pub struct ProbeResult {
 pub fn probe_backend(rt: &Runtime, backend: &Backend) -> ProbeResult {
     match run_probe(rt, backend) {
         Ok((detail, qnn_build)) => ProbeResult {
-            backend: backend.label().into(),
+            backend: backend.kind(),
             usable: true,
             detail,
             qnn_build,
         },
         Err(e) => ProbeResult {
-            backend: backend.label().into(),
+            backend: backend.kind(),
             usable: false,
             detail: format!("{e:#}"),
             qnn_build: None,

@@ -297,7 +297,7 @@ fn htp_parity(project: &Path, out: &Path, model: &str, only: &str) -> Result<Str
         &[
             "parity",
             "--backend",
-            "htp",
+            crate::vocab::BackendKind::Htp.label(),
             "--model",
             model,
             "--only",

@@ -122,7 +122,7 @@ fn rust_chain(project: &std::path::Path, model: &str, timing: &Timing) -> Result
         &[
             "run",
             "--backend",
-            "ort",
+            crate::vocab::BackendKind::Ort.label(),
             "--model",
             model,
             "--iters",

@@ -11,6 +11,7 @@ use super::{full_width_project, python_env, xtask_in};
 use crate::parity::component::load_golden;
 use crate::parity::metrics::compare;
 use crate::recipe::load_model;
+use crate::vocab::BackendKind;
 
 #[derive(clap::Args)]
 pub struct BenchParity {
@@ -89,7 +90,7 @@ impl ParityEngineOnce {
             let actual = load_golden(&ctx.root, comp)?;
             for (name, want) in &expected.expected {
                 let got = &actual.expected[name];
-                let gate = comp.gate(&model.file, name, "ort");
+                let gate = comp.gate(&model.file, name, BackendKind::Ort);
                 std::hint::black_box(compare(
                     &got.to_f64_vec(),
                     &want.to_f64_vec(),

@@ -17,6 +17,7 @@ use crate::ctx_build::toolchain::{Rendered, STAGING, Staged, StepJob, Toolchain}
 use crate::htp_target::HtpTarget;
 use crate::parity::component::{ComponentResult, GoldenIo, judge_outputs};
 use crate::recipe::Component;
+use crate::vocab::BackendKind;
 
 /// The SDK root as rendered (and as the dry run shows it when no SDK is installed).
 pub const SDK_ROOT: &str = "$QAIRT_SDK_ROOT";
@@ -141,7 +142,7 @@ impl Toolchain for Sdk {
         // The convert step's candidate: promoted to the current DLC only if this passes.
         let dlc = job.root.join(&job.artifacts.dlc_candidate);
         let actual = super::steps::cpu_run(&self.job(job), &dlc, &golden.inputs)?;
-        let mut result = judge_outputs(job.model, job.comp, golden, &actual, "cpu")?;
+        let mut result = judge_outputs(job.model, job.comp, golden, &actual, BackendKind::Cpu)?;
         result.session_model = crate::project::rel(job.root, &dlc);
         Ok(result)
     }
