@@ -25,7 +25,7 @@ pub fn runtime_versions(rt: &Runtime) -> Result<Versions> {
         onnxruntime: rt.ort_version.clone(),
         qnn,
         toolchain: crate::ctx_build::facts::ToolchainUsed::embedded(),
-        xtask: env!("CARGO_PKG_VERSION").into(),
+        xtask: crate::identity::XTASK_ID.into(),
     })
 }
 

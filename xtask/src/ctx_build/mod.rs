@@ -257,6 +257,6 @@ fn versions_for_dry_run(root: &Path) -> Versions {
             fingerprint::NOT_FETCHED_MARK
         ),
         toolchain: facts::ToolchainUsed::embedded(),
-        xtask: env!("CARGO_PKG_VERSION").into(),
+        xtask: crate::identity::XTASK_ID.into(),
     }
 }

@@ -33,7 +33,7 @@ impl ToolVersions {
     /// The versions the loaded libraries report, for every report.
     pub fn of(rt: &crate::runtime::Runtime) -> Self {
         ToolVersions {
-            xtask: env!("CARGO_PKG_VERSION").into(),
+            xtask: crate::identity::XTASK_ID.into(),
             onnxruntime: rt.ort_version.clone(),
             qnn_build: rt.qnn_build_version(),
             qnn_plugin: crate::runtime::bootstrap::QNN_WHEEL.requirement.into(),
