@@ -3,13 +3,13 @@
 //! recipe alone (uneven splits, another step count, its own de-normalisation) is checked there
 //! first: the report says what was run, not what the tiny model would have run.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::pipeline::names;
 use crate::recipe::host::DimMode;
 use crate::recipe::{HostSection, Model};
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ChainLayout {
     pub llm_splits: Vec<SplitLayers>,
     /// Sum of the splits' layers (None when a split's recipe declares no `keys` output).
@@ -20,7 +20,7 @@ pub struct ChainLayout {
     pub denorm: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SplitLayers {
     pub component: String,
     /// Layers of the split: axis 0 of its `keys` output in its recipe.

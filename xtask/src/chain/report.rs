@@ -8,15 +8,18 @@ use std::path::Path;
 
 use anyhow::Result;
 use ndarray::ArrayD;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use crate::recipe::gate::{f64_or_nan, map_vec_f64_or_nan, vec_f64_or_nan};
 
 pub use super::latency::LatencyStats;
 use crate::parity::gate::{Expected, Gate, Status};
 use crate::parity::metrics::Metrics;
+use crate::record::Versioned;
 use crate::report::{ToolVersions, fmt_cosine, md_table};
 
 /// One boundary tensor of the chain, judged by the model's chain gate.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BoundaryParity {
     pub name: String,
     pub shape: Vec<usize>,
@@ -77,7 +80,7 @@ impl BoundaryParity {
 }
 
 /// What a chain run measured (and the gate it is judged by).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunInputs {
     pub model: String,
     pub backend: crate::vocab::BackendKind,
@@ -95,21 +98,29 @@ pub struct RunInputs {
     pub fp32: Vec<String>,
     /// `--attribute`: the components ranked by the error each removes in fp32.
     pub attribution: Option<super::whatif::Attribution>,
+    #[serde(deserialize_with = "vec_f64_or_nan")]
     pub keys_per_layer_cosine: Vec<f64>,
+    #[serde(deserialize_with = "vec_f64_or_nan")]
     pub values_per_layer_cosine: Vec<f64>,
     pub actions_max_abs_gate: f64,
     /// The chain gate's minimum cosine for every boundary (`[host.gate] min_cosine`).
     pub min_cosine_gate: f64,
     pub latency: Vec<LatencyStats>,
+    #[serde(deserialize_with = "map_vec_f64_or_nan")]
     pub load_ms: BTreeMap<String, Vec<f64>>,
     /// Share of the end-to-end time spent outside model runs and session loads (host work).
+    #[serde(deserialize_with = "f64_or_nan")]
     pub host_fraction: f64,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub peak_rss_mb: f64,
 }
 
 /// What a chain run measured plus what it concludes (the JSON has the facts' fields inline).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunReport {
+    /// `RunReport::SCHEMA` (`record::Versioned`; 0 when read from a report written before).
+    #[serde(default)]
+    pub schema_version: u32,
     #[serde(flatten)]
     pub run: RunInputs,
     pub created_unix: u64,
@@ -147,6 +158,7 @@ impl RunReport {
             _ => {}
         }
         RunReport {
+            schema_version: <Self as Versioned>::SCHEMA,
             run,
             created_unix: crate::report::now_unix(),
             actions_max_abs_err: actions.as_ref().map(|m| m.max_abs_err),
@@ -158,7 +170,23 @@ impl RunReport {
     }
 }
 
+/// v1: the first numbered schema (reports before it had no number and no `Deserialize`; they
+/// are read as they are: every field was already there).
+impl Versioned for RunReport {
+    const KIND: &'static str = "chain run report";
+    const SCHEMA: u32 = 1;
+    const READS_OLDER: &'static [u32] = &[0];
+}
+
 impl RunReport {
+    /// The report of `backend` in `dir` (`run-<backend>.json`), read through its type.
+    pub fn read(dir: &Path, backend: crate::vocab::BackendKind) -> Result<RunReport> {
+        crate::record::read(
+            &dir.join(format!("run-{backend}.json")),
+            &format!("cargo xtask run --backend {backend}"),
+        )
+    }
+
     /// The report's file stem: `run-<backend>`, with `--fp32` `run-<backend>-fp32-<a>+<b>`,
     /// with `--attribute` `run-<backend>-attribute` (a variant never overwrites the plain run's
     /// report, nor another variant's).

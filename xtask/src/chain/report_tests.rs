@@ -125,3 +125,53 @@ fn a_low_cosine_fails_with_the_cosine_and_gate() {
         r.failures
     );
 }
+
+#[test]
+fn the_run_report_round_trips_through_its_type_nan_included() {
+    let got = arr(&[2], vec![1.0, 2.0]);
+    let want = arr(&[2], vec![1.0, 2.5]);
+    let mut r = report(vec![
+        BoundaryParity::new("x", &got, Ok(&want), &gate()),
+        actions(),
+    ]);
+    r.run.keys_per_layer_cosine = vec![0.5, f64::NAN];
+    r.run.peak_rss_mb = f64::NAN;
+    r.run.latency = vec![crate::report::latency::LatencyStats::of("e2e", &[])];
+    let dir = tempfile::tempdir().unwrap();
+    write_run_report(dir.path(), &r).unwrap();
+    let back = RunReport::read(dir.path(), crate::vocab::BackendKind::Ort).unwrap();
+    assert_eq!(back.schema_version, <RunReport as Versioned>::SCHEMA);
+    assert_eq!(back.run.boundaries.len(), 2);
+    assert_eq!(back.run.boundaries[0].metrics, r.run.boundaries[0].metrics);
+    assert_eq!(back.failures, r.failures);
+    assert_eq!(back.run.keys_per_layer_cosine[0], 0.5);
+    assert!(back.run.keys_per_layer_cosine[1].is_nan() && back.run.peak_rss_mb.is_nan());
+    assert!(back.run.latency[0].p50_ms.is_nan());
+    // Re-serialised, the two are the same document.
+    assert_eq!(
+        serde_json::to_string(&back).unwrap(),
+        serde_json::to_string(&r).unwrap()
+    );
+}
+
+#[test]
+fn a_run_report_without_a_schema_number_is_read_and_a_newer_one_refused() {
+    let r = report(vec![actions()]);
+    let mut json = serde_json::to_value(&r).unwrap();
+    json.as_object_mut().unwrap().remove("schema_version");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run-ort.json");
+    std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+    let old = RunReport::read(dir.path(), crate::vocab::BackendKind::Ort).unwrap();
+    assert_eq!((old.schema_version, old.pass), (0, r.pass));
+    json["schema_version"] = 99.into();
+    std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+    let err = format!(
+        "{:#}",
+        RunReport::read(dir.path(), crate::vocab::BackendKind::Ort).unwrap_err()
+    );
+    assert!(
+        err.contains("run-ort.json") && err.contains("cargo xtask run --backend ort"),
+        "{err}"
+    );
+}

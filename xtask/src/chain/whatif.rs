@@ -103,18 +103,19 @@ fn digest(inputs: &BTreeMap<String, Tensor>) -> String {
 }
 
 /// One component's what-if: the chain with it (and the `--fp32` set) in fp32.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct AttributionRow {
     pub component: String,
     /// The ranked boundary against its golden with this component in fp32.
     pub metrics: Metrics,
     /// `(base rel-L2 - rel-L2 with it in fp32) / base rel-L2`: 1 = running this component
     /// exactly removes all of the error, 0 = none, negative = the error grows.
+    #[serde(deserialize_with = "crate::recipe::gate::f64_or_nan")]
     pub removed: f64,
 }
 
 /// `run --attribute`: the ranked what-ifs, best first.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Attribution {
     pub boundary: String,
     /// The ranked boundary of the run itself (only the `--fp32` set in fp32).

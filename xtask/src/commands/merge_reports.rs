@@ -35,7 +35,7 @@ impl MergeReports {
                 if !file.is_file() {
                     continue;
                 }
-                let Some(report) = ParityReport::read(dir, backend) else {
+                let Some(report) = ParityReport::read(dir, backend)? else {
                     bail!("{} is not a parity report", file.display());
                 };
                 if report.model != sel.name() {

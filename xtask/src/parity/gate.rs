@@ -56,7 +56,7 @@ pub fn judge(m: &Metrics, gate: &Gate) -> Verdict {
 }
 
 /// How a tensor came out of the gate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Pass,

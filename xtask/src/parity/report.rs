@@ -8,10 +8,14 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::parity::component::ComponentResult;
+use crate::record::{Unreadable, Versioned};
 use crate::report::{ToolVersions, md_table, now_unix, write_json_and_markdown};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ParityReport {
+    /// `ParityReport::SCHEMA` (`record::Versioned`; 0 when read from a report written before).
+    #[serde(default)]
+    pub schema_version: u32,
     pub model: String,
     pub backend: crate::vocab::BackendKind,
     /// Seconds since the Unix epoch.
@@ -30,6 +34,14 @@ pub struct ParityReport {
     pub pass: bool,
 }
 
+/// v1: the first numbered schema; reports written before it carry every field but the number
+/// and are read as they are.
+impl Versioned for ParityReport {
+    const KIND: &'static str = "parity report";
+    const SCHEMA: u32 = 1;
+    const READS_OLDER: &'static [u32] = &[0];
+}
+
 impl ParityReport {
     /// The report of one `parity` run; it passes when every component passed.
     pub fn new(
@@ -41,6 +53,7 @@ impl ParityReport {
         let htp = (backend == crate::vocab::BackendKind::Htp)
             .then(|| crate::runtime::probe::HtpKind::of(rt));
         ParityReport {
+            schema_version: <Self as Versioned>::SCHEMA,
             model: model.into(),
             backend,
             created_unix: now_unix(),
@@ -93,15 +106,23 @@ impl ParityReport {
             .all(|c| c.pass)
     }
 
-    /// The report already written for this model and backend, if readable.
-    pub fn read(dir: &Path, backend: crate::vocab::BackendKind) -> Option<ParityReport> {
+    /// The report written for this model and backend in `dir`: None when there is none, an
+    /// error naming the file when it cannot be read as a parity report of a known schema.
+    pub fn read(dir: &Path, backend: crate::vocab::BackendKind) -> Result<Option<ParityReport>> {
         Self::read_stem(dir, &format!("parity-{backend}"))
     }
 
-    /// The report written under `stem` (`parity-<backend>[-device]`), if readable.
-    pub fn read_stem(dir: &Path, stem: &str) -> Option<ParityReport> {
-        let bytes = std::fs::read(dir.join(format!("{stem}.json"))).ok()?;
-        serde_json::from_slice(&bytes).ok()
+    /// The report written under `stem` (`parity-<backend>[-device]`), as `read`.
+    pub fn read_stem(dir: &Path, stem: &str) -> Result<Option<ParityReport>> {
+        let backend = stem
+            .trim_start_matches("parity-")
+            .trim_end_matches("-device");
+        let rebuild = format!("cargo xtask parity --backend {backend}");
+        match crate::record::read_or_missing(&dir.join(format!("{stem}.json")), &rebuild) {
+            Ok(r) => Ok(Some(r)),
+            Err(Unreadable::Missing) => Ok(None),
+            Err(Unreadable::Refused(e)) => Err(e),
+        }
     }
 
     /// The file stem: `parity-<backend>`, or `parity-<backend>-device` for `--device` runs.

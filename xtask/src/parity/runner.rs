@@ -86,7 +86,12 @@ impl ParityRun<'_> {
         let dir = crate::project::reports_dir(self.root, name);
         if self.narrowed {
             let order: Vec<&str> = self.model.components.iter().map(|c| c.name()).collect();
-            report.merge_earlier(ParityReport::read_stem(&dir, &report.stem()), &order);
+            // An unreadable earlier report is not merged (this run's report replaces it); say so.
+            let earlier = ParityReport::read_stem(&dir, &report.stem()).unwrap_or_else(|e| {
+                crate::ui::warnings::warn(format!("{e:#}; its components are not kept"));
+                None
+            });
+            report.merge_earlier(earlier, &order);
         }
         write_parity_report(&dir, &report)?;
         crate::ui::json::offer(&report);

@@ -27,3 +27,23 @@ fn unknown() -> f64 {
 pub fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
+
+/// `f64_or_nan` for a list (per-layer cosines can be NaN, written as `null`).
+pub fn vec_f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    Ok(Vec::<Option<f64>>::deserialize(d)?
+        .into_iter()
+        .map(|v| v.unwrap_or(f64::NAN))
+        .collect())
+}
+
+/// `f64_or_nan` for the values of a map (per-component load times).
+pub fn map_vec_f64_or_nan<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<std::collections::BTreeMap<String, Vec<f64>>, D::Error> {
+    Ok(
+        std::collections::BTreeMap::<String, Vec<Option<f64>>>::deserialize(d)?
+            .into_iter()
+            .map(|(k, v)| (k, v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect()))
+            .collect(),
+    )
+}

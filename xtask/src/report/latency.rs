@@ -6,17 +6,25 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-#[derive(Debug, Clone, Serialize)]
+use crate::recipe::gate::f64_or_nan;
+
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct LatencyStats {
     pub name: String,
     pub samples: usize,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub min_ms: f64,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub p50_ms: f64,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub p90_ms: f64,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub p99_ms: f64,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub max_ms: f64,
     /// Every timed sample in the order it was measured (the percentiles above hide how few
     /// there may be; the HTML draws them as a distribution).
+    #[serde(deserialize_with = "crate::recipe::gate::vec_f64_or_nan")]
     pub samples_ms: Vec<f64>,
 }
 
