@@ -11,7 +11,9 @@ pub(crate) fn generate(rt: &Runtime, a: &BTreeMap<String, String>, corrupt: bool
     let htp_path = config["backend_extensions"]["config_file_path"]
         .as_str()
         .context("no backend_extensions.config_file_path")?;
-    let htp: serde_json::Value = serde_json::from_slice(&std::fs::read(htp_path)?)?;
+    let htp: xtask::htp_target::HtpBackendConfig =
+        serde_json::from_slice(&std::fs::read(htp_path)?)
+            .with_context(|| format!("{htp_path}: not an HTP backend-extension config"))?;
     let target = HtpTarget::from_sdk_config(&htp)?;
     let (graph, flags) = read_dlc(need(a, "--dlc_path")?)?;
     let tmp = tempfile::tempdir()?;

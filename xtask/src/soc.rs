@@ -91,6 +91,23 @@ pub fn parse_soc(text: &str) -> Result<Soc> {
     }
 }
 
+/// A record names a SoC by the table's fields; reading it back looks the id up in the table
+/// (a SoC this tool does not know is refused, never made up).
+impl<'de> serde::Deserialize<'de> for Soc {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        struct Written {
+            id: u32,
+        }
+        let id = Written::deserialize(d)?.id;
+        KNOWN_SOCS
+            .iter()
+            .find(|s| s.id == id)
+            .copied()
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown SoC id {id}")))
+    }
+}
+
 impl std::str::FromStr for Soc {
     type Err = anyhow::Error;
 
@@ -123,6 +140,15 @@ mod tests {
         assert_eq!(parse_soc("77").unwrap().htp_arch, 73);
         assert_eq!(parse_soc("qcs9075").unwrap().id, 77);
         assert_eq!(parse_soc("SM8650").unwrap().htp_arch, 75);
+    }
+
+    #[test]
+    fn a_soc_round_trips_through_json_by_its_id() {
+        let soc = parse_soc("77").unwrap();
+        let json = serde_json::to_string(&soc).unwrap();
+        assert_eq!(serde_json::from_str::<Soc>(&json).unwrap(), soc);
+        let err = serde_json::from_str::<Soc>(r#"{"id": 999}"#).unwrap_err();
+        assert!(err.to_string().contains("unknown SoC id 999"), "{err}");
     }
 
     #[test]

@@ -97,41 +97,70 @@ impl Plan {
                     comp.file.context.optimization_level,
                 );
                 let choice = runners.choose(&est);
-                include.push(serde_json::json!({
-                    "model": sel.name(),
-                    "component": name,
-                    "soc": soc.id,
-                    "build": format!("cargo xtask build-ctx --soc {} --model {} --only {name}", soc.id, sel.name()),
-                    "artifacts": [art.dlc, art.bin, art.wrapper, art.record],
-                    "needs_fetch": !on_disk,
-                    "input_paths": input_paths(model, comp).join("\n"),
-                    "input_bytes": bytes.as_ref().map_or(serde_json::json!("unknown"), |b| b.total.into()),
-                    "input_bytes_source": bytes.as_ref().map_or("unknown (not on disk, no --manifest)", |b| b.source),
-                    "estimate": est.json(),
-                    "runner": choice.label,
-                    "timeout_minutes": est.timeout_minutes(),
-                    "blocker": choice.blocker.unwrap_or_default(),
-                }));
+                include.push(PlanEntry {
+                    model: sel.name().to_string(),
+                    component: name.to_string(),
+                    soc: soc.id,
+                    build: format!(
+                        "cargo xtask build-ctx --soc {} --model {} --only {name}",
+                        soc.id,
+                        sel.name()
+                    ),
+                    artifacts: [art.dlc, art.bin, art.wrapper, art.record],
+                    needs_fetch: !on_disk,
+                    input_paths: input_paths(model, comp).join("\n"),
+                    input_bytes: bytes.as_ref().map_or(sizing::Figure::Unknown, |b| {
+                        sizing::Figure::Value(b.total as f64)
+                    }),
+                    input_bytes_source: bytes
+                        .as_ref()
+                        .map_or("unknown (not on disk, no --manifest)", |b| b.source)
+                        .to_string(),
+                    estimate: est.shown(),
+                    runner: choice.label,
+                    timeout_minutes: est.timeout_minutes(),
+                    blocker: choice.blocker.unwrap_or_default(),
+                });
             }
         }
         if self.json {
-            crate::outln!("{}", serde_json::json!({ "include": include }));
+            let matrix = serde_json::json!({ "include": include });
+            crate::outln!("{matrix}");
         } else {
             for e in &include {
                 crate::outln!(
                     "{}   # runner {}, timeout {} min{}",
-                    e["build"].as_str().unwrap_or_default(),
-                    e["runner"].as_str().unwrap_or_default(),
-                    e["timeout_minutes"],
-                    match e["blocker"].as_str() {
-                        Some(b) if !b.is_empty() => format!(" — BLOCKED: {b}"),
-                        _ => String::new(),
+                    e.build,
+                    e.runner,
+                    e.timeout_minutes,
+                    match e.blocker.as_str() {
+                        "" => String::new(),
+                        b => format!(" — BLOCKED: {b}"),
                     }
                 );
             }
         }
         Ok(Outcome::Success)
     }
+}
+
+/// One entry of the CI matrix (`plan --json`'s `include`): the regenerate workflow reads these
+/// fields by name.
+#[derive(Debug, Clone, serde::Serialize)]
+struct PlanEntry {
+    model: String,
+    component: String,
+    soc: u32,
+    build: String,
+    artifacts: [std::path::PathBuf; 4],
+    needs_fetch: bool,
+    input_paths: String,
+    input_bytes: sizing::Figure,
+    input_bytes_source: String,
+    estimate: sizing::ShownEstimate,
+    runner: String,
+    timeout_minutes: u32,
+    blocker: String,
 }
 
 /// The input bytes: from the files on disk when all are there, else from the published

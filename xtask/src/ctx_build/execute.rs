@@ -271,12 +271,12 @@ fn build_component(
         let seconds = started.elapsed().as_secs_f64();
         match outcome {
             Ok((outputs, mut detail)) => {
-                detail["memory_estimate_mb"] = serde_json::json!(need.mb);
+                detail.memory_estimate_mb = Some(need.mb);
                 // When it ran, to see what overlapped with `--jobs` (and prove that it did).
-                detail["started_unix_ms"] = serde_json::json!(started_unix_ms);
-                detail["finished_unix_ms"] = serde_json::json!(crate::report::now_unix_ms());
+                detail.started_unix_ms = Some(started_unix_ms);
+                detail.finished_unix_ms = Some(crate::report::now_unix_ms());
                 if let Granted::AfterWaiting(s) = granted {
-                    detail["waited_for_memory_seconds"] = serde_json::json!(s);
+                    detail.waited_for_memory_seconds = Some(s);
                 }
                 env.progress
                     .step_line(&bar, &plan.component, label, "ran", Some(seconds));

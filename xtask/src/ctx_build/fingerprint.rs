@@ -47,7 +47,8 @@ pub struct StepRecord {
     pub restored_from_cache: Option<String>,
     /// Step-specific run details for reports (memory, compiler stages, timings); never read
     /// back as facts.
-    pub detail: serde_json::Value,
+    #[serde(default)]
+    pub detail: crate::ctx_build::detail::StepDetail,
 }
 
 /// All step records of one component, in `ctx/<model>/<component>.record.json`.

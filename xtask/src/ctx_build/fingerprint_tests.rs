@@ -53,7 +53,7 @@ mod key_tests {
             seconds: 0.0,
             facts: test_facts(),
             restored_from_cache: None,
-            detail: serde_json::Value::Null,
+            detail: Default::default(),
         };
         let mut memo = HashMemo::default();
         assert_eq!(
@@ -95,7 +95,7 @@ mod key_tests {
             seconds: 0.0,
             facts: test_facts(),
             restored_from_cache: None,
-            detail: serde_json::Value::Null,
+            detail: Default::default(),
         };
         let mut memo = HashMemo::default();
         let pinned = |pin: &str| with(&format!("{pin}{NOT_FETCHED_MARK}"));
@@ -143,7 +143,7 @@ mod key_tests {
             seconds: 0.0,
             facts: test_facts(),
             restored_from_cache: None,
-            detail: serde_json::Value::Null,
+            detail: Default::default(),
         };
         assert_eq!(
             freshness(dir.path(), Some(&rec), &key("a"), &mut memo),

@@ -5,6 +5,7 @@
 
 pub mod change;
 pub mod compile_watch;
+pub mod detail;
 pub mod earlier;
 pub mod execute;
 pub mod facts;

@@ -117,7 +117,7 @@ fn a_change_in_what_is_rendered_dirties_the_context_step() {
             seconds: 0.0,
             facts: crate::ctx_build::fingerprint::test_facts(),
             restored_from_cache: None,
-            detail: serde_json::Value::Null,
+            detail: Default::default(),
         };
         let dir = tempfile::tempdir().unwrap();
         let state = freshness(

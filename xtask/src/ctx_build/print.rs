@@ -104,7 +104,8 @@ pub fn print_commands(toolchain: &str, model: &Model, plans: &[ComponentPlan]) {
                 let label = if i == 0 { label } else { "" };
                 crate::outln!("  {label:<13}{line}");
             }
-            for (path, json) in &step.rendered.files {
+            for (path, config) in &step.rendered.files {
+                let json = serde_json::to_string(config).unwrap_or_default();
                 crate::outln!("  {path}: {json}");
             }
         }
@@ -144,7 +145,7 @@ pub struct StepJson<'a> {
     pub key: Option<&'a str>,
     pub key_parts: Option<&'a std::collections::BTreeMap<String, String>>,
     pub commands: &'a [String],
-    pub files: &'a [(String, serde_json::Value)],
+    pub files: &'a [(String, crate::htp_target::sdk_config::SdkConfigFile)],
 }
 
 fn step_json(step: &PlannedStep) -> StepJson<'_> {

@@ -3,22 +3,24 @@
 
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::ctx_build::detail::StepDetail;
 use crate::ctx_build::facts::StepFacts;
 use crate::ctx_build::fingerprint::StepRecord;
 use crate::ctx_build::plan::{PlannedStep, Versions};
+use crate::record::Versioned;
 use crate::runtime::Runtime;
 use crate::soc::Soc;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OutputFile {
     pub path: String,
     pub bytes: u64,
     pub sha256: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StepStatus {
     Ran,
@@ -32,7 +34,7 @@ pub enum StepStatus {
     Earlier,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepOutcome {
     pub step: String,
     pub status: StepStatus,
@@ -40,7 +42,7 @@ pub struct StepOutcome {
     pub reasons: Vec<String>,
     pub seconds: f64,
     pub outputs: Vec<OutputFile>,
-    pub detail: serde_json::Value,
+    pub detail: StepDetail,
     pub error: Option<String>,
     /// The step's typed facts, from its record (None when it failed or was skipped).
     pub facts: Option<StepFacts>,
@@ -60,7 +62,7 @@ impl StepOutcome {
         reasons: Vec<String>,
         seconds: f64,
         outputs: Vec<OutputFile>,
-        detail: serde_json::Value,
+        detail: StepDetail,
         key: String,
     ) -> Self {
         StepOutcome {
@@ -107,7 +109,7 @@ impl StepOutcome {
         reasons: Vec<String>,
         seconds: f64,
         outputs: Vec<OutputFile>,
-        detail: serde_json::Value,
+        detail: StepDetail,
     ) -> Self {
         StepOutcome {
             step: step.kind.label().into(),
@@ -129,7 +131,7 @@ impl StepOutcome {
             reasons,
             seconds,
             outputs: vec![],
-            detail: serde_json::Value::Null,
+            detail: StepDetail::default(),
             error: Some(error),
             facts: None,
             restored_from_cache: None,
@@ -143,7 +145,7 @@ impl StepOutcome {
             reasons: vec![why],
             seconds: 0.0,
             outputs: vec![],
-            detail: serde_json::Value::Null,
+            detail: StepDetail::default(),
             error: None,
             facts: None,
             restored_from_cache: None,
@@ -164,7 +166,7 @@ fn recorded_outputs(record: &StepRecord, root: &Path) -> Vec<OutputFile> {
         .collect()
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ComponentBuild {
     pub component: String,
     pub pass: bool,
@@ -173,8 +175,11 @@ pub struct ComponentBuild {
     pub cache_refused: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BuildReport {
+    /// `BuildReport::SCHEMA` (`record::Versioned`; 0 when read from a report written before).
+    #[serde(default)]
+    pub schema_version: u32,
     pub model: String,
     pub soc: Soc,
     pub created_unix: u64,
@@ -193,7 +198,29 @@ pub struct BuildReport {
     pub pass: bool,
 }
 
+/// v1: the first numbered schema, with typed step details (`detail::StepDetail`, the same JSON
+/// fields as before); unnumbered reports are read as they are.
+impl Versioned for BuildReport {
+    const KIND: &'static str = "build report";
+    const SCHEMA: u32 = 1;
+    const READS_OLDER: &'static [u32] = &[0];
+}
+
 impl BuildReport {
+    /// `build-soc<N>.json` in `dir`, read through its type.
+    pub fn read(path: &Path) -> anyhow::Result<BuildReport> {
+        crate::record::read(path, "cargo xtask build-ctx")
+    }
+
+    /// The step `label` of `component`, if the report has it.
+    pub fn step(&self, component: &str, label: &str) -> Option<&StepOutcome> {
+        self.components
+            .iter()
+            .filter(|c| c.component == component)
+            .flat_map(|c| &c.steps)
+            .find(|s| s.step == label)
+    }
+
     pub fn new(
         model: &str,
         soc: &Soc,
@@ -203,6 +230,7 @@ impl BuildReport {
         components: Vec<ComponentBuild>,
     ) -> Self {
         BuildReport {
+            schema_version: <Self as Versioned>::SCHEMA,
             model: model.into(),
             soc: *soc,
             created_unix: crate::report::now_unix(),

@@ -18,22 +18,20 @@ fn color(s: StepStatus) -> &'static str {
 }
 
 pub fn html(r: &BuildReport, markdown: &str) -> String {
-    let ms = |d: &serde_json::Value, k: &str| d[k].as_f64();
     let t0 = r
         .components
         .iter()
         .flat_map(|c| &c.steps)
-        .filter_map(|s| ms(&s.detail, "started_unix_ms"))
+        .filter_map(|s| s.detail.started_unix_ms)
+        .map(|ms| ms as f64)
         .fold(f64::INFINITY, f64::min);
     let mut bars = Vec::new();
     let mut failed = Vec::new();
     for c in &r.components {
         for s in &c.steps {
-            let start = ms(&s.detail, "started_unix_ms").map(|v| (v - t0) / 1000.0);
-            let peak = ms(&s.detail, "peak_rss_mb");
-            let added = peak
-                .zip(ms(&s.detail, "rss_start_mb"))
-                .map(|(p, r0)| (p - r0).max(0.0));
+            let start = s.detail.started_unix_ms.map(|v| (v as f64 - t0) / 1000.0);
+            let peak = s.detail.peak_rss_mb;
+            let added = s.detail.memory_added_mb();
             let status = format!("{:?}", s.status).to_lowercase();
             let text = match (added, peak) {
                 (Some(a), Some(p)) => format!("{:.1} s · +{a:.0} MB (peak {p:.0} MB)", s.seconds),

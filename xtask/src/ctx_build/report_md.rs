@@ -65,10 +65,11 @@ fn graph_name_note(r: &BuildReport, md: &mut String) {
     let mut whys: Vec<String> = Vec::new();
     for c in &r.components {
         for s in c.steps.iter() {
-            let asked = &s.detail["graph_name_honoured"];
-            if asked["honoured"] == false {
+            if let Some(asked) = &s.detail.graph_name_honoured
+                && !asked.honoured
+            {
                 names.push(format!("`{}`", c.component));
-                let why = asked["why"].as_str().unwrap_or("").to_string();
+                let why = asked.why.clone().unwrap_or_default();
                 if !whys.contains(&why) {
                     whys.push(why);
                 }
@@ -122,40 +123,35 @@ fn step_detail(s: &StepOutcome) -> String {
         parts.push(f.summary());
     }
     // Whether the recipe's graph_name was honoured is said once below the table, not per row.
-    if let Some(g) = s.detail.get("graph_name").and_then(|v| v.as_str()) {
+    if let Some(g) = &s.detail.graph_name {
         parts.push(format!("graph `{g}`"));
-    } else if let Some(sum) = s.detail.get("summary").and_then(|v| v.as_str()) {
-        parts.push(sum.to_string());
+    } else if let Some(sum) = &s.detail.summary {
+        parts.push(sum.clone());
     } else if !s.reasons.is_empty() {
         parts.push(s.reasons.join("; "));
     }
     // Beside another step of the process, the figures are the process's, not the step's.
-    let shared = s.detail.get("beside_other_steps") == Some(&serde_json::Value::Bool(true));
+    let shared = s.detail.beside_other_steps;
     let (rss_label, cpu_label) = if shared {
         ("process peak RSS", "CPU ≤")
     } else {
         ("peak RSS", "CPU")
     };
-    if let Some(mb) = s.detail.get("peak_rss_mb").and_then(|v| v.as_f64()) {
+    if let Some(mb) = s.detail.peak_rss_mb {
         parts.push(format!("{rss_label} {mb:.0} MB"));
     }
-    if let Some(cpu) = s.detail.get("cpu_s").and_then(|v| v.as_f64()) {
+    if let Some(cpu) = s.detail.cpu_s {
         parts.push(format!("{cpu_label} {cpu:.0} s"));
     }
     if shared {
         parts.push("(beside other steps)".into());
     }
-    if let Some(stages) = s.detail.get("compile_stages").and_then(|v| v.as_array()) {
-        let slowest = stages
-            .iter()
-            .filter_map(|st| Some((st[0].as_str()?, st[1].as_f64()?)))
-            .max_by(|a, b| a.1.total_cmp(&b.1));
-        if let Some((name, secs)) = slowest {
-            parts.push(format!(
-                "{} compiler stages, slowest {name} {secs:.2} s",
-                stages.len()
-            ));
-        }
+    if let (Some(stages), Some((name, secs))) = (&s.detail.compile_stages, s.detail.slowest_stage())
+    {
+        parts.push(format!(
+            "{} compiler stages, slowest {name} {secs:.2} s",
+            stages.len()
+        ));
     }
     parts.join(" · ")
 }

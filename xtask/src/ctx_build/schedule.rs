@@ -61,10 +61,7 @@ pub fn estimate(kind: StepKind, onnx_mb: f64, last_increase_mb: Option<f64>) -> 
 
 /// The memory a step added the last time it ran, from its record entry.
 pub fn last_increase_mb(record: &ComponentRecord, record_name: &str) -> Option<f64> {
-    let detail = &record.steps.get(record_name)?.detail;
-    let peak = detail.get("peak_rss_mb")?.as_f64()?;
-    let start = detail.get("rss_start_mb")?.as_f64()?;
-    Some((peak - start).max(0.0))
+    record.steps.get(record_name)?.detail.memory_added_mb()
 }
 
 /// Bytes of a plan's ONNX and external data (the convert step's inputs), in MB.

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
+use crate::ctx_build::detail::StepDetail;
 use crate::ctx_build::execute::BuildEnv;
 use crate::ctx_build::fingerprint::{ComponentRecord, StepRecord};
 use crate::ctx_build::plan::{ComponentPlan, PlannedStep, StepKind};
@@ -28,7 +29,7 @@ pub fn run_step(
     record: &mut ComponentRecord,
     record_path: &Path,
     bar: &crate::ui::progress::build::Bar,
-) -> Result<(Vec<OutputFile>, serde_json::Value)> {
+) -> Result<(Vec<OutputFile>, StepDetail)> {
     let key = step.key.clone().context("an input file is missing")?;
     if step.kind != StepKind::CpuParity && record.steps.remove(&step.record_name).is_some() {
         record.save(record_path)?;
@@ -76,18 +77,11 @@ pub fn run_step(
         facts,
         mut detail,
     } = ran?;
-    if !detail.is_object() {
-        detail = serde_json::json!({ "value": detail });
-    }
-    detail["peak_rss_mb"] = serde_json::json!(cost.peak_rss_mb);
-    detail["rss_start_mb"] = serde_json::json!(cost.rss_start_mb);
-    detail["cpu_s"] = serde_json::json!(cost.cpu_s);
-    if cost.beside_other_steps {
-        detail["beside_other_steps"] = serde_json::json!(true);
-    }
-    if let Some(c) = compiled {
-        detail["compile_stages"] = serde_json::json!(c.stages);
-    }
+    detail.peak_rss_mb = cost.peak_rss_mb;
+    detail.rss_start_mb = cost.rss_start_mb;
+    detail.cpu_s = cost.cpu_s;
+    detail.beside_other_steps = cost.beside_other_steps;
+    detail.compile_stages = compiled.map(|c| c.stages);
     let outputs = outputs
         .iter()
         .map(|o| move_output(env, o))
@@ -122,7 +116,7 @@ pub fn run_step(
 /// What a cache lookup did for a step.
 pub enum Restored {
     /// Restored: its outputs in place, its record written (the cache key).
-    Yes(Vec<OutputFile>, serde_json::Value, String),
+    Yes(Vec<OutputFile>, StepDetail, String),
     Miss,
     /// The entry was unusable (why); the step must run.
     Refused(String),
@@ -171,11 +165,12 @@ pub fn restore_step(
     let mut restored = entry.record.clone();
     restored.finished_unix = crate::report::now_unix();
     restored.restored_from_cache = Some(key.key.clone());
-    let detail = serde_json::json!({
-        "summary": restored.facts.summary(),
-        "restored_from_cache": key.key,
-        "built_seconds": entry.record.seconds,
-    });
+    let detail = StepDetail {
+        summary: Some(restored.facts.summary()),
+        restored_from_cache: Some(key.key.clone()),
+        built_seconds: Some(entry.record.seconds),
+        ..StepDetail::default()
+    };
     record.steps.insert(step.record_name.clone(), restored);
     record.save(record_path)?;
     Ok(Restored::Yes(outputs, detail, key.key.clone()))

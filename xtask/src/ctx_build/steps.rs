@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
+use crate::ctx_build::detail::{GraphNameHonoured, StepDetail};
 use crate::ctx_build::facts::{ContextFacts, ConvertFacts, CpuParityFacts, FileHash, StepFacts};
 use crate::ctx_build::fingerprint::StepKey;
 use crate::ctx_build::plan::{Artifacts, Versions, section_hash};
@@ -49,7 +50,7 @@ impl StagedOutput {
 pub struct StepRun {
     pub outputs: Vec<StagedOutput>,
     pub facts: StepFacts,
-    pub detail: serde_json::Value,
+    pub detail: StepDetail,
 }
 
 /// ONNX → DLC.
@@ -103,7 +104,7 @@ impl Convert {
         let mut detail = staged.detail;
         let rewrites = check_rewrites(job)?;
         if let Some(check) = &rewrites {
-            detail["summary"] = check.summary().into();
+            detail.summary = Some(check.summary());
         }
         let out = StagedOutput::hash(dlc, &job.artifacts.dlc_candidate)?;
         let convert = &job.comp.file.convert;
@@ -199,7 +200,7 @@ impl CpuParity {
             .with_context(|| format!("cannot stage {} for promotion", candidate.display()))?;
         let out = StagedOutput::hash(&staged, &job.artifacts.dlc)?;
         let golden_rel = job.comp.file.golden.file.display().to_string();
-        let result_json = serde_json::to_value(&result)?;
+        let result_copy = result.clone();
         let facts = StepFacts::CpuParity(CpuParityFacts {
             versions: job.versions.clone(),
             golden: FileHash {
@@ -209,7 +210,11 @@ impl CpuParity {
             current_dlc: out.file(),
             result,
         });
-        let detail = serde_json::json!({ "summary": facts.summary(), "result": result_json });
+        let detail = StepDetail {
+            summary: Some(facts.summary()),
+            result: Some(result_copy),
+            ..StepDetail::default()
+        };
         Ok(StepRun {
             outputs: vec![out],
             facts,
@@ -265,11 +270,14 @@ impl Context {
         };
         let mut detail = staged.detail;
         let source = tc.context_source(job);
-        let graph_name = detail["graph_name"].as_str().unwrap_or("").to_string();
+        let graph_name = detail.graph_name.clone().unwrap_or_default();
         let asked = &job.comp.file.context.graph_name;
         let note = graph_name_note(tc, &graph_name, asked);
-        detail["graph_name_honoured"] =
-            serde_json::json!({ "recipe": asked, "honoured": note.is_none(), "why": note });
+        detail.graph_name_honoured = Some(GraphNameHonoured {
+            recipe: asked.clone(),
+            honoured: note.is_none(),
+            why: note.clone(),
+        });
         let bin = StagedOutput::hash(bin, &job.artifacts.bin)?;
         let wrapper = StagedOutput::hash(wrapper, &job.artifacts.wrapper)?;
         // What the binary was built with, as it ran: the card states it from here.
@@ -285,7 +293,7 @@ impl Context {
             },
             graph_name_note: note,
             graph_name,
-            ep_sdk_version: detail["ep_sdk_version"].as_str().map(str::to_string),
+            ep_sdk_version: detail.ep_sdk_version.clone(),
             binary: bin.file(),
             wrapper: wrapper.file(),
         }));

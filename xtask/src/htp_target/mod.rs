@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 use crate::recipe::ContextSection;
 use soc::Soc;
 
+pub mod sdk_config;
+pub use sdk_config::{DeviceConfig, GraphConfig, HtpBackendConfig};
+
 /// The graph options of a context build (a component's `[context]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HtpGraph {
@@ -96,59 +99,50 @@ impl HtpTarget {
     }
 
     /// The HTP backend-extension config of the QAIRT SDK tools (`graphs`, `devices`).
-    pub fn sdk_config(&self) -> serde_json::Value {
-        let mut config = serde_json::json!({
-            "devices": [{ "soc_model": self.soc_model, "dsp_arch": format!("v{}", self.htp_arch) }],
-        });
-        if let Some(g) = &self.graph {
-            let mut graph = serde_json::json!({
-                "graph_names": [g.name],
-                "O": g.optimization_level,
-                "fp16_relaxed_precision": u8::from(g.fp16),
-            });
-            if g.vtcm_mb > 0 {
-                graph["vtcm_mb"] = g.vtcm_mb.into();
-            }
-            config["graphs"] = serde_json::json!([graph]);
+    pub fn sdk_config(&self) -> HtpBackendConfig {
+        HtpBackendConfig {
+            devices: vec![DeviceConfig {
+                dsp_arch: format!("v{}", self.htp_arch),
+                soc_model: self.soc_model,
+            }],
+            graphs: self.graph.as_ref().map(|g| {
+                vec![GraphConfig {
+                    optimization_level: g.optimization_level,
+                    fp16_relaxed_precision: u8::from(g.fp16),
+                    graph_names: vec![g.name.clone()],
+                    vtcm_mb: (g.vtcm_mb > 0).then_some(g.vtcm_mb),
+                }]
+            }),
         }
-        config
     }
 
     /// The target an HTP backend-extension config describes (the inverse of `sdk_config`).
-    pub fn from_sdk_config(config: &serde_json::Value) -> anyhow::Result<Self> {
+    pub fn from_sdk_config(config: &HtpBackendConfig) -> anyhow::Result<Self> {
         use anyhow::Context;
-        let device = &config["devices"][0];
-        let soc_model = device["soc_model"]
-            .as_u64()
-            .context("devices[0].soc_model")?
-            .try_into()
-            .context("devices[0].soc_model is out of range")?;
-        let htp_arch = device["dsp_arch"]
-            .as_str()
-            .and_then(|d| d.trim_start_matches('v').parse().ok())
-            .context("devices[0].dsp_arch")?;
-        let graph = match config["graphs"].get(0) {
+        let device = config
+            .devices
+            .first()
+            .context("the config names no device")?;
+        let htp_arch = device
+            .dsp_arch
+            .strip_prefix('v')
+            .and_then(|d| d.parse().ok())
+            .with_context(|| format!("devices[0].dsp_arch {:?} is not `v<N>`", device.dsp_arch))?;
+        let graph = match config.graphs.as_ref().and_then(|g| g.first()) {
             None => None,
             Some(g) => Some(HtpGraph {
-                name: g["graph_names"][0]
-                    .as_str()
-                    .context("graphs[0].graph_names")?
-                    .to_string(),
-                optimization_level: g["O"]
-                    .as_u64()
-                    .context("graphs[0].O")?
-                    .try_into()
-                    .context("graphs[0].O is out of range")?,
-                fp16: g["fp16_relaxed_precision"].as_u64() == Some(1),
-                vtcm_mb: g["vtcm_mb"]
-                    .as_u64()
-                    .unwrap_or(0)
-                    .try_into()
-                    .context("graphs[0].vtcm_mb is out of range")?,
+                name: g
+                    .graph_names
+                    .first()
+                    .context("graphs[0].graph_names is empty")?
+                    .clone(),
+                optimization_level: g.optimization_level,
+                fp16: g.fp16_relaxed_precision == 1,
+                vtcm_mb: g.vtcm_mb.unwrap_or(0),
             }),
         };
         Ok(HtpTarget {
-            soc_model,
+            soc_model: device.soc_model,
             htp_arch,
             graph,
         })
@@ -182,24 +176,21 @@ mod tests {
     fn agree(t: &HtpTarget) {
         let ep: std::collections::BTreeMap<String, String> = t.ep_options().into_iter().collect();
         let sdk = t.sdk_config();
-        let device = &sdk["devices"][0];
-        assert_eq!(ep["soc_model"], device["soc_model"].to_string());
-        assert_eq!(
-            format!("v{}", ep["htp_arch"]),
-            device["dsp_arch"].as_str().unwrap()
-        );
-        let graph = &sdk["graphs"][0];
+        let device = &sdk.devices[0];
+        assert_eq!(ep["soc_model"], device.soc_model.to_string());
+        assert_eq!(format!("v{}", ep["htp_arch"]), device.dsp_arch);
+        let graph = &sdk.graphs.as_ref().unwrap()[0];
         assert_eq!(
             ep["htp_graph_finalization_optimization_mode"],
-            graph["O"].to_string()
+            graph.optimization_level.to_string()
         );
         assert_eq!(
             ep["enable_htp_fp16_precision"],
-            graph["fp16_relaxed_precision"].to_string()
+            graph.fp16_relaxed_precision.to_string()
         );
         assert_eq!(
             ep.get("vtcm_mb").cloned(),
-            graph.get("vtcm_mb").map(|v| v.to_string())
+            graph.vtcm_mb.map(|v| v.to_string())
         );
         assert_eq!(ep.len(), 4 + usize::from(ep.contains_key("vtcm_mb")));
         assert_eq!(HtpTarget::from_sdk_config(&sdk).unwrap(), *t);
@@ -216,14 +207,16 @@ mod tests {
     fn vtcm_zero_means_backend_default_on_both_sides() {
         let t = target(0, true);
         assert!(t.ep_options().iter().all(|(k, _)| k != "vtcm_mb"));
-        assert!(t.sdk_config()["graphs"][0].get("vtcm_mb").is_none());
+        assert!(t.sdk_config().graphs.unwrap()[0].vtcm_mb.is_none());
+        let json = serde_json::to_value(target(0, true).sdk_config()).unwrap();
+        assert!(json["graphs"][0].get("vtcm_mb").is_none(), "{json}");
     }
 
     #[test]
     fn a_built_context_target_names_only_the_device() {
         let t = HtpTarget::for_built_contexts(77, 73);
         assert_eq!(t.ep_options().len(), 2);
-        assert!(t.sdk_config().get("graphs").is_none());
+        assert!(t.sdk_config().graphs.is_none());
         assert_eq!(HtpTarget::from_sdk_config(&t.sdk_config()).unwrap(), t);
     }
 }

@@ -7,8 +7,8 @@
 use std::path::Path;
 use std::time::Instant;
 
+use crate::ctx_build::report::BuildReport;
 use anyhow::{Context, Result};
-use serde_json::Value;
 
 use super::{full_width_project, xtask_in};
 
@@ -16,7 +16,7 @@ use super::{full_width_project, xtask_in};
 struct Measured {
     jobs: usize,
     wall: f64,
-    report: Value,
+    report: BuildReport,
 }
 
 pub fn run(repo: &Path) -> Result<()> {
@@ -46,7 +46,7 @@ pub fn run(repo: &Path) -> Result<()> {
         let kept = out.join(format!("build-jobs{jobs}.json"));
         std::fs::copy(&report_path, &kept)
             .with_context(|| format!("cannot keep {}", report_path.display()))?;
-        let report: Value = serde_json::from_slice(&std::fs::read(&kept)?)?;
+        let report = BuildReport::read(&kept)?;
         runs.push(Measured { jobs, wall, report });
     }
     print_steps(&runs[0]);
@@ -78,21 +78,11 @@ pub fn run(repo: &Path) -> Result<()> {
 }
 
 /// The component whose steps took longest, its seconds, and the sum over all components.
-fn longest_component(report: &Value) -> (f64, String, f64) {
-    let empty = Vec::new();
-    let per: Vec<(f64, String)> = report["components"]
-        .as_array()
-        .unwrap_or(&empty)
+fn longest_component(report: &BuildReport) -> (f64, String, f64) {
+    let per: Vec<(f64, String)> = report
+        .components
         .iter()
-        .map(|c| {
-            let secs = c["steps"]
-                .as_array()
-                .unwrap_or(&empty)
-                .iter()
-                .filter_map(|s| s["seconds"].as_f64())
-                .sum();
-            (secs, c["component"].as_str().unwrap_or("?").to_string())
-        })
+        .map(|c| (c.steps.iter().map(|s| s.seconds).sum(), c.component.clone()))
         .collect();
     let total = per.iter().map(|p| p.0).sum();
     let (longest, name) = per
@@ -108,7 +98,7 @@ fn print_steps(run: &Measured) {
 }
 
 /// The per-step table of a build report (also the real-size bench's).
-pub fn print_steps_of(report: &Value) {
+pub fn print_steps_of(report: &BuildReport) {
     crate::outln!(
         "{:<16} {:<11} {:>9} {:>10} {:>10} {:>10}  compile stages (s)",
         "component",
@@ -118,33 +108,25 @@ pub fn print_steps_of(report: &Value) {
         "added MB",
         "est. MB"
     );
-    let empty = Vec::new();
-    let comps = report["components"].as_array().unwrap_or(&empty);
-    for comp in comps {
-        for step in comp["steps"].as_array().unwrap_or(&empty) {
-            let d = &step["detail"];
-            let num = |v: &Value| v.as_f64().map_or("-".to_string(), |x| format!("{x:.0}"));
-            let added = match (d["peak_rss_mb"].as_f64(), d["rss_start_mb"].as_f64()) {
-                (Some(p), Some(s)) => format!("{:.0}", p - s),
-                _ => "-".into(),
-            };
-            let stages = d["compile_stages"]
-                .as_array()
-                .map(|st| {
-                    st.iter()
-                        .filter_map(|s| Some(format!("{} {:.1}", s[0].as_str()?, s[1].as_f64()?)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
-                .unwrap_or_default();
+    let num = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
+    for comp in &report.components {
+        for step in &comp.steps {
+            let d = &step.detail;
+            let stages = d
+                .compile_stages
+                .iter()
+                .flatten()
+                .map(|(name, s)| format!("{name} {s:.1}"))
+                .collect::<Vec<_>>()
+                .join(", ");
             crate::outln!(
                 "{:<16} {:<11} {:>9.1} {:>10} {:>10} {:>10}  {}",
-                comp["component"].as_str().unwrap_or("?"),
-                step["step"].as_str().unwrap_or("?"),
-                step["seconds"].as_f64().unwrap_or(f64::NAN),
-                num(&d["peak_rss_mb"]),
-                added,
-                num(&d["memory_estimate_mb"]),
+                comp.component,
+                step.step,
+                step.seconds,
+                num(d.peak_rss_mb),
+                num(d.memory_added_mb()),
+                num(d.memory_estimate_mb),
                 stages
             );
         }

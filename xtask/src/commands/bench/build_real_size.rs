@@ -27,8 +27,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::ctx_build::report::BuildReport;
+use crate::parity::report::ParityReport;
 use anyhow::{Context, Result};
-use serde_json::Value;
 
 use super::{generate_once, xtask_in};
 
@@ -269,7 +270,7 @@ fn generate(repo: &Path, project: &Path, vision_layers: Option<u32>) -> Result<(
 }
 
 /// A cold `build-ctx` of `model`; its report, also kept in `out`.
-fn build(project: &Path, out: &Path, model: &str, jobs: usize) -> Result<Value> {
+fn build(project: &Path, out: &Path, model: &str, jobs: usize) -> Result<BuildReport> {
     crate::errln!("build-ctx --model {model} --force --jobs {jobs} ...");
     let jobs = jobs.to_string();
     xtask_in(
@@ -285,7 +286,7 @@ fn build(project: &Path, out: &Path, model: &str, jobs: usize) -> Result<Value> 
             &jobs,
         ],
     )?;
-    keep(project, out, model, "build-soc77.json")
+    BuildReport::read(&keep(project, out, model, "build-soc77.json")?)
 }
 
 /// `parity --backend htp --only <only>`: its verdict line per component.
@@ -304,67 +305,53 @@ fn htp_parity(project: &Path, out: &Path, model: &str, only: &str) -> Result<Str
             only,
         ],
     );
-    let report = keep(project, out, model, "parity-htp.json")?;
+    let kept = keep(project, out, model, "parity-htp.json")?;
+    let report: ParityReport = crate::record::read(&kept, "cargo xtask parity --backend htp")?;
     Ok(parity_summary(&report))
 }
 
-fn keep(project: &Path, out: &Path, model: &str, file: &str) -> Result<Value> {
+/// Copies a report of the run into `out` (kept beside the bench's figures); its path there.
+fn keep(project: &Path, out: &Path, model: &str, file: &str) -> Result<PathBuf> {
     let from: PathBuf = project.join("reports").join(model).join(file);
     let kept = out.join(format!("{model}-{file}"));
     std::fs::copy(&from, &kept).with_context(|| format!("cannot keep {}", from.display()))?;
-    Ok(serde_json::from_slice(&std::fs::read(&kept)?)?)
+    Ok(kept)
 }
 
 /// The context step's wall and CPU seconds and its slowest compiler stage.
-fn context_seconds(report: &Value, comp: &str) -> (f64, f64, String) {
-    let empty = vec![];
-    let step = report["components"]
-        .as_array()
-        .unwrap_or(&empty)
-        .iter()
-        .filter(|c| c["component"] == comp)
-        .flat_map(|c| c["steps"].as_array().unwrap_or(&empty).iter())
-        .find(|s| s["step"] == "context binary");
-    let Some(step) = step else {
+fn context_seconds(report: &BuildReport, comp: &str) -> (f64, f64, String) {
+    let Some(step) = report.step(comp, "context binary") else {
         return (f64::NAN, f64::NAN, "-".into());
     };
-    let d = &step["detail"];
-    let slowest = d["compile_stages"]
-        .as_array()
-        .unwrap_or(&empty)
-        .iter()
-        .filter_map(|s| Some((s[0].as_str()?.to_string(), s[1].as_f64()?)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
+    let slowest = step
+        .detail
+        .slowest_stage()
         .map_or("-".into(), |(n, s)| format!("{n} {s:.0} s"));
-    (
-        step["seconds"].as_f64().unwrap_or(f64::NAN),
-        d["cpu_s"].as_f64().unwrap_or(f64::NAN),
-        slowest,
-    )
+    (step.seconds, step.detail.cpu_s.unwrap_or(f64::NAN), slowest)
 }
 
 /// `vision: PASS, min cosine 0.99991 (1 - cos 9.0e-5)`, one part per component.
-fn parity_summary(report: &Value) -> String {
-    let empty = vec![];
-    report["components"]
-        .as_array()
-        .unwrap_or(&empty)
+fn parity_summary(report: &ParityReport) -> String {
+    report
+        .components
         .iter()
         .map(|c| {
-            let cos = c["outputs"]
-                .as_array()
-                .unwrap_or(&empty)
+            let cos = c
+                .outputs
                 .iter()
-                .filter_map(|o| o["metrics"]["cosine"].as_f64())
-                .fold(f64::NAN, f64::min);
+                .map(|o| o.metrics.cosine)
+                // A NaN cosine is shown as NaN, never hidden behind the others' minimum.
+                .fold(f64::INFINITY, |a, c| {
+                    if a.is_nan() || c.is_nan() {
+                        f64::NAN
+                    } else {
+                        a.min(c)
+                    }
+                });
             format!(
                 "{}: {}, min cosine {cos:.6} (1 - cos {:.1e})",
-                c["component"].as_str().unwrap_or("?"),
-                if c["pass"].as_bool() == Some(true) {
-                    "PASS"
-                } else {
-                    "FAIL"
-                },
+                c.component,
+                if c.pass { "PASS" } else { "FAIL" },
                 1.0 - cos
             )
         })

@@ -19,7 +19,7 @@
 //!   (HTP compile + HTP parity emulation per layer) from the recipe's `[estimate.<component>]`
 //!   (measured on 2 cores, emulated HTP); convert and CPU parity are not measured and not added.
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
 mod measured;
 
@@ -137,16 +137,17 @@ impl Estimate {
         }
     }
 
-    pub fn json(&self) -> Value {
-        let num = |v: Option<f64>| v.map_or(json!("unknown"), |v| json!(up_to_tenth(v)));
-        json!({
-            "kind": "estimate",
-            "peak_memory_gb": num(self.memory_gb),
-            "disk_gb": num(self.disk_gb),
-            "minutes": num(self.minutes),
-            "minutes_is_lower_bound": self.minutes_partial,
-            "basis": self.basis,
-        })
+    /// The estimate as `plan --json` shows it (figures rounded up to a tenth).
+    pub fn shown(&self) -> ShownEstimate {
+        let num = |v: Option<f64>| v.map_or(Figure::Unknown, |v| Figure::Value(up_to_tenth(v)));
+        ShownEstimate {
+            kind: "estimate",
+            peak_memory_gb: num(self.memory_gb),
+            disk_gb: num(self.disk_gb),
+            minutes: num(self.minutes),
+            minutes_is_lower_bound: self.minutes_partial,
+            basis: self.basis.clone(),
+        }
     }
 
     fn fits(&self, memory_gb: f64, disk_gb: f64) -> bool {
@@ -165,6 +166,31 @@ impl Estimate {
             f(self.disk_gb)
         )
     }
+}
+
+/// A figure of `plan --json`: a number, or the word `unknown` (the workflow shows either).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Figure {
+    Value(f64),
+    #[serde(serialize_with = "unknown_word")]
+    Unknown,
+}
+
+fn unknown_word<S: serde::Serializer>(s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str("unknown")
+}
+
+/// An estimate as `plan --json` writes it (read by the regenerate workflow).
+#[derive(Debug, Clone, Serialize)]
+pub struct ShownEstimate {
+    /// Always `estimate`: these are not measurements.
+    pub kind: &'static str,
+    pub peak_memory_gb: Figure,
+    pub disk_gb: Figure,
+    pub minutes: Figure,
+    pub minutes_is_lower_bound: bool,
+    pub basis: Vec<String>,
 }
 
 /// Estimates are shown rounded up to a tenth (they size a runner: never under-state), the

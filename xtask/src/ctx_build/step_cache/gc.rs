@@ -213,7 +213,7 @@ mod tests {
             seconds: 0.0,
             facts: crate::ctx_build::fingerprint::test_facts(),
             restored_from_cache: None,
-            detail: serde_json::Value::Null,
+            detail: Default::default(),
         };
         let file = EntryFile {
             key: key.into(),

@@ -5,6 +5,7 @@
 use anyhow::Result;
 
 use super::{Rendered, STAGING, Staged, StepJob, Toolchain};
+use crate::ctx_build::detail::StepDetail;
 use crate::ctx_build::facts::ToolchainUsed;
 use crate::ctx_build::plan::{Artifacts, StepKind};
 use crate::htp_target::HtpTarget;
@@ -65,7 +66,11 @@ impl Toolchain for Embedded {
         let dlc_from = dlc.file_name().map(|n| n.to_string_lossy().into_owned());
         Ok(Staged {
             files: vec![dlc],
-            detail: serde_json::json!({ "placement": placement, "dlc_from": dlc_from }),
+            detail: StepDetail {
+                placement: Some(placement),
+                dlc_from,
+                ..StepDetail::default()
+            },
         })
     }
 
@@ -96,7 +101,12 @@ impl Toolchain for Embedded {
         )?;
         Ok(Staged {
             files: vec![bin, wrapper],
-            detail: serde_json::to_value(info)?,
+            detail: StepDetail {
+                graph_name: Some(info.graph_name),
+                ep_sdk_version: info.ep_sdk_version,
+                bin_file: Some(info.bin_file),
+                ..StepDetail::default()
+            },
         })
     }
 

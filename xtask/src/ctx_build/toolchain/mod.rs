@@ -14,6 +14,7 @@ use crate::ctx_build::facts::ToolchainUsed;
 use crate::ctx_build::plan::{Artifacts, StepKind};
 use crate::hashing::sha256_bytes;
 use crate::htp_target::HtpTarget;
+use crate::htp_target::sdk_config::SdkConfigFile;
 use crate::parity::component::{ComponentResult, GoldenIo};
 use crate::recipe::{Component, Model};
 use crate::soc::Soc;
@@ -32,7 +33,7 @@ pub struct Rendered {
     /// Command lines run, in order (SDK tools); empty for the embedded runtime.
     pub commands: Vec<String>,
     /// Config files the step writes: (rendered path, JSON).
-    pub files: Vec<(String, serde_json::Value)>,
+    pub files: Vec<(String, SdkConfigFile)>,
 }
 
 impl Rendered {
@@ -51,10 +52,10 @@ impl Rendered {
     }
 
     /// A config file the step writes; the sha256 of its bytes is a key part.
-    pub fn file(mut self, name: &str, path: String, json: serde_json::Value) -> Self {
-        let bytes = serde_json::to_vec_pretty(&json).unwrap_or_default();
-        self.parts.insert(name.into(), sha256_bytes(&bytes));
-        self.files.push((path, json));
+    pub fn file(mut self, name: &str, path: String, config: SdkConfigFile) -> Self {
+        self.parts
+            .insert(name.into(), sha256_bytes(&config.to_bytes()));
+        self.files.push((path, config));
         self
     }
 }
@@ -125,7 +126,7 @@ pub fn rendered_qnn_onnx(comp: &Component, art: &Artifacts) -> PathBuf {
 /// A staged output of a step and what the step reports about it.
 pub struct Staged {
     pub files: Vec<PathBuf>,
-    pub detail: serde_json::Value,
+    pub detail: crate::ctx_build::detail::StepDetail,
 }
 
 pub trait Toolchain: Sync {

@@ -47,20 +47,20 @@ impl Sdk {
 
     /// The SDK's part of [`Sdk::env`] for reports: the variables with only the SDK's folders
     /// (what the current environment adds after them is the machine's, not the build's).
-    pub fn env_record(&self) -> serde_json::Value {
-        let mut m = serde_json::Map::new();
+    pub fn env_record(&self) -> std::collections::BTreeMap<String, String> {
+        let mut m = std::collections::BTreeMap::new();
         for (k, v) in self.env() {
             let own: Vec<&str> = v
                 .split(':')
                 .filter(|p| Path::new(p).starts_with(&self.root))
                 .collect();
-            m.insert(k, own.join(":").into());
+            m.insert(k, own.join(":"));
         }
         m.insert(
             "source".into(),
             "set by xtask from QAIRT_SDK_ROOT as the SDK's bin/envsetup.sh does".into(),
         );
-        serde_json::Value::Object(m)
+        m
     }
 
     /// Runs `qairt-converter --help` in the SDK environment (what `doctor` checks): the
@@ -129,12 +129,12 @@ mod tests {
         assert_eq!(
             rec["PYTHONPATH"],
             format!("{root}/benchmarks/QNN:{root}/lib/python"),
-            "{rec}"
+            "{rec:?}"
         );
         assert_eq!(
             rec["PATH"],
             format!("{root}/bin/x86_64-linux-clang"),
-            "{rec}"
+            "{rec:?}"
         );
     }
 }

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+use crate::htp_target::sdk_config::{BackendExtensions, BackendExtensionsConfig};
+
 use crate::recipe::Component;
 use crate::tensor::DType;
 
@@ -234,13 +236,16 @@ pub fn context_generator_args(
 }
 
 /// The `--config_file` of qnn-context-binary-generator: points at the HTP extension and config.
-pub fn backend_extensions_config(sdk: &Sdk, htp_config_path: &Path) -> serde_json::Value {
-    serde_json::json!({
-        "backend_extensions": {
-            "shared_library_path": sdk.lib("libQnnHtpNetRunExtensions.so").display().to_string(),
-            "config_file_path": htp_config_path.display().to_string(),
-        }
-    })
+pub fn backend_extensions_config(sdk: &Sdk, htp_config_path: &Path) -> BackendExtensionsConfig {
+    BackendExtensionsConfig {
+        backend_extensions: BackendExtensions {
+            config_file_path: htp_config_path.display().to_string(),
+            shared_library_path: sdk
+                .lib("libQnnHtpNetRunExtensions.so")
+                .display()
+                .to_string(),
+        },
+    }
 }
 
 /// A step's timeout: `XTASK_SDK_TIMEOUT_SECS`, else one hour (large LLM splits take long).

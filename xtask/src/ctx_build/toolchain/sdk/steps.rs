@@ -19,6 +19,7 @@ use super::{
     run_tool, skip_simplification,
 };
 use crate::htp_target::HtpTarget;
+use crate::htp_target::sdk_config::SdkConfigFile;
 use crate::onnx::writer::epcontext_wrapper;
 use crate::recipe::Component;
 use crate::tensor::{DType, Tensor};
@@ -210,12 +211,15 @@ pub fn context_configs(
     comp: &Component,
     target: &HtpTarget,
     staging: &Path,
-) -> Vec<(PathBuf, serde_json::Value)> {
+) -> Vec<(PathBuf, SdkConfigFile)> {
     let htp = staging.join(format!("{}_htp_config.json", comp.name()));
     let ext = staging.join(format!("{}_config.json", comp.name()));
     vec![
-        (htp.clone(), target.sdk_config()),
-        (ext, backend_extensions_config(sdk, &htp)),
+        (htp.clone(), SdkConfigFile::Htp(target.sdk_config())),
+        (
+            ext,
+            SdkConfigFile::Extensions(backend_extensions_config(sdk, &htp)),
+        ),
     ]
 }
 
@@ -238,8 +242,9 @@ pub fn context(
         sdk, comp, staging, ..
     } = *job;
     let configs = context_configs(sdk, comp, target, staging);
-    for (path, json) in &configs {
-        std::fs::write(path, serde_json::to_vec_pretty(json)?)?;
+    for (path, config) in &configs {
+        std::fs::write(path, config.to_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     let bin_stem = bin_name.trim_end_matches(".bin");
     let args = context_generator_args(sdk, dlc, bin_stem, staging, &configs[1].0);

@@ -11,6 +11,7 @@ use super::{
     HOST, NativeIo, SKIP_SIMPLIFICATION_ABOVE_BYTES, Sdk, context_generator_args, converter_args,
     net_run_args,
 };
+use crate::ctx_build::detail::StepDetail;
 use crate::ctx_build::facts::ToolchainUsed;
 use crate::ctx_build::plan::{Artifacts, StepKind};
 use crate::ctx_build::toolchain::{Rendered, STAGING, Staged, StepJob, Toolchain};
@@ -134,7 +135,11 @@ impl Toolchain for Sdk {
         let dlc = super::steps::convert(&self.job(job), &job.onnx.path)?;
         Ok(Staged {
             files: vec![dlc],
-            detail: serde_json::json!({ "toolchain": self.label(), "sdk_env": self.env_record() }),
+            detail: StepDetail {
+                toolchain: Some(self.label()),
+                sdk_env: Some(self.env_record()),
+                ..StepDetail::default()
+            },
         })
     }
 
@@ -162,7 +167,14 @@ impl Toolchain for Sdk {
         let files: Vec<PathBuf> = vec![made.bin, made.wrapper];
         Ok(Staged {
             files,
-            detail: serde_json::json!({ "graph_name": made.graph_name, "ep_sdk_version": made.build_id, "bin_file": bin_name, "toolchain": self.label(), "sdk_env": self.env_record() }),
+            detail: StepDetail {
+                graph_name: Some(made.graph_name),
+                ep_sdk_version: Some(made.build_id),
+                bin_file: Some(bin_name),
+                toolchain: Some(self.label()),
+                sdk_env: Some(self.env_record()),
+                ..StepDetail::default()
+            },
         })
     }
 
