@@ -1,164 +1,16 @@
-//! The hostile-input suite: a generator writes a corpus of broken inputs at test time (npz
-//! files, ONNX graphs, recipe values, path escapes) into scratch copies of the tiny project;
-//! each case states the exit code and a fragment of the message it must produce. Bad input
-//! must end in exit 2 with a message that names the problem, never a panic, a signal, or a
-//! good-looking number; nothing already built may be replaced.
+//! The corpus of broken inputs (npz files, ONNX graphs, recipe values, path escapes), each
+//! case with the exit code and the message it must produce; and the data-root opt-in, the one
+//! way data may live outside the project.
 
-use crate::common;
+use super::forge::{
+    KEYS_N, KEYS_SHAPE, edit_path, f32_bytes, golden_keys, npy, replace_npz_member,
+};
+use super::{BUILD, COMP, GOLDEN, ONNX, PARITY, RECIPE};
+use crate::common::{self, Run, Scratch};
+use crate::sandbox::edit;
 
-use std::io::Write as _;
-use std::path::Path;
-
-use common::{Run, Scratch};
-
-const COMP: &str = "action_context";
-const GOLDEN: &str = "golden/tiny/action_context_io.npz";
-const RECIPE: &str = "recipes/tiny/action_context.toml";
-const ONNX: &str = "onnx/tiny/action_context.onnx";
-
-/// One `.npy` file: magic, version 1.0, the header dict padded to 64 bytes, then the data.
-fn npy(descr: &str, fortran: bool, shape: &[u64], data: &[u8]) -> Vec<u8> {
-    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    let shape = if dims.len() == 1 {
-        format!("({},)", dims[0])
-    } else {
-        format!("({})", dims.join(", "))
-    };
-    let mut header = format!(
-        "{{'descr': '{descr}', 'fortran_order': {}, 'shape': {shape}, }}",
-        if fortran { "True" } else { "False" }
-    );
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut out = b"\x93NUMPY\x01\x00".to_vec();
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(data);
-    out
-}
-
-/// Replaces (or adds) one member of an npz, copying the others byte for byte.
-fn replace_npz_member(path: &Path, key: &str, bytes: &[u8]) {
-    let original = std::fs::read(path).unwrap();
-    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(original)).unwrap();
-    let mut writer = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
-    for i in 0..archive.len() {
-        let member = archive.by_index_raw(i).unwrap();
-        if member.name().trim_end_matches(".npy") != key {
-            writer.raw_copy_file(member).unwrap();
-        }
-    }
-    writer
-        .start_file(
-            format!("{key}.npy"),
-            zip::write::SimpleFileOptions::default()
-                .compression_method(zip::CompressionMethod::Stored),
-        )
-        .unwrap();
-    writer.write_all(bytes).unwrap();
-    writer.finish().unwrap();
-}
-
-fn f32_bytes(n: usize, big_endian: bool) -> Vec<u8> {
-    (0..n)
-        .flat_map(|i| {
-            let v = (i % 7) as f32 * 0.1;
-            if big_endian {
-                v.to_be_bytes()
-            } else {
-                v.to_le_bytes()
-            }
-        })
-        .collect()
-}
-
-const KEYS_SHAPE: [u64; 4] = [8, 1, 130, 32];
-
-/// The golden `keys` array as the generator wrote it.
-fn golden_keys(p: &Scratch) -> ndarray::ArrayD<f32> {
-    let mut r = ndarray_npy::NpzReader::new(std::fs::File::open(p.path(GOLDEN)).unwrap()).unwrap();
-    r.by_name("keys.npy").unwrap()
-}
-const KEYS_N: usize = 8 * 130 * 32;
-
-/// Protobuf helpers for the one graph edit no byte swap can do: a symbolic dim.
-fn varint(mut v: u64, out: &mut Vec<u8>) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-fn read_varint(b: &[u8], pos: &mut usize) -> u64 {
-    let (mut v, mut shift) = (0u64, 0);
-    loop {
-        let byte = b[*pos];
-        *pos += 1;
-        v |= u64::from(byte & 0x7f) << shift;
-        if byte < 0x80 {
-            return v;
-        }
-        shift += 7;
-    }
-}
-
-/// Rewrites the first length-delimited field numbered `path[0]` of `msg` (recursively down
-/// `path`); at the end of the path the payload is replaced by `leaf`. Lengths are re-encoded.
-fn edit_path(msg: &[u8], path: &[u32], leaf: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    let mut done = false;
-    while pos < msg.len() {
-        let start = pos;
-        let tag = read_varint(msg, &mut pos);
-        let (num, wire) = ((tag >> 3) as u32, tag & 7);
-        match wire {
-            0 => {
-                read_varint(msg, &mut pos);
-                out.extend_from_slice(&msg[start..pos]);
-            }
-            1 => {
-                pos += 8;
-                out.extend_from_slice(&msg[start..pos]);
-            }
-            5 => {
-                pos += 4;
-                out.extend_from_slice(&msg[start..pos]);
-            }
-            2 => {
-                let len = read_varint(msg, &mut pos) as usize;
-                let payload = &msg[pos..pos + len];
-                pos += len;
-                if !done && num == path[0] {
-                    done = true;
-                    let inner = if path.len() == 1 {
-                        leaf.to_vec()
-                    } else {
-                        edit_path(payload, &path[1..], leaf)
-                    };
-                    varint(tag, &mut out);
-                    varint(inner.len() as u64, &mut out);
-                    out.extend_from_slice(&inner);
-                } else {
-                    out.extend_from_slice(&msg[start..pos]);
-                }
-            }
-            other => panic!("wire type {other}"),
-        }
-    }
-    out
-}
-
-fn edit_text(p: &Scratch, rel: &str, from: &str, to: &str) {
-    let path = p.path(rel);
-    let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.contains(from), "{rel} lacks {from:?}");
-    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
-}
-
+/// One hostile input: how the tiny project is broken, the command run on it, its exit code and
+/// the fragments its output must hold.
 struct Case {
     name: &'static str,
     setup: fn(&Scratch),
@@ -167,12 +19,17 @@ struct Case {
     says: &'static [&'static str],
 }
 
-const PARITY: &[&str] = &["parity", "--backend", "ort", "--only", COMP];
-const BUILD: &[&str] = &["build-ctx", "--soc", "77", "--only", COMP];
-
+/// Every case, by what it breaks.
 fn corpus() -> Vec<Case> {
+    [npz_cases(), onnx_cases(), recipe_cases(), path_cases()]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// Broken, unusual (but valid) and non-finite npz goldens.
+fn npz_cases() -> Vec<Case> {
     vec![
-        // ---- npz
         Case {
             name: "npz truncated",
             setup: |p| {
@@ -288,7 +145,12 @@ fn corpus() -> Vec<Case> {
             code: 2,
             says: &["`keys`: 1 NaN, 0 Inf", GOLDEN, "nothing was run"],
         },
-        // ---- ONNX
+    ]
+}
+
+/// Broken graphs, dynamic dims, and a graph that is not the recipe's.
+fn onnx_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "onnx truncated",
             setup: |p| {
@@ -332,7 +194,7 @@ fn corpus() -> Vec<Case> {
         Case {
             name: "recipe shape differs from the graph",
             setup: |p| {
-                edit_text(
+                edit(
                     p,
                     RECIPE,
                     "shape = [8, 1, 130, 32]",
@@ -343,10 +205,15 @@ fn corpus() -> Vec<Case> {
             code: 2,
             says: &["keys", "[8, 1, 131, 32]"],
         },
-        // ---- recipe values
+    ]
+}
+
+/// Recipe values out of range, missing or repeated.
+fn recipe_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "min_cosine = nan",
-            setup: |p| edit_text(p, RECIPE, "min_cosine = 0.9999", "min_cosine = nan"),
+            setup: |p| edit(p, RECIPE, "min_cosine = 0.9999", "min_cosine = nan"),
             args: PARITY,
             code: 2,
             says: &[
@@ -356,21 +223,21 @@ fn corpus() -> Vec<Case> {
         },
         Case {
             name: "min_cosine = -2.0",
-            setup: |p| edit_text(p, RECIPE, "min_cosine = 0.9999", "min_cosine = -2.0"),
+            setup: |p| edit(p, RECIPE, "min_cosine = 0.9999", "min_cosine = -2.0"),
             args: BUILD,
             code: 2,
             says: &["action_context.toml:", "parity.min_cosine = -2", "[0, 1]"],
         },
         Case {
             name: "min_cosine = 1.5",
-            setup: |p| edit_text(p, RECIPE, "min_cosine = 0.9999", "min_cosine = 1.5"),
+            setup: |p| edit(p, RECIPE, "min_cosine = 0.9999", "min_cosine = 1.5"),
             args: PARITY,
             code: 2,
             says: &["parity.min_cosine = 1.5"],
         },
         Case {
             name: "atol negative",
-            setup: |p| edit_text(p, RECIPE, "atol = 1e-4", "atol = -1e-4"),
+            setup: |p| edit(p, RECIPE, "atol = 1e-4", "atol = -1e-4"),
             args: PARITY,
             code: 2,
             says: &["action_context.toml:", "parity.atol"],
@@ -392,7 +259,7 @@ fn corpus() -> Vec<Case> {
         Case {
             name: "duplicate components",
             setup: |p| {
-                edit_text(
+                edit(
                     p,
                     "recipes/tiny/model.toml",
                     "components = [\"vision\",",
@@ -403,11 +270,17 @@ fn corpus() -> Vec<Case> {
             code: 2,
             says: &["model.toml:", "lists component `vision` twice"],
         },
-        // ---- paths
+    ]
+}
+
+/// Paths leaving the project (absolute, `..`, symlinks, external data) and model names that
+/// are paths.
+fn path_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "absolute ONNX path",
             setup: |p| {
-                edit_text(
+                edit(
                     p,
                     RECIPE,
                     "onnx = \"onnx/tiny/action_context.onnx\"",
@@ -425,7 +298,7 @@ fn corpus() -> Vec<Case> {
         Case {
             name: "golden at ../../..",
             setup: |p| {
-                edit_text(
+                edit(
                     p,
                     RECIPE,
                     "file = \"golden/tiny/action_context_io.npz\"",
@@ -530,25 +403,6 @@ fn every_hostile_input_ends_in_its_exit_code_and_message() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-/// A graph swapped for another component's after a good build: refused before any step runs,
-/// and the good DLC, binary and record stay as they were.
-#[test]
-fn a_swapped_graph_never_replaces_a_good_artifact() {
-    let p = Scratch::tiny();
-    p.run(BUILD).assert_code(0);
-    let dlc = p.path("ctx/tiny/action_context.dlc");
-    let before = std::fs::read(&dlc).unwrap();
-    std::fs::copy(p.path("onnx/tiny/action_step.onnx"), p.path(ONNX)).unwrap();
-    let run = p.run(&["build-ctx", "--soc", "77", "--only", COMP, "--force"]);
-    run.assert_code(2);
-    assert!(run.stderr.contains("nothing was run"), "{}", run.all());
-    assert_eq!(
-        std::fs::read(&dlc).unwrap(),
-        before,
-        "the good DLC was replaced"
-    );
-}
-
 /// The data-root opt-in: a symlink to XTASK_DATA_ROOT is accepted and recorded in the report.
 #[test]
 fn data_may_live_in_the_recorded_data_root() {
@@ -568,113 +422,4 @@ fn data_may_live_in_the_recorded_data_root() {
         Some(data.path().to_str().unwrap()),
         "{report}"
     );
-}
-
-/// SIGKILLs `build-ctx --force` at pseudo-random moments, N times, then checks that nothing is
-/// falsely fresh: every step the plan calls fresh holds up (its HTP binary passes parity), a
-/// normal build completes, and the bundle made from it verifies. The seed is printed so a
-/// failing sequence can be replayed (`XTASK_KILL_SEED`).
-#[test]
-fn killed_builds_leave_nothing_falsely_fresh() {
-    let p = Scratch::tiny();
-    let only = "action_context,action_step";
-    let seed: u64 = std::env::var("XTASK_KILL_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    let mut state = seed;
-    let mut next = || {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        state >> 33
-    };
-    println!("kill seed {seed}");
-    for round in 0..8 {
-        let delay_ms = 200 + next() % 6000;
-        let mut child = p
-            .command(&["build-ctx", "--soc", "77", "--only", only, "--force"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
-        let finished = child.try_wait().unwrap().is_some();
-        if !finished {
-            // SIGKILL: no destructor, no cleanup, as a CI runner losing its job.
-            child.kill().unwrap();
-        }
-        child.wait().unwrap();
-        println!("round {round}: killed after {delay_ms} ms (finished first: {finished})");
-    }
-    let plan = p.run(&[
-        "build-ctx",
-        "--soc",
-        "77",
-        "--only",
-        only,
-        "--dry-run",
-        "--json",
-    ]);
-    plan.assert_code(0);
-    let doc: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
-    let fresh_contexts: Vec<String> = doc["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| {
-            c["steps"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|s| s["kind"] == "context" && s["fresh"] == true)
-        })
-        .map(|c| c["component"].as_str().unwrap().to_string())
-        .collect();
-    if !fresh_contexts.is_empty() {
-        // What the plan calls fresh must load and match its golden on the HTP.
-        p.run(&[
-            "parity",
-            "--backend",
-            "htp",
-            "--only",
-            &fresh_contexts.join(","),
-        ])
-        .assert_code(0);
-    }
-    p.run(&["build-ctx", "--soc", "77", "--only", only])
-        .assert_code(0);
-    p.run(&[
-        "build-ctx",
-        "--soc",
-        "77",
-        "--only",
-        only,
-        "--require-fresh",
-    ])
-    .assert_code(0);
-    let bundle = p.path("dist/k");
-    p.run(&[
-        "package",
-        "--soc",
-        "77",
-        "--only",
-        only,
-        "--out",
-        bundle.to_str().unwrap(),
-    ])
-    .assert_code(0);
-    p.run(&["verify", bundle.to_str().unwrap()]).assert_code(0);
-    let leftovers: Vec<String> = std::fs::read_dir(p.path("ctx/tiny"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".staging-"))
-        .collect();
-    assert!(leftovers.is_empty(), "staging leftovers: {leftovers:?}");
 }

@@ -1,0 +1,352 @@
+//! The test fixture: a real `sshd` on 127.0.0.1 in front of a fake device folder holding the
+//! SDK double (see the module's documentation for the layout), the tiny project built once with
+//! the SDK double, and the tool run against the device.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use common::{Run, copy_tree, repo_root};
+
+const SSHD: &str = "/usr/sbin/sshd";
+
+fn double_root() -> PathBuf {
+    crate::common::double_root()
+}
+
+fn require_openssh() {
+    for tool in [SSHD, "ssh", "scp", "ssh-keygen"] {
+        let found = if tool.starts_with('/') {
+            Path::new(tool).is_file()
+        } else {
+            Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        assert!(
+            found,
+            "{tool} is missing: these tests need OpenSSH (apt-get install openssh-server openssh-client; .ci/run does it)"
+        );
+    }
+}
+
+/// The tiny model built once with the SDK double (`build-ctx --toolchain sdk`), shared by the
+/// tests of this module, in a fixed folder under the tests' target tmpdir (rebuilt every run).
+pub(super) fn project() -> &'static Path {
+    static PROJECT: OnceLock<PathBuf> = OnceLock::new();
+    PROJECT.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("device_ssh_cli/project");
+        let _ = std::fs::remove_dir_all(&dir);
+        let repo = repo_root();
+        for rel in ["recipes", "onnx/tiny", "golden/tiny"] {
+            copy_tree(&repo.join(rel), &dir.join(rel));
+        }
+        std::fs::create_dir_all(dir.join("target")).unwrap();
+        std::os::unix::fs::symlink(
+            repo.join("target/qnn-runtime"),
+            dir.join("target/qnn-runtime"),
+        )
+        .unwrap();
+        let run = Run::from(
+            tool(
+                &dir,
+                &["build-ctx", "--soc", "77", "--toolchain", "sdk"],
+                None,
+            )
+            .env(
+                "PATH",
+                common::path_with(&double_root().join("bin/x86_64-linux-clang")),
+            )
+            .env("QAIRT_SDK_ROOT", double_root())
+            .output()
+            .unwrap(),
+        );
+        run.assert_code(0);
+        dir
+    })
+}
+
+/// The tool on `project` with the SDK double's binary and no SDK of the caller's environment;
+/// `ssh_config` as `XTASK_SSH_CONFIG`, or none.
+pub(super) fn tool(project: &Path, args: &[&str], ssh_config: Option<&Path>) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+    cmd.arg("--root").arg(project).args(args);
+    cmd.env("QAIRT_DOUBLE_BIN", crate::common::sdk_double_bin())
+        .env_remove("QAIRT_DOUBLE_FAIL")
+        .env_remove("XTASK_SDK_TIMEOUT_SECS")
+        .env_remove("QAIRT_SDK_ROOT")
+        .env_remove("QNN_SDK_ROOT");
+    match ssh_config {
+        Some(c) => cmd.env("XTASK_SSH_CONFIG", c),
+        None => cmd.env_remove("XTASK_SSH_CONFIG"),
+    };
+    cmd
+}
+
+/// How the fake device's SDK is laid out.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Sdk {
+    Good,
+    /// `QNN_SDK_ROOT` names a folder that does not exist.
+    Missing,
+    /// `sdk.yaml` says another QAIRT version.
+    OtherVersion,
+}
+
+/// A real sshd on 127.0.0.1 in front of a fake device folder.
+pub(super) struct Server {
+    pub(super) dir: tempfile::TempDir,
+    port: u16,
+    child: Option<Child>,
+}
+
+impl Server {
+    /// Starts `sshd` in front of a new device whose SDK is laid out as `sdk`, once it listens.
+    pub(super) fn start(sdk: Sdk) -> Server {
+        require_openssh();
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for key in ["host_key", "user_key", "other_key"] {
+            let out = Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-C", key, "-f"])
+                .arg(d.join(key))
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+        }
+        std::fs::copy(d.join("user_key.pub"), d.join("authorized_keys")).unwrap();
+        let sdk_env = lay_out_device(d, sdk);
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        write_configs(d, port, &sdk_env);
+        // As root, sshd needs its privilege-separation folder.
+        if unsafe { libc::geteuid() } == 0 {
+            std::fs::create_dir_all("/run/sshd").unwrap();
+        }
+        let child = Command::new(SSHD)
+            .args(["-D", "-e", "-f"])
+            .arg(d.join("sshd_config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(d.join("sshd.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let server = Server {
+            dir,
+            port,
+            child: Some(child),
+        };
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "sshd did not start: {}",
+                server.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("sshd.log")).unwrap_or_default()
+    }
+
+    pub(super) fn url(&self) -> String {
+        let user = String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout)
+            .unwrap()
+            .trim()
+            .to_string();
+        format!(
+            "ssh://{user}@127.0.0.1:{}{}",
+            self.port,
+            self.work().display()
+        )
+    }
+
+    pub(super) fn work(&self) -> PathBuf {
+        self.dir.path().join("device/work")
+    }
+
+    pub(super) fn config(&self) -> PathBuf {
+        self.dir.path().join("ssh_config")
+    }
+
+    /// The tool on the shared project against this device.
+    pub(super) fn run(&self, args: &[&str]) -> Run {
+        self.run_with(args, &self.config())
+    }
+
+    pub(super) fn run_with(&self, args: &[&str], config: &Path) -> Run {
+        let url = self.url();
+        let mut all = args.to_vec();
+        all.extend(["--device", &url]);
+        Run::from(tool(project(), &all, Some(config)).output().unwrap())
+    }
+
+    /// Stops the listener and every session process it started (a dropped connection).
+    pub(super) fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let mut pids = vec![child.id() as i32];
+            pids.extend(descendants(child.id() as i32));
+            for pid in pids {
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The device in `d/device`: the SDK double laid out as the SDK's device side in `qairt/` (of
+/// `sdk`'s version) and the work folder `work/`. Returns the `QNN_SDK_ROOT` the server gives
+/// remote commands.
+fn lay_out_device(d: &Path, sdk: Sdk) -> PathBuf {
+    let sdk_root = d.join("device/qairt");
+    copy_tree(&double_root().join("bin"), &sdk_root.join("bin"));
+    copy_tree(&double_root().join("lib"), &sdk_root.join("lib"));
+    std::fs::write(
+        sdk_root.join("lib/x86_64-linux-clang/libQnnHtpV73Stub.so"),
+        "",
+    )
+    .unwrap();
+    // The board folders as in the SDK layout that could be checked (2.25): only the
+    // Qualcomm Linux folder holds the V73 stub, the Ubuntu one only the V68 stub.
+    for (dir, stub) in [
+        ("aarch64-oe-linux-gcc11.2", "libQnnHtpV73Stub.so"),
+        ("aarch64-ubuntu-gcc9.4", "libQnnHtpV68Stub.so"),
+    ] {
+        std::fs::create_dir_all(sdk_root.join("lib").join(dir)).unwrap();
+        std::fs::write(sdk_root.join("lib").join(dir).join(stub), "").unwrap();
+    }
+    std::fs::create_dir_all(sdk_root.join("lib/hexagon-v73/unsigned")).unwrap();
+    std::fs::write(
+        sdk_root.join("lib/hexagon-v73/unsigned/libQnnHtpV73Skel.so"),
+        "",
+    )
+    .unwrap();
+    let version = match sdk {
+        Sdk::OtherVersion => "2.45.0.250101000000",
+        _ => "2.47.0.260601114230",
+    };
+    std::fs::write(sdk_root.join("sdk.yaml"), format!("version: {version}\n")).unwrap();
+    let work = d.join("device/work");
+    std::fs::create_dir_all(work.join("target")).unwrap();
+    std::os::unix::fs::symlink(
+        repo_root().join("target/qnn-runtime"),
+        work.join("target/qnn-runtime"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        project().join("target/qairt-sdk-test-double"),
+        work.join("target/qairt-sdk-test-double"),
+    )
+    .unwrap();
+    match sdk {
+        Sdk::Missing => d.join("device/no-sdk-here"),
+        _ => sdk_root,
+    }
+}
+
+/// `d/sshd_config` (port `port`, loopback only, key only, `SetEnv` of the device's SDK root
+/// `sdk_env`), `d/known_hosts` with the server's host key, and the clients' `ssh_config` (the
+/// authorized key) and `ssh_config_wrong_key` (another key).
+fn write_configs(d: &Path, port: u16, sdk_env: &Path) {
+    std::fs::write(
+            d.join("sshd_config"),
+            format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {h}\nPidFile {pid}\nAuthorizedKeysFile {ak}\n\
+                 PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+                 PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\nSubsystem sftp internal-sftp\n\
+                 SetEnv QNN_SDK_ROOT={sdk} QAIRT_DOUBLE_BIN={bin}\nLogLevel VERBOSE\n",
+                h = d.join("host_key").display(),
+                pid = d.join("sshd.pid").display(),
+                ak = d.join("authorized_keys").display(),
+                sdk = sdk_env.display(),
+                bin = crate::common::sdk_double_bin().display(),
+            ),
+        )
+        .unwrap();
+    let host_pub = std::fs::read_to_string(d.join("host_key.pub")).unwrap();
+    std::fs::write(
+        d.join("known_hosts"),
+        format!("[127.0.0.1]:{port} {host_pub}"),
+    )
+    .unwrap();
+    for (name, key) in [
+        ("ssh_config", "user_key"),
+        ("ssh_config_wrong_key", "other_key"),
+    ] {
+        std::fs::write(
+                d.join(name),
+                format!(
+                    "Host 127.0.0.1\n  IdentityFile {}\n  IdentitiesOnly yes\n  UserKnownHostsFile {}\n  StrictHostKeyChecking yes\n  LogLevel ERROR\n",
+                    d.join(key).display(),
+                    d.join("known_hosts").display()
+                ),
+            )
+            .unwrap();
+    }
+}
+
+/// Every process below `pid` (from /proc).
+fn descendants(pid: i32) -> Vec<i32> {
+    let mut parent_of: Vec<(i32, i32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`: comm may hold spaces, so split after the last `)`.
+        let after = stat.rsplit_once(')').map_or("", |(_, a)| a);
+        if let Some(ppid) = after.split_whitespace().nth(1).and_then(|v| v.parse().ok()) {
+            parent_of.push((p, ppid));
+        }
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(p) = frontier.pop() {
+        for &(child, parent) in &parent_of {
+            if parent == p && !out.contains(&child) {
+                out.push(child);
+                frontier.push(child);
+            }
+        }
+    }
+    out
+}
+
+/// How many binaries a run uploaded to the device.
+pub(super) fn uploads(run: &Run) -> usize {
+    run.stdout.matches("device: uploaded ").count()
+}
+
+/// Every `bin/*.bin` on the device holds exactly the bytes its sha256 name says.
+pub(super) fn assert_bins_consistent(work: &Path) {
+    for entry in std::fs::read_dir(work.join("bin")).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(sha) = name.strip_suffix(".bin") {
+            assert!(!name.starts_with('.'), "{name}");
+            assert_eq!(common::sha256_hex(&entry.path()), sha, "{name}");
+        } else {
+            assert!(
+                name.starts_with('.'),
+                "a temporary upload has a hidden name: {name}"
+            );
+        }
+    }
+}
