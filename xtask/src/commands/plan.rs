@@ -109,9 +109,9 @@ impl Plan {
                     artifacts: [art.dlc, art.bin, art.wrapper, art.record],
                     needs_fetch: !on_disk,
                     input_paths: input_paths(model, comp).join("\n"),
-                    input_bytes: bytes.as_ref().map_or(sizing::Figure::Unknown, |b| {
-                        sizing::Figure::Value(b.total as f64)
-                    }),
+                    input_bytes: bytes
+                        .as_ref()
+                        .map_or(sizing::Figure::Unknown, |b| sizing::Figure::Value(b.total)),
                     input_bytes_source: bytes
                         .as_ref()
                         .map_or("unknown (not on disk, no --manifest)", |b| b.source)
@@ -155,7 +155,7 @@ struct PlanEntry {
     artifacts: [std::path::PathBuf; 4],
     needs_fetch: bool,
     input_paths: String,
-    input_bytes: sizing::Figure,
+    input_bytes: sizing::Figure<u64>,
     input_bytes_source: String,
     estimate: sizing::ShownEstimate,
     runner: String,

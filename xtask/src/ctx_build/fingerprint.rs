@@ -63,6 +63,13 @@ pub struct ComponentRecord {
     pub refused: Option<String>,
 }
 
+/// v2: typed facts per step (v1 held a hand-written JSON copy of recipe fields: refused, its
+/// steps rebuild).
+impl crate::record::Versioned for ComponentRecord {
+    const KIND: &'static str = "build record";
+    const SCHEMA: u32 = RECORD_SCHEMA;
+}
+
 impl Default for ComponentRecord {
     fn default() -> Self {
         ComponentRecord::new()
@@ -77,32 +84,16 @@ impl ComponentRecord {
         let Ok(bytes) = std::fs::read(path) else {
             return ComponentRecord::new();
         };
-        let refused = |why: String| ComponentRecord {
-            refused: Some(format!(
-                "build record {} {why}: rebuild it (`cargo xtask build-ctx`)",
-                path.display()
-            )),
-            ..ComponentRecord::new()
-        };
-        let version = serde_json::from_slice::<serde_json::Value>(&bytes)
-            .ok()
-            .and_then(|v| v.get("schema_version").and_then(|s| s.as_u64()));
-        match version {
-            Some(v) if v == u64::from(RECORD_SCHEMA) => {}
-            Some(v) => {
-                return refused(format!(
-                    "is of schema v{v}, this tool reads v{RECORD_SCHEMA}"
-                ));
-            }
-            None => {
-                return refused(format!(
-                    "has no schema_version (written before v{RECORD_SCHEMA})"
-                ));
-            }
-        }
-        match serde_json::from_slice::<ComponentRecord>(&bytes) {
+        match crate::record::from_slice::<ComponentRecord>(
+            &bytes,
+            &format!("build record {}", path.display()),
+            "cargo xtask build-ctx",
+        ) {
             Ok(record) => record,
-            Err(e) => refused(format!("is not a v{RECORD_SCHEMA} record ({e})")),
+            Err(e) => ComponentRecord {
+                refused: Some(format!("{e:#}")),
+                ..ComponentRecord::new()
+            },
         }
     }
 
@@ -117,7 +108,7 @@ impl ComponentRecord {
     pub fn save(&self, path: &Path) -> Result<()> {
         let mut out = self.clone();
         out.schema_version = RECORD_SCHEMA;
-        crate::atomic::write_atomic(path, &serde_json::to_vec_pretty(&out)?)
+        crate::record::write(path, &out)
             .with_context(|| format!("cannot write build record {}", path.display()))
     }
 

@@ -3,10 +3,13 @@
 //! `cargo xtask build-ctx` runs: plan every component, then print the plan (dry run), judge it
 //! (`--require-fresh`) or execute its dirty steps.
 
+pub mod artifacts;
 pub mod change;
 pub mod compile_watch;
+pub mod component_run;
 pub mod detail;
 pub mod earlier;
+pub mod env;
 pub mod execute;
 pub mod facts;
 pub mod fingerprint;
@@ -17,6 +20,7 @@ pub mod report;
 pub mod report_files;
 pub mod report_html;
 pub mod report_md;
+pub mod rerun;
 pub mod resources;
 pub mod rss;
 pub mod schedule;
@@ -86,86 +90,87 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     } else {
         HashMemo::load(&memo_path)
     };
-    if req.dry_run || req.require_fresh || req.print_keys {
-        // The keys printed for CI must be those the build computes: the real runtime's versions.
-        let rt = if req.require_fresh || req.print_keys {
-            Some(Runtime::load(ensure_runtime(root)?)?)
-        } else {
-            None
-        };
-        let mut versions = match &rt {
-            Some(rt) => fresh::runtime_versions(rt)?,
-            None => versions_for_dry_run(root),
-        };
-        let toolchain = planning_toolchain(req);
-        versions.toolchain = toolchain.used();
-        let mut plans = plan_all(root, req, &versions, &mut memo)?;
-        if req.dry_run && req.cache.is_none() {
-            execute::as_the_build_runs(&mut plans, req.force);
-        }
-        if req.print_keys {
-            print::print_keys(&plans)?;
-        } else if req.json {
-            let doc = print::plan_json(req.model, &req.soc, &versions, toolchain.label(), &plans);
-            crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
-        } else {
-            print::print_plan(req.model, &plans, &versions, &req.soc, req.verbose);
-            print::print_commands(&toolchain.describe(), req.model, &plans);
-        }
-        memo.save(&memo_path)?;
-        let dirty = plans
-            .iter()
-            .flat_map(|p| &p.steps)
-            .filter(|s| !s.is_fresh())
-            .count();
-        if req.require_fresh && dirty > 0 {
-            crate::outln!("--require-fresh: {dirty} step(s) are not fresh");
-            return Ok(Outcome::GateFailed);
-        }
-        return Ok(Outcome::Success);
+    let outcome = if req.dry_run || req.require_fresh || req.print_keys {
+        show_plan(root, req, &mut memo)?
+    } else {
+        return execute_build(root, req, memo, &memo_path);
+    };
+    memo.save(&memo_path)?;
+    Ok(outcome)
+}
+
+/// A build that runs nothing: the plan printed (text, JSON or keys), or judged fresh.
+fn show_plan(root: &Path, req: &BuildRequest<'_>, memo: &mut HashMemo) -> Result<Outcome> {
+    // The keys printed for CI must be those the build computes: the real runtime's versions.
+    let rt = if req.require_fresh || req.print_keys {
+        Some(Runtime::load(ensure_runtime(root)?)?)
+    } else {
+        None
+    };
+    let mut versions = match &rt {
+        Some(rt) => fresh::runtime_versions(rt)?,
+        None => versions_for_dry_run(root),
+    };
+    let toolchain = planning_toolchain(req);
+    versions.toolchain = toolchain.used();
+    let mut plans = plan_all(root, req, &versions, memo)?;
+    if req.dry_run && req.cache.is_none() {
+        rerun::as_the_build_runs(&mut plans, req.force);
     }
+    if req.print_keys {
+        print::print_keys(&plans)?;
+    } else if req.json {
+        let doc = print::plan_json(req.model, &req.soc, &versions, toolchain.label(), &plans);
+        crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print::print_plan(req.model, &plans, &versions, &req.soc, req.verbose);
+        print::print_commands(&toolchain.describe(), req.model, &plans);
+    }
+    let dirty = plans
+        .iter()
+        .flat_map(|p| &p.steps)
+        .filter(|s| !s.is_fresh())
+        .count();
+    if req.require_fresh && dirty > 0 {
+        crate::outln!("--require-fresh: {dirty} step(s) are not fresh");
+        return Ok(Outcome::GateFailed);
+    }
+    Ok(Outcome::Success)
+}
+
+/// The build itself, as named steps: lock the model's folder, load the runtime and the
+/// toolchain, plan, check memory and disk, execute the dirty steps, write the report.
+fn execute_build(
+    root: &Path,
+    req: &BuildRequest<'_>,
+    memo: HashMemo,
+    memo_path: &Path,
+) -> Result<Outcome> {
     let name = &req.model.file.model.name;
     let ctx_dir = crate::project::ctx_dir(root, name);
     let _lock = execute::lock_build_dir(&ctx_dir)?;
     execute::remove_stale_staging(&ctx_dir)?;
     let rt = Runtime::load(ensure_runtime(root)?)?;
     let mut versions = fresh::runtime_versions(&rt)?;
-    if req.toolchain == ToolchainKind::Embedded {
-        crate::recipe::target::check_qairt(req.model, Some(&versions.qnn))?;
-    }
     let sdk;
     let toolchain: &dyn Toolchain = match req.toolchain {
-        ToolchainKind::Embedded => &Embedded,
+        ToolchainKind::Embedded => {
+            crate::recipe::target::check_qairt(req.model, Some(&versions.qnn))?;
+            &Embedded
+        }
         ToolchainKind::Sdk => {
-            let found = Sdk::detect()?;
-            found.check_version(&req.model.file.target.qairt, req.allow_sdk_version)?;
-            sdk = found;
+            sdk = Sdk::detect()?;
+            sdk.check_version(&req.model.file.target.qairt, req.allow_sdk_version)?;
             &sdk
         }
     };
     versions.toolchain = toolchain.used();
+    let mut memo = memo;
     let plans = plan_all(root, req, &versions, &mut memo)?;
+    let limit_mb = memory_limit_mb(req.max_memory_mb)?;
+    check_resources(root, req, &plans, &ctx_dir, limit_mb)?;
     let memo = Mutex::new(memo);
     let progress = crate::ui::progress::build::Progress::new();
-    let limit_mb = memory_limit_mb(req.max_memory_mb)?;
-    let mut disks = vec![(ctx_dir.clone(), crate::disk::free_bytes(&ctx_dir))];
-    if let Some(cache) = &req.cache {
-        disks.push((
-            cache.dir().to_path_buf(),
-            crate::disk::free_bytes(cache.dir()),
-        ));
-    }
-    let disks: Vec<_> = disks.iter().map(|(d, f)| (d.as_path(), *f)).collect();
-    resources::check(
-        &resources::needs(root, &plans, req.force),
-        limit_mb,
-        if req.max_memory_mb.is_some() {
-            "--max-memory"
-        } else {
-            "MemAvailable"
-        },
-        &disks,
-    )?;
     let budget = schedule::MemoryBudget::new(limit_mb);
     let env = execute::BuildEnv {
         root,
@@ -184,9 +189,54 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     progress.clear();
     memo.into_inner()
         .unwrap_or_else(|e| e.into_inner())
-        .save(&memo_path)?;
+        .save(memo_path)?;
+    let report = write_report(root, req, &rt, &versions, results)?;
+    Ok(if report.pass {
+        Outcome::Success
+    } else {
+        Outcome::GateFailed
+    })
+}
+
+/// Memory and disk for the dirty steps, checked before any of them starts.
+fn check_resources(
+    root: &Path,
+    req: &BuildRequest<'_>,
+    plans: &[ComponentPlan],
+    ctx_dir: &Path,
+    limit_mb: f64,
+) -> Result<()> {
+    let mut disks = vec![(ctx_dir.to_path_buf(), crate::disk::free_bytes(ctx_dir))];
+    if let Some(cache) = &req.cache {
+        disks.push((
+            cache.dir().to_path_buf(),
+            crate::disk::free_bytes(cache.dir()),
+        ));
+    }
+    let disks: Vec<_> = disks.iter().map(|(d, f)| (d.as_path(), *f)).collect();
+    resources::check(
+        &resources::needs(root, plans, req.force),
+        limit_mb,
+        if req.max_memory_mb.is_some() {
+            "--max-memory"
+        } else {
+            "MemAvailable"
+        },
+        &disks,
+    )
+}
+
+/// The build report of this run (with the components it left alone), written and summarised.
+fn write_report(
+    root: &Path,
+    req: &BuildRequest<'_>,
+    rt: &Runtime,
+    versions: &Versions,
+    results: Vec<report::ComponentBuild>,
+) -> Result<report::BuildReport> {
+    let name = &req.model.file.model.name;
     let cache = req.cache.as_ref().map(|c| c.dir().display().to_string());
-    let mut report = report::BuildReport::new(name, &req.soc, &rt, &versions, cache, results)
+    let mut report = report::BuildReport::new(name, &req.soc, rt, versions, cache, results)
         .with_earlier(
             earlier::earlier_builds(root, req.model, &req.comps, &req.soc),
             req.model,
@@ -196,11 +246,7 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     let dir = crate::project::reports_dir(root, name);
     report_files::write_build_report(&dir, &report)?;
     report.print_summary(&crate::project::rel(root, &dir));
-    Ok(if report.pass {
-        Outcome::Success
-    } else {
-        Outcome::GateFailed
-    })
+    Ok(report)
 }
 
 /// The memory budget: `--max-memory`, else what the kernel says is available now.

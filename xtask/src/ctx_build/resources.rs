@@ -17,9 +17,9 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use crate::ctx_build::execute::steps_to_run;
 use crate::ctx_build::fingerprint::ComponentRecord;
 use crate::ctx_build::plan::{ComponentPlan, StepKind};
+use crate::ctx_build::rerun::steps_to_run;
 use crate::ctx_build::schedule;
 
 /// Kept free on a filesystem the build writes to (logs, records, the memo, other programs).
@@ -43,7 +43,7 @@ pub fn disk_bytes(kind: StepKind, onnx_bytes: f64) -> f64 {
     }
 }
 
-/// What every step that will run needs (`execute::steps_to_run`: a dirty or forced step, and
+/// What every step that will run needs (`rerun::steps_to_run`: a dirty or forced step, and
 /// every step after one that runs).
 pub fn needs(root: &Path, plans: &[ComponentPlan], force: bool) -> Vec<StepNeed> {
     let mut out = vec![];

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use crate::ctx_build::detail::StepDetail;
-use crate::ctx_build::execute::BuildEnv;
+use crate::ctx_build::env::BuildEnv;
 use crate::ctx_build::fingerprint::{ComponentRecord, StepRecord};
 use crate::ctx_build::plan::{ComponentPlan, PlannedStep, StepKind};
 use crate::ctx_build::report::OutputFile;
@@ -50,20 +50,7 @@ pub fn run_step(
         staging: staging.path(),
         rt: env.rt,
     };
-    // The compiler's stages as progress and heartbeats (context steps compile for minutes).
-    let watch = (step.kind == StepKind::Context).then(|| {
-        let label = step.kind.label();
-        crate::ctx_build::compile_watch::CompileWatch::start(
-            &crate::ui::stdio::native_log()
-                .map(std::path::Path::to_path_buf)
-                .unwrap_or_else(|| crate::project::scratch_dir(env.root, "xtask-native.log")),
-            crate::project::reports_dir(env.root, &env.model.file.model.name)
-                .join("logs")
-                .join(format!("{}-context.log", comp.name())),
-            env.progress.ticker(bar, label),
-            env.progress.heartbeat(bar, comp.name(), label),
-        )
-    });
+    let watch = compile_watch(env, comp, step, bar);
     let meter = crate::ctx_build::rss::StepMeter::start();
     let ran = match step.kind {
         StepKind::Convert => steps::Convert::run(env.toolchain, &job),
@@ -100,8 +87,43 @@ pub fn run_step(
     };
     record.steps.insert(step.record_name.clone(), entry.clone());
     record.save(record_path)?;
+    store_in_cache(env, comp, step, &entry, bar);
+    Ok((outputs, detail))
+}
+
+/// The compiler's stages as progress and heartbeats (context steps compile for minutes).
+fn compile_watch(
+    env: &BuildEnv<'_>,
+    comp: &Component,
+    step: &PlannedStep,
+    bar: &crate::ui::progress::build::Bar,
+) -> Option<crate::ctx_build::compile_watch::CompileWatch> {
+    (step.kind == StepKind::Context).then(|| {
+        let label = step.kind.label();
+        crate::ctx_build::compile_watch::CompileWatch::start(
+            &crate::ui::stdio::native_log()
+                .map(std::path::Path::to_path_buf)
+                .unwrap_or_else(|| crate::project::scratch_dir(env.root, "xtask-native.log")),
+            crate::project::reports_dir(env.root, &env.model.file.model.name)
+                .join("logs")
+                .join(format!("{}-context.log", comp.name())),
+            env.progress.ticker(bar, label),
+            env.progress.heartbeat(bar, comp.name(), label),
+        )
+    })
+}
+
+/// Stores a finished step in the build cache; a failure to store is a note, never a failure
+/// of the step (the cache is an optimisation).
+fn store_in_cache(
+    env: &BuildEnv<'_>,
+    comp: &Component,
+    step: &PlannedStep,
+    entry: &StepRecord,
+    bar: &crate::ui::progress::build::Bar,
+) {
     if let Some(cache) = env.cache
-        && let Err(e) = cache.store(env.root, &step.record_name, &entry)
+        && let Err(e) = cache.store(env.root, &step.record_name, entry)
     {
         let note = format!(
             "{}: {} was built but not cached: {e:#}",
@@ -110,7 +132,6 @@ pub fn run_step(
         );
         env.progress.note(bar, &note);
     }
-    Ok((outputs, detail))
 }
 
 /// What a cache lookup did for a step.

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 
+use crate::ctx_build::artifacts::{Artifacts, Versions, section_hash};
 use crate::ctx_build::detail::{GraphNameHonoured, StepDetail};
 use crate::ctx_build::facts::{ContextFacts, ConvertFacts, CpuParityFacts, FileHash, StepFacts};
 use crate::ctx_build::fingerprint::StepKey;
-use crate::ctx_build::plan::{Artifacts, Versions, section_hash};
 use crate::ctx_build::step_checks::{
     check_dlc, check_rewrites, graph_name_note, require_fp16_safe_golden,
 };

@@ -171,8 +171,8 @@ impl Estimate {
 /// A figure of `plan --json`: a number, or the word `unknown` (the workflow shows either).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(untagged)]
-pub enum Figure {
-    Value(f64),
+pub enum Figure<T = f64> {
+    Value(T),
     #[serde(serialize_with = "unknown_word")]
     Unknown,
 }

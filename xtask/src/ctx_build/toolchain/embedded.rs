@@ -5,9 +5,9 @@
 use anyhow::Result;
 
 use super::{Rendered, STAGING, Staged, StepJob, Toolchain};
+use crate::ctx_build::artifacts::{Artifacts, StepKind};
 use crate::ctx_build::detail::StepDetail;
 use crate::ctx_build::facts::ToolchainUsed;
-use crate::ctx_build::plan::{Artifacts, StepKind};
 use crate::htp_target::HtpTarget;
 use crate::parity::component::{ComponentResult, GoldenIo, run_component};
 use crate::recipe::Component;

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::ctx_build::artifacts::{Artifacts, StepKind};
 use crate::ctx_build::facts::ToolchainUsed;
-use crate::ctx_build::plan::{Artifacts, StepKind};
 use crate::hashing::sha256_bytes;
 use crate::htp_target::HtpTarget;
 use crate::htp_target::sdk_config::SdkConfigFile;
@@ -74,7 +74,7 @@ pub struct StepJob<'a> {
     /// The step's key (its parts name the input hashes).
     pub key: &'a crate::ctx_build::fingerprint::StepKey,
     /// The tool versions in the step's key.
-    pub versions: &'a crate::ctx_build::plan::Versions,
+    pub versions: &'a crate::ctx_build::artifacts::Versions,
     /// The ONNX the QNN steps get, resolved once per component per build.
     pub onnx: &'a QnnOnnx,
     /// A fresh staging folder inside `ctx/<model>/` (same filesystem as the artifacts).

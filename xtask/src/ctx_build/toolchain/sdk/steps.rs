@@ -62,7 +62,7 @@ pub fn convert(job: &Job<'_>, onnx: &Path) -> Result<PathBuf> {
     let dlc = job.staging.join(format!("{}.dlc", job.comp.name()));
     let onnx_rel = &job.comp.file.component.onnx;
     let mut external_bytes = 0;
-    for ext in crate::ctx_build::plan::external_data(job.root, onnx_rel)? {
+    for ext in crate::ctx_build::artifacts::external_data(job.root, onnx_rel)? {
         external_bytes += std::fs::metadata(job.root.join(&ext))
             .with_context(|| format!("external data {} of {}", ext.display(), onnx_rel.display()))?
             .len();

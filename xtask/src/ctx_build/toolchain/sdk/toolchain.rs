@@ -11,9 +11,9 @@ use super::{
     HOST, NativeIo, SKIP_SIMPLIFICATION_ABOVE_BYTES, Sdk, context_generator_args, converter_args,
     net_run_args,
 };
+use crate::ctx_build::artifacts::{Artifacts, StepKind};
 use crate::ctx_build::detail::StepDetail;
 use crate::ctx_build::facts::ToolchainUsed;
-use crate::ctx_build::plan::{Artifacts, StepKind};
 use crate::ctx_build::toolchain::{Rendered, STAGING, Staged, StepJob, Toolchain};
 use crate::htp_target::HtpTarget;
 use crate::parity::component::{ComponentResult, GoldenIo, judge_outputs};

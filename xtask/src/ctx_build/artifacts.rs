@@ -1,0 +1,96 @@
+//! The words of a build below its plan: the step kinds, a component's artifact files, the tool
+//! versions every key holds, and how a recipe section or an ONNX's external data enter a key.
+//! Its own module so that the plan, the steps and the toolchains all import it and none of
+//! them imports another for these.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::hashing::sha256_bytes;
+use crate::soc::Soc;
+
+/// Tool versions that enter every fingerprint (and every step's facts).
+pub type Versions = crate::ctx_build::facts::ToolVersions;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    Convert,
+    CpuParity,
+    Context,
+}
+
+impl StepKind {
+    /// The steps of a component, in the order they run.
+    pub const ALL: [StepKind; 3] = [StepKind::Convert, StepKind::CpuParity, StepKind::Context];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            StepKind::Convert => "convert",
+            StepKind::CpuParity => "cpu parity",
+            StepKind::Context => "context binary",
+        }
+    }
+}
+
+/// File names of a component's artifacts in `ctx/<model>/` (relative to the project root).
+#[derive(Debug, Clone, Serialize)]
+pub struct Artifacts {
+    /// The current DLC: the last one whose CPU parity passed.
+    pub dlc: PathBuf,
+    /// The convert step's DLC until its CPU parity passes (a failing one never replaces `dlc`).
+    pub dlc_candidate: PathBuf,
+    pub bin: PathBuf,
+    pub wrapper: PathBuf,
+    pub record: PathBuf,
+}
+
+impl Artifacts {
+    /// `<component>_socid<N>_archv<A>.bin`
+    pub fn bin_name(&self) -> String {
+        file_name(&self.bin)
+    }
+
+    /// `<component>_socid<N>_archv<A>_ctx` (the wrapper without `.onnx`).
+    pub fn wrapper_stem(&self) -> String {
+        file_name(&self.wrapper)
+            .trim_end_matches(".onnx")
+            .to_string()
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+pub fn artifacts(model: &str, component: &str, soc: &Soc) -> Artifacts {
+    let dir = PathBuf::from("ctx").join(model);
+    let stem = format!("{component}_socid{}_archv{}", soc.id, soc.htp_arch);
+    Artifacts {
+        dlc: dir.join(format!("{component}.dlc")),
+        dlc_candidate: dir.join(format!("{component}.candidate.dlc")),
+        bin: dir.join(format!("{stem}.bin")),
+        wrapper: dir.join(format!("{stem}_ctx.onnx")),
+        record: dir.join(format!("{component}.record.json")),
+    }
+}
+
+/// External-data files the ONNX graph refers to (relative to the project root).
+pub fn external_data(root: &Path, onnx_rel: &Path) -> Result<Vec<PathBuf>> {
+    let summary = crate::onnx::proto::read_summary(&root.join(onnx_rel))?;
+    let dir = onnx_rel.parent().unwrap_or(Path::new(""));
+    Ok(summary
+        .external_data
+        .iter()
+        .map(|loc| dir.join(loc))
+        .collect())
+}
+
+/// The hash of a recipe section as it was parsed (a key part).
+pub fn section_hash<T: Serialize>(section: &T) -> String {
+    sha256_bytes(&serde_json::to_vec(section).unwrap_or_default())
+}
