@@ -125,7 +125,7 @@ impl<'e, 'a> ComponentRun<'e, 'a> {
                 self.line(step, &how, Some(seconds));
                 let rec = self.record.steps.get(&step.record_name);
                 let outcome =
-                    StepOutcome::restored(step, reasons.texts(), seconds, outputs, detail, key);
+                    StepOutcome::restored(step, reasons.texts(), seconds, outputs, *detail, key);
                 self.steps.push(outcome.with_facts(rec));
                 true
             }

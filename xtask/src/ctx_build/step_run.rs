@@ -137,7 +137,7 @@ fn store_in_cache(
 /// What a cache lookup did for a step.
 pub enum Restored {
     /// Restored: its outputs in place, its record written (the cache key).
-    Yes(Vec<OutputFile>, StepDetail, String),
+    Yes(Vec<OutputFile>, Box<StepDetail>, String),
     Miss,
     /// The entry was unusable (why); the step must run.
     Refused(String),
@@ -194,7 +194,7 @@ pub fn restore_step(
     };
     record.steps.insert(step.record_name.clone(), restored);
     record.save(record_path)?;
-    Ok(Restored::Yes(outputs, detail, key.key.clone()))
+    Ok(Restored::Yes(outputs, Box::new(detail), key.key.clone()))
 }
 
 fn staging_dir(env: &BuildEnv<'_>) -> Result<tempfile::TempDir> {

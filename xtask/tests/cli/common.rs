@@ -323,7 +323,7 @@ pub fn private_runtime(p: &Scratch, damaged: &str) {
 
 /// The Python of the pinned scripts' venv (`target/tinygen-venv`: numpy, onnx, onnxruntime at
 /// the pins of `xtask/scripts/tinygen/requirements.txt`), made on first use in this test process
-/// by `xtask/scripts/tinygen/ensure-venv.sh`, the script `.ci/run` calls: the tests that run
+/// by `xtask/scripts/tinygen/ensure-venv.sh`: the tests that run
 /// the generator or `write_golden.py` need nothing set up beforehand, and a venv that cannot be
 /// made fails them, never skips them.
 pub fn pinned_python() -> &'static Path {

@@ -191,3 +191,35 @@ fn every_relative_link_between_the_pages_resolves() {
     }
     assert!(broken.is_empty(), "links to nothing: {broken:?}");
 }
+
+/// The README's quick start shows two commands, each on a line of its own in a `sh` block:
+/// the main job and the test command; `.ci/run` runs that very test line.
+#[test]
+fn ci_runs_the_readme_test_line() {
+    let root = repo_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let start = readme
+        .find("## Quick start")
+        .expect("a quick start section");
+    let quick = &readme[start..];
+    let quick = &quick[..quick[3..].find("\n## ").map_or(quick.len(), |i| i + 3)];
+    let lines: Vec<&str> = quick
+        .split("```sh\n")
+        .skip(1)
+        .filter_map(|block| block.split("```").next())
+        .flat_map(str::lines)
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(
+        lines,
+        ["cargo xtask build-ctx --soc 77", "cargo test --release"],
+        "{quick}"
+    );
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    assert!(
+        ci.lines().any(|l| l.trim() == lines[1]),
+        ".ci/run does not run the README's test line `{}`:\n{ci}",
+        lines[1]
+    );
+}

@@ -5,7 +5,7 @@
 //!
 //! The generator's Python packages (numpy, onnx, pinned in `xtask/scripts/tinygen/
 //! requirements.txt`) live in `target/tinygen-venv`, made (once, or again when the pins change)
-//! by `xtask/scripts/tinygen/ensure-venv.sh`, the same script `.ci/run` calls: these tests need
+//! by `xtask/scripts/tinygen/ensure-venv.sh` (on first use): these tests need
 //! nothing set up beforehand, and a failure to make the venv fails them, never skips them.
 
 use std::collections::BTreeMap;

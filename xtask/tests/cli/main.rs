@@ -35,5 +35,6 @@ mod runtime_cli;
 mod sandbox;
 mod sdk_cli;
 mod step_cache_cli;
+mod tidy;
 mod whatif_cli;
 mod workflow_schema;

@@ -1,6 +1,6 @@
-//! The offline tier: checks that need neither the runtime nor any network. They run first in
-//! `.ci/run` (`cargo test --release --lib --test offline_cli`) with `XTASK_OFFLINE=1`, which
-//! makes any download attempt fail, so a broken recipe or plan is reported in seconds.
+//! The offline tier: checks that need neither the runtime nor any network. Run them alone with
+//! `XTASK_OFFLINE=1 cargo test --release --test cli -- offline_cli::` (`XTASK_OFFLINE=1` makes
+//! any download attempt fail), so a broken recipe or plan is reported in seconds.
 
 use crate::common;
 
