@@ -43,7 +43,7 @@ pub(crate) fn convert(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> 
         "graphOutputs": io_json(session.output_contract(), preserve, &BTreeMap::new())?,
     });
     drop(session);
-    let (dlc, _) = rt.dump_dlc(&graph_path, &tmp.path().join("ir"))?;
+    let (dlc, _) = rt.dump_dlc(&graph_path, &tmp.path().join("ir"), false)?;
     let mut zip = zip::ZipWriter::new_append(
         std::fs::OpenOptions::new()
             .read(true)

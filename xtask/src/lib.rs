@@ -24,6 +24,7 @@ pub mod onnx;
 pub mod parity;
 pub mod proc;
 pub mod project;
+pub mod quantize;
 pub mod recipe;
 pub mod record;
 pub mod report;

@@ -177,6 +177,91 @@ impl FromStr for ToolchainKind {
     }
 }
 
+/// How a component's weights and activations are held on the HTP: float (fp16, the card's
+/// bundle) or quantized by calibration (`[quantize] precision`). `wNaM`: N-bit weights, M-bit
+/// activations (`notes/quantization.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, clap::ValueEnum)]
+pub enum Precision {
+    #[default]
+    Fp16,
+    W8a16,
+    W8a8,
+    W4a16,
+}
+
+impl Precision {
+    /// Every precision, float first, then by falling size of the weights.
+    pub const ALL: [Precision; 4] = [
+        Precision::Fp16,
+        Precision::W8a16,
+        Precision::W8a8,
+        Precision::W4a16,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Precision::Fp16 => "fp16",
+            Precision::W8a16 => "w8a16",
+            Precision::W8a8 => "w8a8",
+            Precision::W4a16 => "w4a16",
+        }
+    }
+
+    /// `fp16, w8a16, w8a8, w4a16`.
+    pub fn allowed() -> String {
+        Self::ALL.map(|p| p.label()).join(", ")
+    }
+
+    /// Whether the component is quantized (a QDQ graph with calibrated ranges).
+    pub fn is_quantized(self) -> bool {
+        self != Precision::Fp16
+    }
+
+    /// Bits per weight and per activation (16 for fp16's both).
+    pub fn bits(self) -> (u8, u8) {
+        match self {
+            Precision::Fp16 => (16, 16),
+            Precision::W8a16 => (8, 16),
+            Precision::W8a8 => (8, 8),
+            Precision::W4a16 => (4, 16),
+        }
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+impl FromStr for Precision {
+    type Err = UnknownWord;
+
+    fn from_str(s: &str) -> Result<Self, UnknownWord> {
+        Self::ALL
+            .into_iter()
+            .find(|p| p.label() == s)
+            .ok_or_else(|| UnknownWord {
+                what: "precision",
+                found: s.to_string(),
+                allowed: Self::allowed(),
+            })
+    }
+}
+
+impl serde::Serialize for Precision {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.label())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Precision {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +278,16 @@ mod tests {
         for t in [ToolchainKind::Embedded, ToolchainKind::Sdk] {
             assert_eq!(t.to_string().parse::<ToolchainKind>(), Ok(t));
         }
+        for p in Precision::ALL {
+            assert_eq!(p.to_string().parse::<Precision>(), Ok(p));
+            let json = serde_json::to_string(&p).unwrap();
+            assert_eq!(serde_json::from_str::<Precision>(&json).unwrap(), p);
+        }
+        let err = "w4a3".parse::<Precision>().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "\"w4a3\" is not a precision: one of fp16, w8a16, w8a8, w4a16"
+        );
     }
 
     #[test]

@@ -17,20 +17,44 @@ pub type Versions = crate::ctx_build::facts::ToolVersions;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepKind {
+    /// Float ONNX -> QDQ ONNX + encodings, calibrated (quantized components only).
+    Quantize,
     Convert,
     CpuParity,
     Context,
 }
 
 impl StepKind {
-    /// The steps of a component, in the order they run.
-    pub const ALL: [StepKind; 3] = [StepKind::Convert, StepKind::CpuParity, StepKind::Context];
+    /// The steps of a float component, in the order they run.
+    pub const FLOAT: [StepKind; 3] = [StepKind::Convert, StepKind::CpuParity, StepKind::Context];
+
+    /// The steps of `comp`, in the order they run: a quantized component starts with its
+    /// quantize step; a float one has the three steps it always had (and their keys).
+    pub fn of(comp: &crate::recipe::Component) -> Vec<StepKind> {
+        let mut kinds = Vec::with_capacity(4);
+        if comp.precision().is_quantized() {
+            kinds.push(StepKind::Quantize);
+        }
+        kinds.extend(Self::FLOAT);
+        kinds
+    }
 
     pub fn label(self) -> &'static str {
         match self {
+            StepKind::Quantize => "quantize",
             StepKind::Convert => "convert",
             StepKind::CpuParity => "cpu parity",
             StepKind::Context => "context binary",
+        }
+    }
+
+    /// The step's entry in the component's record (`context` is per SoC).
+    pub fn record_name(self, soc: &Soc) -> String {
+        match self {
+            StepKind::Quantize => "quantize".into(),
+            StepKind::Convert => "convert".into(),
+            StepKind::CpuParity => "cpu_parity".into(),
+            StepKind::Context => format!("context@soc{}", soc.id),
         }
     }
 }
@@ -45,6 +69,11 @@ pub struct Artifacts {
     pub bin: PathBuf,
     pub wrapper: PathBuf,
     pub record: PathBuf,
+    /// A quantized component's QDQ ONNX (what every QNN step of it gets), its external data
+    /// (when the float ONNX has external data), and its AIMET encodings.
+    pub qdq: PathBuf,
+    pub qdq_data: PathBuf,
+    pub encodings: PathBuf,
 }
 
 impl Artifacts {
@@ -67,6 +96,13 @@ fn file_name(p: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// A quantized component's QDQ ONNX (the same for every SoC).
+pub fn qdq_path(model: &str, component: &str) -> PathBuf {
+    PathBuf::from("ctx")
+        .join(model)
+        .join(format!("{component}.qdq.onnx"))
+}
+
 pub fn artifacts(model: &str, component: &str, soc: &Soc) -> Artifacts {
     let dir = PathBuf::from("ctx").join(model);
     let stem = format!("{component}_socid{}_archv{}", soc.id, soc.htp_arch);
@@ -76,6 +112,9 @@ pub fn artifacts(model: &str, component: &str, soc: &Soc) -> Artifacts {
         bin: dir.join(format!("{stem}.bin")),
         wrapper: dir.join(format!("{stem}_ctx.onnx")),
         record: dir.join(format!("{component}.record.json")),
+        qdq: qdq_path(model, component),
+        qdq_data: dir.join(format!("{component}.qdq.onnx.data")),
+        encodings: dir.join(format!("{component}.encodings.json")),
     }
 }
 

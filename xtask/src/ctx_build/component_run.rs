@@ -221,14 +221,21 @@ impl<'e, 'a> ComponentRun<'e, 'a> {
         Vec<crate::ctx_build::report::OutputFile>,
         crate::ctx_build::detail::StepDetail,
     )> {
-        if self.onnx.is_none() {
-            let model = &self.env.model.file.model.name;
-            self.onnx = Some(QnnOnnx::resolve(self.env.root, model, self.comp)?);
-        }
-        let onnx = self
-            .onnx
-            .as_ref()
-            .context("internal: the QNN ONNX was not resolved")?;
+        let model = &self.env.model.file.model.name;
+        // The quantize step reads the float ONNX; the steps after it what QNN gets (for a
+        // quantized component the QDQ ONNX, which exists only once quantize ran).
+        let float;
+        let onnx = if step.kind == StepKind::Quantize {
+            float = QnnOnnx::float(self.env.root, model, self.comp)?;
+            &float
+        } else {
+            if self.onnx.is_none() {
+                self.onnx = Some(QnnOnnx::resolve(self.env.root, model, self.comp)?);
+            }
+            self.onnx
+                .as_ref()
+                .context("internal: the QNN ONNX was not resolved")?
+        };
         step_run::run_step(
             self.env,
             self.comp,

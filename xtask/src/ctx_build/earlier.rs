@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::ctx_build::fingerprint::ComponentRecord;
-use crate::ctx_build::plan::{StepKind, artifacts, record_names};
+use crate::ctx_build::plan::{artifacts, record_names};
 use crate::ctx_build::report::{ComponentBuild, StepOutcome};
 use crate::recipe::{Component, Model};
 use crate::soc::Soc;
@@ -19,7 +19,6 @@ pub fn earlier_builds(
     soc: &Soc,
 ) -> Vec<ComponentBuild> {
     let name = &model.file.model.name;
-    let labels = StepKind::ALL.map(StepKind::label);
     model
         .components
         .iter()
@@ -31,12 +30,11 @@ pub fn earlier_builds(
                 "not in this run (--only): its last build, from {}; not checked for freshness",
                 record_path.display()
             );
-            let steps: Vec<StepOutcome> = record_names(soc)
+            let steps: Vec<StepOutcome> = record_names(c, soc)
                 .iter()
-                .zip(labels)
-                .filter_map(|(key, label)| {
+                .filter_map(|(kind, key)| {
                     let step = record.steps.get(key)?;
-                    Some(StepOutcome::earlier(label, step, root, why.clone()))
+                    Some(StepOutcome::earlier(kind.label(), step, root, why.clone()))
                 })
                 .collect();
             (!steps.is_empty()).then(|| ComponentBuild {

@@ -86,6 +86,9 @@ pub struct ConvertFacts {
     pub rewrites: Option<RewriteCheck>,
     /// The DLC this step made, not yet proven (`<component>.candidate.dlc`).
     pub candidate_dlc: FileHash,
+    /// A quantized component's precision (its DLC holds the QDQ graph's quantized tensors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<crate::vocab::Precision>,
 }
 
 /// The CPU backend against the golden, and the DLC it measured, promoted to current on a pass.
@@ -122,10 +125,48 @@ pub struct ContextFacts {
     pub wrapper: FileHash,
 }
 
+/// Where a quantized component's calibration samples came from, and their content hash.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalibrationFacts {
+    /// `golden`, `trace` or the folder.
+    pub source: String,
+    /// One line per sample used, in order.
+    pub origins: Vec<String>,
+    /// sha256 over every sample's tensors (`quantize::calibration::hash_samples`).
+    pub sha256: String,
+}
+
+/// Float ONNX -> QDQ ONNX with calibrated ranges, and the AIMET encodings of its tensors.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuantizeFacts {
+    pub versions: ToolVersions,
+    pub precision: crate::vocab::Precision,
+    pub per_channel: bool,
+    pub method: crate::recipe::quantize::CalibrationMethod,
+    /// Operator types and node names kept in float.
+    pub exclude: Vec<String>,
+    /// The float ONNX that was quantized: the recipe's, or its rewritten copy.
+    pub float_onnx: FileHash,
+    pub rewrites: Option<RewriteCheck>,
+    pub calibration: CalibrationFacts,
+    /// The Python packages and versions the quantizer ran with (`target/quant-venv`).
+    pub environment: BTreeMap<String, String>,
+    /// sha256 of `xtask/scripts/quantize/quantize.py`.
+    pub script_sha256: String,
+    /// Q/DQ nodes in the QDQ graph and the encodings written.
+    pub quantize_nodes: usize,
+    pub dequantize_nodes: usize,
+    pub qdq: FileHash,
+    pub encodings: FileHash,
+}
+
 /// The facts of one step, tagged by its kind.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "step", rename_all = "snake_case")]
 pub enum StepFacts {
+    Quantize(Box<QuantizeFacts>),
     Convert(ConvertFacts),
     CpuParity(CpuParityFacts),
     Context(Box<ContextFacts>),
@@ -134,6 +175,7 @@ pub enum StepFacts {
 impl StepFacts {
     pub fn versions(&self) -> &ToolVersions {
         match self {
+            StepFacts::Quantize(f) => &f.versions,
             StepFacts::Convert(f) => &f.versions,
             StepFacts::CpuParity(f) => &f.versions,
             StepFacts::Context(f) => &f.versions,
@@ -143,19 +185,47 @@ impl StepFacts {
     /// A one-line summary for reports and the dry run (what was compiled, the figures).
     pub fn summary(&self) -> String {
         match self {
-            StepFacts::Convert(f) => format!(
-                "float{} DLC from {} ({})",
-                f.float_bitwidth,
-                f.qnn_onnx.path,
-                f.versions.toolchain.label()
+            StepFacts::Quantize(f) => format!(
+                "{} ({}, {}) from {} calibration sample(s), set {}",
+                f.precision,
+                if f.per_channel {
+                    "per-channel"
+                } else {
+                    "per-tensor"
+                },
+                f.method.label(),
+                f.calibration.origins.len(),
+                &f.calibration.sha256[..12.min(f.calibration.sha256.len())]
             ),
-            StepFacts::CpuParity(f) => f
-                .result
-                .outputs
-                .iter()
-                .map(|o| format!("{} cosine {}", o.name, o.metrics.shown_cosine()))
-                .collect::<Vec<_>>()
-                .join(", "),
+            StepFacts::Convert(f) => match f.precision {
+                Some(p) => format!(
+                    "{p} DLC from {} ({})",
+                    f.qnn_onnx.path,
+                    f.versions.toolchain.label()
+                ),
+                None => format!(
+                    "float{} DLC from {} ({})",
+                    f.float_bitwidth,
+                    f.qnn_onnx.path,
+                    f.versions.toolchain.label()
+                ),
+            },
+            StepFacts::CpuParity(f) => {
+                let figures = f
+                    .result
+                    .outputs
+                    .iter()
+                    .map(|o| format!("{} cosine {}", o.name, o.metrics.shown_cosine()))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                match (&f.result.stage, f.result.precision) {
+                    (Some(stage), Some(p)) => {
+                        format!("{stage}, {p} vs the float golden: {figures}")
+                    }
+                    (Some(stage), None) => format!("{stage}: {figures}"),
+                    _ => figures,
+                }
+            }
             StepFacts::Context(f) => {
                 let g = f.target.graph.as_ref();
                 format!(

@@ -21,6 +21,7 @@ pub fn test_facts() -> StepFacts {
         dlc_validation: "x".into(),
         rewrites: None,
         candidate_dlc: file,
+        precision: None,
     })
 }
 

@@ -26,6 +26,7 @@ pub mod rss;
 pub mod schedule;
 pub mod step_cache;
 pub mod step_checks;
+pub mod step_quantize;
 pub mod step_run;
 pub mod steps;
 pub mod toolchain;

@@ -1,6 +1,7 @@
-//! The build plan: per component, the three steps with their inputs, outputs, what they will
-//! run (rendered by the toolchain), fingerprints and freshness. Pure planning over recipes and what is on disk; nothing runs here, so
-//! `build-ctx --dry-run` prints exactly what a build would do.
+//! The build plan: per component, its steps (quantize when it is quantized, then convert, CPU
+//! parity, context binary) with their inputs, outputs, what they will run (rendered by the
+//! toolchain), chained fingerprints and freshness. Pure planning over recipes and what is on
+//! disk; nothing runs here, so `build-ctx --dry-run` prints exactly what a build would do.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,13 +22,12 @@ use crate::htp_target::HtpTarget;
 use crate::recipe::{Component, Model};
 use crate::soc::Soc;
 
-/// The names of a component's steps in its record, in `StepKind::ALL` order.
-pub fn record_names(soc: &Soc) -> [String; 3] {
-    [
-        steps::Convert::RECORD.to_string(),
-        steps::CpuParity::RECORD.to_string(),
-        steps::Context::record_name(soc),
-    ]
+/// A component's steps and their names in its record, in the order they run.
+pub fn record_names(comp: &Component, soc: &Soc) -> Vec<(StepKind, String)> {
+    StepKind::of(comp)
+        .into_iter()
+        .map(|k| (k, k.record_name(soc)))
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -70,35 +70,52 @@ pub struct InputHashes {
     /// The ONNX (`onnx`) and its external-data files, by key part name.
     pub onnx: Option<BTreeMap<String, String>>,
     pub golden: Option<String>,
+    /// A quantized component's calibration files (`path sha256` lines), hashed.
+    pub calibration: Option<String>,
 }
 
-/// The keys of a component's three steps, chained (pure: the seam the tests use).
+/// The keys of a component's steps (`StepKind::of`), chained: each holds the previous one's
+/// (pure: the seam the tests use). `rendered` is aligned with the steps.
 pub fn step_keys(
     model: &Model,
     comp: &Component,
     target: &HtpTarget,
     versions: &Versions,
-    rendered: &[Rendered; 3],
+    rendered: &[Rendered],
     hashes: &InputHashes,
-) -> [Option<StepKey>; 3] {
-    let convert = hashes
-        .onnx
-        .as_ref()
-        .map(|onnx| steps::Convert::key(comp, versions, &rendered[0], onnx));
-    let cpu = match (&convert, &hashes.golden) {
-        (Some(prev), Some(golden)) => Some(steps::CpuParity::key(
-            model,
-            comp,
-            &rendered[1],
-            prev,
-            golden,
-        )),
-        _ => None,
-    };
-    let context = cpu
-        .as_ref()
-        .map(|prev| steps::Context::key(comp, target, &rendered[2], prev));
-    [convert, cpu, context]
+) -> Vec<Option<StepKey>> {
+    let quantized = comp.precision().is_quantized();
+    let mut previous: Option<StepKey> = None;
+    let mut keys = Vec::new();
+    for (kind, r) in StepKind::of(comp).into_iter().zip(rendered) {
+        let key = match kind {
+            StepKind::Quantize => match (&hashes.onnx, &hashes.calibration) {
+                (Some(onnx), Some(calibration)) => {
+                    Some(steps::Quantize::key(comp, versions, r, onnx, calibration))
+                }
+                _ => None,
+            },
+            StepKind::Convert if quantized => previous
+                .as_ref()
+                .map(|q| steps::Convert::key_after_quantize(comp, versions, r, q)),
+            StepKind::Convert => hashes
+                .onnx
+                .as_ref()
+                .map(|onnx| steps::Convert::key(comp, versions, r, onnx)),
+            StepKind::CpuParity => match (&previous, &hashes.golden) {
+                (Some(prev), Some(golden)) => {
+                    Some(steps::CpuParity::key(model, comp, r, prev, golden))
+                }
+                _ => None,
+            },
+            StepKind::Context => previous
+                .as_ref()
+                .map(|prev| steps::Context::key(comp, target, r, prev)),
+        };
+        previous = key.clone();
+        keys.push(key);
+    }
+    keys
 }
 
 /// Plans one component: hashes its inputs (memoised by path, size, mtime), renders what each
@@ -116,36 +133,46 @@ pub fn plan_component(
     let art = artifacts(&model.file.model.name, name, soc);
     let record = ComponentRecord::load(&root.join(&art.record));
     let mut missing = Vec::new();
-    let onnx_rel = comp.file.component.onnx.clone();
-    let golden_rel = comp.file.golden.file.clone();
-    let (hashes, convert_inputs) = hash_inputs(root, comp, memo, &mut missing)?;
+    let (mut hashes, float_inputs) = hash_inputs(root, comp, memo, &mut missing)?;
+    let calibration_inputs = match &comp.file.quantize {
+        Some(q) if q.precision.is_quantized() => {
+            let files = crate::quantize::calibration::source_files(root, model, comp, q)?;
+            hashes.calibration = hash_files(root, &files, memo, &mut missing);
+            files.iter().map(|f| f.display().to_string()).collect()
+        }
+        _ => Vec::new(),
+    };
     let toolchain = crate::ctx_build::toolchain::for_plan(&versions.toolchain);
-    let target = HtpTarget::from_recipe(soc, &comp.file.context);
-    let rendered = StepKind::ALL.map(|kind| toolchain.render(kind, comp, &target, &art));
+    let target = HtpTarget::for_component(soc, comp);
+    let kinds = StepKind::of(comp);
+    let rendered: Vec<Rendered> = kinds
+        .iter()
+        .map(|&kind| match kind {
+            StepKind::Quantize => steps::Quantize::render(comp, &art),
+            kind => toolchain.render(kind, comp, &target, &art),
+        })
+        .collect();
     let keys = step_keys(model, comp, &target, versions, &rendered, &hashes);
-    let inputs = [
-        convert_inputs,
-        vec![
-            onnx_rel.display().to_string(),
-            golden_rel.display().to_string(),
-        ],
-        vec![onnx_rel.display().to_string()],
-    ];
-    let record_names = record_names(soc);
-    let outputs = [
-        steps::Convert::outputs(&art),
-        steps::CpuParity::outputs(&art),
-        steps::Context::outputs(&art),
-    ];
-    let steps = StepKind::ALL
+    let qnn_onnx = if comp.precision().is_quantized() {
+        art.qdq.display().to_string()
+    } else {
+        comp.file.component.onnx.display().to_string()
+    };
+    let golden_rel = comp.file.golden.file.display().to_string();
+    let has_external_data = hashes.onnx.as_ref().is_some_and(|parts| parts.len() > 1);
+    let steps = kinds
         .into_iter()
         .zip(keys)
         .zip(rendered)
-        .zip(inputs)
-        .zip(outputs)
-        .enumerate()
-        .map(|(i, ((((kind, key), rendered), inputs), outputs))| {
-            let record_name = record_names[i].clone();
+        .map(|((kind, key), rendered)| {
+            let inputs = match kind {
+                StepKind::Quantize => [float_inputs.clone(), calibration_inputs.clone()].concat(),
+                StepKind::Convert if comp.precision().is_quantized() => vec![qnn_onnx.clone()],
+                StepKind::Convert => float_inputs.clone(),
+                StepKind::CpuParity => vec![qnn_onnx.clone(), golden_rel.clone()],
+                StepKind::Context => vec![qnn_onnx.clone()],
+            };
+            let record_name = kind.record_name(soc);
             let freshness = match &key {
                 Some(k) => step_freshness(root, &record, &record_name, k, memo),
                 None => Freshness::dirty(DirtyReason::InputMissing),
@@ -156,7 +183,10 @@ pub fn plan_component(
                 record_name,
                 key,
                 inputs,
-                outputs: outputs.iter().map(|p| p.display().to_string()).collect(),
+                outputs: step_outputs(kind, &art, has_external_data)
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect(),
                 rendered,
                 freshness,
             }
@@ -169,6 +199,36 @@ pub fn plan_component(
         steps,
         missing,
     })
+}
+
+/// The files a step writes (the quantize step's external data only when the float ONNX has
+/// external data: then the QDQ ONNX has it too).
+fn step_outputs(kind: StepKind, art: &Artifacts, external_data: bool) -> Vec<std::path::PathBuf> {
+    match kind {
+        StepKind::Quantize => steps::Quantize::outputs(art, external_data),
+        StepKind::Convert => steps::Convert::outputs(art),
+        StepKind::CpuParity => steps::CpuParity::outputs(art),
+        StepKind::Context => steps::Context::outputs(art),
+    }
+}
+
+/// `path sha256` of every file, hashed as one key part; None (named in `missing`) when one is
+/// missing.
+fn hash_files(
+    root: &Path,
+    files: &[std::path::PathBuf],
+    memo: &mut HashMemo,
+    missing: &mut Vec<String>,
+) -> Option<String> {
+    let mut lines = String::new();
+    let mut complete = true;
+    for f in files {
+        match hash_input(root, f, memo, missing) {
+            Some(sha) => lines.push_str(&format!("{} {sha}\n", f.display())),
+            None => complete = false,
+        }
+    }
+    complete.then(|| crate::hashing::sha256_bytes(lines.as_bytes()))
 }
 
 /// The ONNX (with its external data) and the golden, hashed (None where missing, named in

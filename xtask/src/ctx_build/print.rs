@@ -96,6 +96,7 @@ pub fn print_commands(toolchain: &str, model: &Model, plans: &[ComponentPlan]) {
         crate::outln!("{}", plan.component);
         for step in &plan.steps {
             let label = match step.kind {
+                StepKind::Quantize => "quantize:",
                 StepKind::Convert => "convert:",
                 StepKind::CpuParity => "cpu parity:",
                 StepKind::Context => "context:",

@@ -37,6 +37,9 @@ pub struct StepNeed {
 /// Bytes a step writes, from the bytes of its component's ONNX and external data.
 pub fn disk_bytes(kind: StepKind, onnx_bytes: f64) -> f64 {
     match kind {
+        // The QDQ ONNX (weights at 8 or 4 bits beside float scales) and the calibration
+        // samples, within the float ONNX's size.
+        StepKind::Quantize => onnx_bytes,
         StepKind::Convert => onnx_bytes,
         StepKind::CpuParity => 0.0,
         StepKind::Context => 1.1 * onnx_bytes + 1e6,

@@ -25,6 +25,9 @@ use crate::ctx_build::plan::{ComponentPlan, StepKind};
 /// sit above every measured ratio (1.7x to 3.6x), so `--jobs` errs towards waiting.
 const fn model_of(kind: StepKind) -> (f64, f64) {
     match kind {
+        // ORT's calibrator: the float model, plus every intermediate tensor of the samples
+        // (not measured at real width yet: set above the compile's factor).
+        StepKind::Quantize => (500.0, 5.0),
         // Reads the ONNX, writes the DLC.
         StepKind::Convert => (200.0, 2.5),
         // ORT CPU session + QNN CPU session over the same weights, plus golden tensors.

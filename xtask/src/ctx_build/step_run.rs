@@ -51,13 +51,23 @@ pub fn run_step(
         rt: env.rt,
     };
     let watch = compile_watch(env, comp, step, bar);
+    // The compiler reports its own stages; every other step gets a pulse.
+    let beat = watch.is_none().then(|| {
+        let label = step.kind.label();
+        crate::ui::progress::Beat::start(
+            env.progress.ticker(bar, label),
+            env.progress.heartbeat(bar, comp.name(), label),
+        )
+    });
     let meter = crate::ctx_build::rss::StepMeter::start();
     let ran = match step.kind {
+        StepKind::Quantize => steps::Quantize::run(&job),
         StepKind::Convert => steps::Convert::run(env.toolchain, &job),
         StepKind::CpuParity => steps::CpuParity::run(env.toolchain, &job),
         StepKind::Context => steps::Context::run(env.toolchain, &job),
     };
     let cost = meter.finish();
+    drop(beat);
     let compiled = watch.map(|w| w.finish());
     let StepRun {
         outputs,

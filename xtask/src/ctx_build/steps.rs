@@ -38,7 +38,7 @@ impl StagedOutput {
         })
     }
 
-    fn file(&self) -> FileHash {
+    pub(crate) fn file(&self) -> FileHash {
         FileHash {
             path: self.artifact.display().to_string(),
             sha256: self.sha256.clone(),
@@ -53,12 +53,12 @@ pub struct StepRun {
     pub detail: StepDetail,
 }
 
+pub use crate::ctx_build::step_quantize::Quantize;
+
 /// ONNX → DLC.
 pub struct Convert;
 
 impl Convert {
-    pub const RECORD: &'static str = "convert";
-
     /// The ONNX and external data, the recipe's graph contract and `[convert]`, what the
     /// toolchain renders, the tool versions.
     pub fn key(
@@ -89,6 +89,21 @@ impl Convert {
         StepKey::new("convert", parts)
     }
 
+    /// A quantized component's convert: it converts the QDQ ONNX its quantize step made, so its
+    /// key chains that step's key in place of the float ONNX's hashes.
+    pub fn key_after_quantize(
+        comp: &Component,
+        versions: &Versions,
+        rendered: &Rendered,
+        quantize: &StepKey,
+    ) -> StepKey {
+        let onnx = BTreeMap::from([("quantize step".to_string(), quantize.key.clone())]);
+        let mut key = Self::key(comp, versions, rendered, &onnx);
+        // The rewrites were applied before quantizing (they are in the quantize key).
+        key.parts.remove("graph rewrites");
+        StepKey::new("convert", key.parts)
+    }
+
     /// The candidate DLC (promoted to `dlc` by a passing CPU parity).
     pub fn outputs(art: &Artifacts) -> Vec<PathBuf> {
         vec![art.dlc_candidate.clone()]
@@ -102,7 +117,13 @@ impl Convert {
             .context("the converter staged no DLC")?;
         check_dlc(dlc)?;
         let mut detail = staged.detail;
-        let rewrites = check_rewrites(job)?;
+        // A quantized component's rewrites were checked by its quantize step, on the float
+        // graph; the QDQ graph is judged by its own gate.
+        let rewrites = if job.comp.precision().is_quantized() {
+            None
+        } else {
+            check_rewrites(job)?
+        };
         if let Some(check) = &rewrites {
             detail.summary = Some(check.summary());
         }
@@ -126,6 +147,7 @@ impl Convert {
             dlc_validation: tc.dlc_validation().to_string(),
             rewrites,
             candidate_dlc: out.file(),
+            precision: Some(job.comp.precision()).filter(|p| p.is_quantized()),
         });
         Ok(StepRun {
             outputs: vec![out],
@@ -139,8 +161,6 @@ impl Convert {
 pub struct CpuParity;
 
 impl CpuParity {
-    pub const RECORD: &'static str = "cpu_parity";
-
     pub fn key(
         model: &Model,
         comp: &Component,
@@ -167,7 +187,21 @@ impl CpuParity {
 
     pub fn run(tc: &dyn Toolchain, job: &StepJob<'_>) -> Result<StepRun> {
         let golden = load_golden(job.root, job.comp)?;
-        let result = tc.cpu_parity(job, &golden)?;
+        // QNN's CPU backend does not execute QDQ graphs: a quantized component's CPU stage is
+        // its QDQ graph on ORT (whatever the toolchain), against the float golden.
+        let result = if job.comp.precision().is_quantized() {
+            let mut r = crate::parity::component::run_qdq_simulation(
+                job.rt,
+                job.model,
+                job.comp,
+                &golden,
+                &job.onnx.path,
+            )?;
+            r.session_model = job.onnx.rel.clone();
+            r
+        } else {
+            tc.cpu_parity(job, &golden)?
+        };
         if !result.pass {
             let reasons: Vec<String> = result
                 .outputs
@@ -228,7 +262,7 @@ pub struct Context;
 
 impl Context {
     pub fn record_name(soc: &crate::soc::Soc) -> String {
-        format!("context@soc{}", soc.id)
+        crate::ctx_build::artifacts::StepKind::Context.record_name(soc)
     }
 
     /// `target` is the component's HTP target as the plan rendered it; its options are a

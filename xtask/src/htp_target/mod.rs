@@ -23,6 +23,11 @@ pub struct HtpGraph {
     pub fp16: bool,
     /// 0 = the backend's default (omitted from both renderings).
     pub vtcm_mb: u32,
+    /// A quantized (QDQ) graph: its graph-input Quantize and graph-output Dequantize nodes
+    /// are compiled into the binary too (`offload_graph_io_quantization=0`), so the binary
+    /// takes and gives float tensors like a float one. Absent in records of float builds.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quantized: bool,
 }
 
 /// The HTP a session or context binary targets: the device, and the graph options when a
@@ -45,8 +50,19 @@ impl HtpTarget {
                 optimization_level: ctx.optimization_level,
                 fp16: ctx.fp16,
                 vtcm_mb: ctx.vtcm_mb,
+                quantized: false,
             }),
         }
+    }
+
+    /// The target of compiling `comp` on `soc`: its `[context]` options, and whether its
+    /// graph is quantized (`[quantize]`).
+    pub fn for_component(soc: &Soc, comp: &crate::recipe::Component) -> Self {
+        let mut t = Self::from_recipe(soc, &comp.file.context);
+        if let Some(g) = &mut t.graph {
+            g.quantized = comp.precision().is_quantized();
+        }
+        t
     }
 
     /// The target of `doctor`'s HTP probe: its one-node ReLU graph compiled for SoC 77 (v73)
@@ -60,6 +76,7 @@ impl HtpTarget {
                 optimization_level: 3,
                 fp16: true,
                 vtcm_mb: 0,
+                quantized: false,
             }),
         }
     }
@@ -93,6 +110,9 @@ impl HtpTarget {
             ));
             if g.vtcm_mb > 0 {
                 opts.push(("vtcm_mb".into(), g.vtcm_mb.to_string()));
+            }
+            if g.quantized {
+                opts.push(("offload_graph_io_quantization".into(), "0".into()));
             }
         }
         opts
@@ -139,6 +159,7 @@ impl HtpTarget {
                 optimization_level: g.optimization_level,
                 fp16: g.fp16_relaxed_precision == 1,
                 vtcm_mb: g.vtcm_mb.unwrap_or(0),
+                quantized: false,
             }),
         };
         Ok(HtpTarget {

@@ -52,6 +52,39 @@ pub struct ComponentResult {
     /// Kept from an earlier run by an `--only` run that did not measure it (shown as such).
     #[serde(default)]
     pub from_earlier_run: bool,
+    /// A quantized component's precision (its figures are against the float golden, by the
+    /// precision's gate); absent for a float component.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<crate::vocab::Precision>,
+    /// What stood in for the backend, when something did: a quantized component's CPU stage
+    /// is its QDQ graph on ORT's CPU EP (`QDQ_SIMULATION`), since QNN's CPU backend does not
+    /// execute QDQ graphs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+}
+
+/// How every report names the CPU stage of a quantized component.
+pub const QDQ_SIMULATION: &str = "QDQ simulation (ORT CPU EP)";
+
+/// A quantized component's CPU stage: its QDQ ONNX on ORT's CPU EP, judged against the float
+/// golden by the precision's gate and labelled a QDQ simulation.
+pub fn run_qdq_simulation(
+    rt: &Runtime,
+    model: &Model,
+    comp: &Component,
+    golden: &GoldenIo,
+    qdq: &Path,
+) -> Result<ComponentResult> {
+    let mut session = rt.open(qdq, &Backend::OrtCpu)?;
+    check_graph_contract(comp, &session.input_contract(), &session.output_contract())?;
+    let started = std::time::Instant::now();
+    let actual = session.run(&golden.inputs)?;
+    let run_seconds = started.elapsed().as_secs_f64();
+    let mut result = judge_outputs(model, comp, golden, &actual, BackendKind::Cpu)?;
+    result.session_model = qdq.display().to_string();
+    result.run_seconds = run_seconds;
+    result.stage = Some(QDQ_SIMULATION.into());
+    Ok(result)
 }
 
 /// Runs `session_model` on `backend` and compares every declared output with the golden.
@@ -118,7 +151,10 @@ pub fn judge_outputs(
         });
     }
     let pass = outputs.iter().all(|o| o.verdict.pass);
+    let precision = comp.precision();
     Ok(ComponentResult {
+        precision: (precision.is_quantized() && backend.is_qnn()).then_some(precision),
+        stage: None,
         component: comp.name().to_string(),
         backend,
         session_model: String::new(),
@@ -160,5 +196,7 @@ pub fn failed_component(
         error: Some(crate::project::scrub(root, &format!("{err:#}"))),
         measured_unix: crate::report::now_unix(),
         from_earlier_run: false,
+        precision: None,
+        stage: None,
     }
 }

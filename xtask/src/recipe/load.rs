@@ -148,6 +148,7 @@ fn load_component(root: &Path, model: &str, name: &str) -> Result<Component> {
         &comp.file.golden.file,
         &at(&comp.recipe_path, text, "golden", "file", 0),
     )?;
+    check_quantize(root, &comp)?;
     Ok(comp)
 }
 
@@ -226,6 +227,14 @@ fn check_component(comp: &Component, expected_name: &str) -> Result<()> {
     )?;
     check_overrides(&comp.recipe_path, text, &parity.overrides, Some(&outputs))?;
     check_rewrites(comp)
+}
+
+/// `[quantize]`, when present (paths need the project root).
+fn check_quantize(root: &Path, comp: &Component) -> Result<()> {
+    match &comp.file.quantize {
+        Some(q) => super::quantize::check_quantize(root, &comp.recipe_path, &comp.recipe_text, q),
+        None => Ok(()),
+    }
 }
 
 /// Every `[rewrite] apply` name is a known rewrite, named once.

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use crate::vocab::BackendKind;
 
 pub mod gate;
+pub mod quantize;
 pub mod tensor_names;
 pub use contract::{check_golden, check_graph_contract, check_rewrites_match};
 pub use gate::Gate;
@@ -66,8 +67,32 @@ impl Component {
         )
     }
 
-    /// The gate for one output on one backend: the most specific override wins.
+    /// The precision the component is built at on the HTP (`[quantize] precision`, else fp16).
+    pub fn precision(&self) -> crate::vocab::Precision {
+        self.file
+            .quantize
+            .as_ref()
+            .map_or(crate::vocab::Precision::Fp16, |q| q.precision)
+    }
+
+    /// The gate for one output on one backend: the most specific override wins. A quantized
+    /// component on a QNN backend (its QDQ simulation, its quantized binary) is held to its
+    /// precision's gate against the float golden instead (`[quantize.gates.<precision>]`, else
+    /// the measured default); the fp16 overrides do not apply to it.
     pub fn gate(&self, model: &ModelFile, output: &str, backend: BackendKind) -> Gate {
+        if let Some(q) = &self.file.quantize
+            && q.precision.is_quantized()
+            && backend.is_qnn()
+        {
+            let (min_cosine, max_norm_ratio_error) = q.gate(q.precision);
+            return Gate {
+                min_cosine,
+                max_norm_ratio_error,
+                atol: self.file.parity.atol,
+                rtol: self.file.parity.rtol,
+                waiver: None,
+            };
+        }
         let all = self
             .file
             .parity

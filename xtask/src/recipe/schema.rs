@@ -282,6 +282,9 @@ pub struct ComponentFile {
     pub parity: ParitySection,
     #[serde(default)]
     pub rewrite: RewriteSection,
+    /// Absent: float (fp16 on the HTP), as the card's bundle.
+    #[serde(default)]
+    pub quantize: Option<super::quantize::QuantizeSection>,
 }
 
 /// Graph rewrites (`onnx::decompose`) applied, in order, to a copy of the ONNX before any QNN

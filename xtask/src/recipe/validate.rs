@@ -53,11 +53,23 @@ fn located(path: &Path, line: Option<usize>, what: &str) -> String {
 /// (`[table]` then `key = …`) or inline in its parent (`name = { key = … }`, the line of
 /// `name`); "file: table.key" when neither is found.
 pub fn at_entry(path: &Path, text: &str, table: &str, key: &str) -> String {
-    let line = key_line(text, table, key, 0).or_else(|| {
-        let (parent, name) = table.rsplit_once('.')?;
-        key_line(text, parent, name, 0)
-    });
+    let line = key_line(text, table, key, 0)
+        .or_else(|| {
+            let (parent, name) = table.rsplit_once('.')?;
+            key_line(text, parent, name, 0)
+        })
+        .or_else(|| header_line(text, &format!("{table}.{key}")));
     located(path, line, &format!("{table}.{key}"))
+}
+
+/// 1-based line of the table header `[name]` (an entry written as its own table).
+fn header_line(text: &str, name: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            l.trim().trim_matches(|c| c == '[' || c == ']').trim() == name
+                && l.trim().starts_with('[')
+        })
+        .map(|i| i + 1)
 }
 
 /// A number as the recipe would write it: `1e300`, not three hundred digits.

@@ -116,6 +116,15 @@ fn embedded_libs(dir: &Path, platform: Platform) -> RuntimeLibs {
     }
 }
 
+/// The host's onnxruntime wheel, fetched when missing and checked against its pin (the
+/// quantize environment installs this very file: the Python quantizer and the libraries the
+/// tool loads are one ONNX Runtime).
+pub fn verified_ort_wheel(root: &Path) -> Result<std::path::PathBuf> {
+    let platform = Platform::host();
+    let wheel_dir = crate::project::scratch_dir(root, "qnn-runtime/wheels");
+    fetch_verified_wheel(&wheel_dir, platform.ort_wheel(), platform)
+}
+
 fn unpack_from_verified_wheels(root: &Path, runtime_dir: &Path, platform: Platform) -> Result<()> {
     let wheel_dir = crate::project::scratch_dir(root, "qnn-runtime/wheels");
     let ort = platform.ort_wheel();

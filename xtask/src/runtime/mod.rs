@@ -45,10 +45,7 @@ pub fn backend_for_component(
     Ok(match kind {
         crate::vocab::BackendKind::Htp => {
             let soc = crate::htp_target::target_soc(model, None)?;
-            crate::runtime::Backend::QnnHtp(crate::htp_target::HtpTarget::from_recipe(
-                &soc,
-                &comp.file.context,
-            ))
+            crate::runtime::Backend::QnnHtp(crate::htp_target::HtpTarget::for_component(&soc, comp))
         }
         other => backend_for(model, other),
     })

@@ -222,7 +222,12 @@ impl Runtime {
 
     /// Dumps the model as a QNN IR DLC into `dir` (the QNN IR backend through the EP). A dump
     /// session cannot run inference; the DLC file is the only product.
-    pub fn dump_dlc(&self, model: &Path, dir: &Path) -> Result<(PathBuf, Placement)> {
+    pub fn dump_dlc(
+        &self,
+        model: &Path,
+        dir: &Path,
+        quantized: bool,
+    ) -> Result<(PathBuf, Placement)> {
         std::fs::create_dir_all(dir)?;
         let sink: LogSink = Arc::default();
         let ir = self.qnn_backend_lib("libQnnIr.so")?;
@@ -232,6 +237,7 @@ impl Runtime {
         ];
         opts.extend(dump_dlc_ep_options(
             &std::path::absolute(dir)?.display().to_string(),
+            quantized,
         ));
         let opts = prefixed(opts);
         let mut builder = self.builder(QNN_EP, &opts, &sink)?;
@@ -371,11 +377,16 @@ pub fn backend_ep_options(backend: &Backend) -> Vec<(String, String)> {
 }
 
 /// The rendered EP options of a QNN IR (DLC) dump into `dir`, without the library paths.
-pub fn dump_dlc_ep_options(dir: &str) -> Vec<(String, String)> {
-    vec![
+/// A quantized (QDQ) graph's graph-I/O Quantize/Dequantize nodes go into the DLC too.
+pub fn dump_dlc_ep_options(dir: &str, quantized: bool) -> Vec<(String, String)> {
+    let mut opts = vec![
         ("dump_qnn_ir_dlc".into(), "1".into()),
         ("dump_qnn_ir_dlc_dir".into(), dir.into()),
-    ]
+    ];
+    if quantized {
+        opts.push(("offload_graph_io_quantization".into(), "0".into()));
+    }
+    opts
 }
 
 /// The session config of an HTP context build writing its EPContext wrapper to `wrapper`.

@@ -36,9 +36,12 @@ impl Toolchain for Embedded {
     ) -> Rendered {
         let r = Rendered::default();
         match kind {
-            StepKind::Convert => {
-                r.options("rendered QNN IR EP options", &dump_dlc_ep_options(STAGING))
-            }
+            // Not a toolchain's step: `steps::Quantize::render` says what it runs.
+            StepKind::Quantize => r,
+            StepKind::Convert => r.options(
+                "rendered QNN IR EP options",
+                &dump_dlc_ep_options(STAGING, comp.precision().is_quantized()),
+            ),
             StepKind::CpuParity => r.options(
                 "rendered QNN CPU EP options",
                 &backend_ep_options(&Backend::QnnCpu),
@@ -62,7 +65,8 @@ impl Toolchain for Embedded {
     }
 
     fn convert(&self, job: &StepJob<'_>) -> Result<Staged> {
-        let (dlc, placement) = job.rt.dump_dlc(&job.onnx.path, job.staging)?;
+        let quantized = job.comp.precision().is_quantized();
+        let (dlc, placement) = job.rt.dump_dlc(&job.onnx.path, job.staging, quantized)?;
         let dlc_from = dlc.file_name().map(|n| n.to_string_lossy().into_owned());
         Ok(Staged {
             files: vec![dlc],

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use serde::Serialize;
 
 use crate::ctx_build::artifacts::{Artifacts, StepKind};
@@ -95,8 +95,30 @@ pub struct QnnOnnx {
 }
 
 impl QnnOnnx {
-    /// Writes the rewritten copy when the recipe asks for rewrites, then hashes what QNN gets.
+    /// What the QNN steps of `comp` get: the float ONNX (`float`), or for a quantized
+    /// component the QDQ ONNX its quantize step made (the rewrites were applied before it).
     pub fn resolve(root: &Path, model: &str, comp: &Component) -> Result<QnnOnnx> {
+        if !comp.precision().is_quantized() {
+            return Self::float(root, model, comp);
+        }
+        let soc_free = crate::ctx_build::artifacts::qdq_path(model, comp.name());
+        let path = root.join(&soc_free);
+        Ok(QnnOnnx {
+            rel: soc_free.display().to_string(),
+            sha256: crate::hashing::sha256_file(&path).with_context(|| {
+                format!(
+                    "{}: the quantize step's QDQ ONNX is missing (build the component)",
+                    path.display()
+                )
+            })?,
+            path,
+            applied: Vec::new(),
+        })
+    }
+
+    /// The float ONNX: the recipe's, or its rewritten copy (written when the recipe asks for
+    /// rewrites), hashed. What the quantize step reads, and every step of a float component.
+    pub fn float(root: &Path, model: &str, comp: &Component) -> Result<QnnOnnx> {
         let (path, applied) = crate::rewritten::qnn_onnx(root, model, comp)?;
         Ok(QnnOnnx {
             rel: crate::project::rel(root, &path),

@@ -189,6 +189,51 @@ impl Drop for Task {
 /// Where the progress goes: a spinner message setter, or heartbeat lines.
 pub type Report = Box<dyn Fn(&str) + Send>;
 
+/// The pulse of one long piece of work that reports nothing itself (a conversion, a CPU
+/// parity run, the quantizer): its elapsed time on the spinner every second, and a heartbeat
+/// line every `heartbeat_every()` without a terminal. Stops when dropped.
+pub struct Beat {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Beat {
+    pub fn start(on_tick: Report, on_heartbeat: Report) -> Beat {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let started = Instant::now();
+            let every = heartbeat_every();
+            let (mut last_tick, mut last_beat) = (Instant::now(), Instant::now());
+            while !stopping.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                let elapsed = human_secs(started.elapsed().as_secs_f64());
+                if last_tick.elapsed() >= Duration::from_secs(1) {
+                    last_tick = Instant::now();
+                    on_tick(&format!("running, {elapsed}"));
+                }
+                if last_beat.elapsed() >= every {
+                    last_beat = Instant::now();
+                    on_heartbeat(&format!("still running ({elapsed} elapsed)"));
+                }
+            }
+        });
+        Beat {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Beat {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -65,6 +65,8 @@ impl Toolchain for Sdk {
         let line = |name: &str, args: Vec<String>| format!("{} {}", tool(name), args.join(" "));
         let r = Rendered::default();
         match kind {
+            // Not a toolchain's step: `steps::Quantize::render` says what it runs.
+            StepKind::Quantize => r,
             StepKind::Convert => {
                 let dlc = staging.join(format!("{}.dlc", comp.name()));
                 // An unset `onnx_skip_simplification` is decided when the step runs, from the
