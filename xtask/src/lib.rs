@@ -23,6 +23,7 @@ pub mod identity;
 pub mod onnx;
 pub mod parity;
 pub mod proc;
+pub mod precision;
 pub mod project;
 pub mod quantize;
 pub mod recipe;

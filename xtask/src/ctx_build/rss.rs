@@ -35,14 +35,16 @@ impl StepMeter {
     pub fn start() -> Self {
         let others_at_start = RUNNING.fetch_add(1, Ordering::SeqCst);
         let started_seq = STARTED.fetch_add(1, Ordering::SeqCst) + 1;
-        let meter = StepMeter {
+        // The peak is reset before the start is read: the kernel's high-water mark then
+        // covers every resident size read after it, so a step's peak is never below its start
+        // (read the other way round, memory freed in between once gave a peak under the start).
+        reset_peak();
+        StepMeter {
             rss_start_mb: current_mb(),
             cpu_start_s: cpu_seconds(),
             others_at_start,
             started_seq,
-        };
-        reset_peak();
-        meter
+        }
     }
 
     pub fn finish(self) -> StepCost {
