@@ -121,7 +121,6 @@ pub fn search(
         }
     }
     out.proposal = current_ok.then_some(current);
-    drop(record);
     on_measured(&out);
     Ok(out)
 }
