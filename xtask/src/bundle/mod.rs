@@ -12,6 +12,7 @@ pub mod package;
 pub mod reader;
 pub mod records;
 pub mod release;
+pub mod release_publish;
 pub mod release_target;
 pub mod verify;
 pub use crate::report::provenance;
