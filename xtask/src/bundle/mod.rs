@@ -4,9 +4,11 @@
 pub mod assemble;
 pub mod card;
 pub mod checks;
+pub mod component;
 pub mod destination;
 pub mod fetch;
 pub mod hf;
+pub mod info;
 pub mod manifest;
 pub mod package;
 pub mod reader;
