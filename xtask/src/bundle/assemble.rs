@@ -162,11 +162,7 @@ pub fn assemble(
             },
         );
     }
-    let manifest = Manifest {
-        format: "xtask-bundle.v1".into(),
-        model: model.into(),
-        files: entries.into_values().collect(),
-    };
+    let manifest = Manifest::new(model, entries.into_values().collect());
     manifest.write(dir)?;
     Ok(manifest)
 }

@@ -1,69 +1,15 @@
 //! The bundle's model card (`README.md`), rendered only from the bundle's own reports
-//! (`reports/bundle.json`, `reports/parity-htp.json`, `reports/run-*.json`), so `verify` can
-//! render it again and prove the card's tables match the reports shipped beside it.
+//! (`reports/bundle.json`, `reports/parity-htp.json`, `reports/run-*.json`), each read through
+//! its type, so `verify` can render it again and prove the card's tables match the reports
+//! shipped beside it.
 
 use std::fmt::Write as _;
 
-use serde::{Deserialize, Serialize};
-
+use super::info::BundleInfo;
+use crate::chain::report::RunReport;
+use crate::parity::report::ParityReport;
 use crate::report::fmt_cosine;
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct BundleInfo {
-    pub model: String,
-    pub description: String,
-    pub soc_id: u32,
-    pub soc_chips: Vec<String>,
-    pub htp_arch: u32,
-    pub qairt: String,
-    pub qnn_build: String,
-    pub onnxruntime: String,
-    pub toolchain: String,
-    pub commit: String,
-    pub allow_stale: bool,
-    /// Components whose artifacts were stale when packaged (only with --allow-stale).
-    pub stale: Vec<String>,
-    /// Inputs fetched without a manifest (`fetch --unverified`) this bundle was made from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unverified_inputs: Option<String>,
-    pub components: Vec<BundleComponent>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct BundleComponent {
-    pub name: String,
-    pub description: String,
-    pub inputs: Vec<(String, Vec<usize>, String)>,
-    pub outputs: Vec<(String, Vec<usize>, String)>,
-    /// CPU-backend cosine per output, from the build's cpu-parity step.
-    pub cpu_cosine: Vec<(String, f64)>,
-    pub graph_name: String,
-    pub ep_sdk_version: Option<String>,
-    pub bin_file: String,
-    pub bin_bytes: u64,
-    /// What was compiled, from the build record's typed facts (never from the recipe).
-    pub optimization_level: u8,
-    pub fp16: bool,
-    /// 0 = the backend's default.
-    pub vtcm_mb: u32,
-    /// Whose tools built the binary, from its build record.
-    pub toolchain: crate::ctx_build::facts::ToolchainUsed,
-    /// The DLC's float bitwidth, from the convert record.
-    pub float_bitwidth: u8,
-    /// How far the DLC was checked, from the convert record.
-    pub dlc_validation: String,
-    /// The graph rewrites QNN's copy of the ONNX got, from the convert record.
-    pub rewrites: Option<crate::rewritten::RewriteCheck>,
-    /// The schema of the build record these facts were read from.
-    pub record_schema: u32,
-    /// The tool versions that built the binary (its context record).
-    pub built_with: crate::ctx_build::facts::ToolVersions,
-    pub recipe_sha256: String,
-    pub onnx_sha256: String,
-    pub golden_sha256: String,
-    /// Output name → (gate, reason) for every waived output.
-    pub waivers: Vec<(String, f64, String)>,
-}
+use crate::vocab::BackendKind;
 
 /// "fp16 HTP precision" when every context was built so, else the per-context mix.
 fn precision_summary(b: &BundleInfo) -> String {
@@ -83,6 +29,9 @@ fn short_precision(b: &BundleInfo) -> &'static str {
     }
 }
 
+/// The run reports the card may show, most telling first: the first the model has is used.
+pub const RUN_BACKENDS: [BackendKind; 3] = [BackendKind::Htp, BackendKind::Cpu, BackendKind::Ort];
+
 /// HTP parity figures the card shows (from the bundle's `parity-htp.json`).
 #[derive(Debug, Clone, Default)]
 pub struct HtpFigures {
@@ -91,58 +40,47 @@ pub struct HtpFigures {
 }
 
 /// Latency the card shows (from a bundle `run-<backend>.json`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct LatencyFigures {
-    pub backend: String,
+    pub backend: BackendKind,
     pub emulated: Option<bool>,
     pub rows: Vec<(String, f64, f64)>,
     pub actions_max_abs_err: Option<f64>,
 }
 
-pub fn htp_figures(report: &serde_json::Value) -> HtpFigures {
-    let cosines = report["components"]
-        .as_array()
-        .into_iter()
-        .flatten()
+/// The cosine of every output of every component the HTP parity report measured.
+pub fn htp_figures(report: &ParityReport) -> HtpFigures {
+    let cosines = report
+        .components
+        .iter()
         .map(|c| {
-            let outs = c["outputs"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(|o| {
-                    (
-                        o["name"].as_str().unwrap_or("?").to_string(),
-                        o["metrics"]["cosine"].as_f64().unwrap_or(f64::NAN),
-                    )
-                })
+            let outs = c
+                .outputs
+                .iter()
+                .map(|o| (o.name.clone(), o.metrics.cosine))
                 .collect();
-            (c["component"].as_str().unwrap_or("?").to_string(), outs)
+            (c.component.clone(), outs)
         })
         .collect();
     HtpFigures {
-        emulated: report["htp_emulated"].as_bool(),
+        emulated: report.htp_emulated,
         cosines,
     }
 }
 
-pub fn latency_figures(report: &serde_json::Value) -> LatencyFigures {
-    let rows = report["latency"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|l| {
-            (
-                l["name"].as_str().unwrap_or("?").to_string(),
-                l["p50_ms"].as_f64().unwrap_or(f64::NAN),
-                l["p90_ms"].as_f64().unwrap_or(f64::NAN),
-            )
-        })
+/// The chain run's latency per stage (p50, p90) and its actions' error.
+pub fn latency_figures(report: &RunReport) -> LatencyFigures {
+    let rows = report
+        .run
+        .latency
+        .iter()
+        .map(|l| (l.name.clone(), l.p50_ms, l.p90_ms))
         .collect();
     LatencyFigures {
-        backend: report["backend"].as_str().unwrap_or("?").into(),
-        emulated: report["htp_emulated"].as_bool(),
+        backend: report.run.backend,
+        emulated: report.run.htp_emulated,
         rows,
-        actions_max_abs_err: report["actions_max_abs_err"].as_f64(),
+        actions_max_abs_err: report.actions_max_abs_err,
     }
 }
 
@@ -164,12 +102,32 @@ fn shape(s: &[usize]) -> String {
     )
 }
 
+/// The card, section by section, from `bundle.json` and the bundled reports only.
 pub fn render(
     b: &BundleInfo,
     htp: Option<&HtpFigures>,
     latency: Option<&LatencyFigures>,
 ) -> String {
     let mut md = String::new();
+    heading(b, &mut md);
+    contents(b, &mut md);
+    io_contract(b, &mut md);
+    cpu_parity(b, &mut md);
+    htp_parity(b, htp, &mut md);
+    waivers(b, &mut md);
+    if let Some(l) = latency {
+        latency_table(l, &mut md);
+    }
+    provenance(b, &mut md);
+    build_options(b, &mut md);
+    rewrites_section(b, &mut md);
+    hashes(b, &mut md);
+    md
+}
+
+/// The Hub's front matter, the title, the target and QAIRT the binaries were built with, and
+/// the warnings (stale artifacts, unverified inputs).
+fn heading(b: &BundleInfo, md: &mut String) {
     let _ = writeln!(
         md,
         "---\nlicense: apache-2.0\ntags: [molmoact2, vla, robotics, qnn, qualcomm, htp, hexagon, npu, edge]\npipeline_tag: robotics\n---\n"
@@ -182,7 +140,7 @@ pub fn render(
         b.soc_chips.join(" / "),
         b.htp_arch,
         b.soc_id,
-        b.qairt
+        b.built_by.qairt
     );
     if b.allow_stale {
         let _ = writeln!(
@@ -198,6 +156,10 @@ pub fn render(
     if let Some(u) = &b.unverified_inputs {
         let _ = writeln!(md, "> **Warning:** {u}.\n");
     }
+}
+
+/// The bundle's folders, with every binary and its size.
+fn contents(b: &BundleInfo, md: &mut String) {
     let _ = writeln!(
         md,
         "## What's in here\n\n```\nctx/      {} HTP context binaries (soc_id {} / Hexagon v{}), {}",
@@ -213,17 +175,20 @@ pub fn render(
         md,
         "golden/   reference I/O, the parity gate for every context\nonnx/     per-component ONNX graphs that feed the DLC/context build\nreports/  the reports this card is generated from\n```\n"
     );
+}
+
+fn io_contract(b: &BundleInfo, md: &mut String) {
     let _ = writeln!(
         md,
         "## Per-component I/O contract\n\n| context | inputs (name: shape, dtype) | outputs |\n|---|---|---|"
     );
+    let io = |v: &[(String, Vec<usize>, String)]| {
+        v.iter()
+            .map(|(n, s, d)| format!("`{n}: {}` {d}", shape(s)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     for c in &b.components {
-        let io = |v: &[(String, Vec<usize>, String)]| {
-            v.iter()
-                .map(|(n, s, d)| format!("`{n}: {}` {d}", shape(s)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         let _ = writeln!(
             md,
             "| `{}` | {} | {} |",
@@ -232,6 +197,10 @@ pub fn render(
             io(&c.outputs)
         );
     }
+}
+
+/// The CPU backend's cosines, from each component's cpu-parity build step.
+fn cpu_parity(b: &BundleInfo, md: &mut String) {
     let _ = writeln!(
         md,
         "\n## Validated parity (host, QNN CPU backend vs golden)\n\n**Cosine is the correctness gate**; `within_tol` is informational.\n\n| context | output | cosine |\n|---|---|---|"
@@ -251,34 +220,37 @@ pub fn render(
             cos.join(" / ")
         );
     }
-    match htp {
-        Some(h) => {
-            let how = match h.emulated {
-                Some(true) => "HTP emulated on x86_64",
-                Some(false) => "on the device's NPU",
-                None => "HTP",
-            };
-            let _ = writeln!(
-                md,
-                "\n## HTP parity ({how}, {})\n\n| context | output | cosine |\n|---|---|---|",
-                short_precision(b)
-            );
-            for (comp, outs) in &h.cosines {
-                let names: Vec<&str> = outs.iter().map(|(n, _)| n.as_str()).collect();
-                let cos: Vec<String> = outs.iter().map(|(_, v)| fmt_cosine(*v)).collect();
-                let _ = writeln!(
-                    md,
-                    "| `{comp}` | {} | {} |",
-                    names.join(" / "),
-                    cos.join(" / ")
-                );
-            }
-        }
-        None => {
-            let _ = writeln!(md, "\n## HTP parity\n\nNot measured for these binaries.");
-        }
+}
+
+fn htp_parity(b: &BundleInfo, htp: Option<&HtpFigures>, md: &mut String) {
+    let Some(h) = htp else {
+        let _ = writeln!(md, "\n## HTP parity\n\nNot measured for these binaries.");
+        return;
+    };
+    let how = match h.emulated {
+        Some(true) => "HTP emulated on x86_64",
+        Some(false) => "on the device's NPU",
+        None => "HTP",
+    };
+    let _ = writeln!(
+        md,
+        "\n## HTP parity ({how}, {})\n\n| context | output | cosine |\n|---|---|---|",
+        short_precision(b)
+    );
+    for (comp, outs) in &h.cosines {
+        let names: Vec<&str> = outs.iter().map(|(n, _)| n.as_str()).collect();
+        let cos: Vec<String> = outs.iter().map(|(_, v)| fmt_cosine(*v)).collect();
+        let _ = writeln!(
+            md,
+            "| `{comp}` | {} | {} |",
+            names.join(" / "),
+            cos.join(" / ")
+        );
     }
-    // One line per distinct (gate, reason), naming every output it applies to.
+}
+
+/// One line per distinct (gate, reason), naming every output it applies to.
+fn waivers(b: &BundleInfo, md: &mut String) {
     let mut waivers: Vec<(f64, &str, Vec<String>)> = Vec::new();
     for c in &b.components {
         for (o, g, r) in &c.waivers {
@@ -295,32 +267,47 @@ pub fn render(
             let _ = writeln!(md, "- gate {g} on {}: {r}", who.join(", "));
         }
     }
-    if let Some(l) = latency {
-        let how = if l.emulated == Some(true) {
-            " (HTP emulated on x86_64: not device latency)"
-        } else {
-            ""
-        };
+}
+
+fn latency_table(l: &LatencyFigures, md: &mut String) {
+    let how = if l.emulated == Some(true) {
+        " (HTP emulated on x86_64: not device latency)"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        md,
+        "\n## Latency, `{}` backend{how}\n\n| stage | p50 ms | p90 ms |\n|---|---|---|",
+        l.backend
+    );
+    for (n, p50, p90) in &l.rows {
+        let _ = writeln!(md, "| {n} | {p50:.2} | {p90:.2} |");
+    }
+    if let Some(e) = l.actions_max_abs_err {
         let _ = writeln!(
             md,
-            "\n## Latency, `{}` backend{how}\n\n| stage | p50 ms | p90 ms |\n|---|---|---|",
-            l.backend
+            "\nEnd-to-end actions vs expected: max abs error {e:.3e}."
         );
-        for (n, p50, p90) in &l.rows {
-            let _ = writeln!(md, "| {n} | {p50:.2} | {p90:.2} |");
-        }
-        if let Some(e) = l.actions_max_abs_err {
-            let _ = writeln!(
-                md,
-                "\nEnd-to-end actions vs expected: max abs error {e:.3e}."
-            );
-        }
     }
+}
+
+/// The versions that built the binaries and the tool that drove them, from the build records.
+fn provenance(b: &BundleInfo, md: &mut String) {
+    let code = |v: &str| format!("`{v}`");
+    let built = &b.built_by;
     let _ = writeln!(md, "\n## Build provenance\n");
     let _ = writeln!(
         md,
-        "- Toolchain: {}; QAIRT {} (QNN build `{}`), ONNX Runtime {}",
-        b.toolchain, b.qairt, b.qnn_build, b.onnxruntime
+        "- Toolchain: {}; QAIRT {} (QNN build {}), ONNX Runtime {}",
+        b.toolchain,
+        built.qairt,
+        built.qnn_build.shown(code),
+        built.onnxruntime
+    );
+    let _ = writeln!(
+        md,
+        "- Built by xtask {} (the tool identity its build records name)",
+        built.xtask.shown(code)
     );
     let _ = writeln!(
         md,
@@ -329,6 +316,10 @@ pub fn render(
         b.soc_chips.join(" / "),
         b.htp_arch
     );
+}
+
+/// What each context was compiled with, from its build records.
+fn build_options(b: &BundleInfo, md: &mut String) {
     let _ = writeln!(
         md,
         "\n| context | toolchain | HTP precision | optimization | VTCM | DLC | DLC checked |\n|---|---|---|---|---|---|---|"
@@ -349,7 +340,11 @@ pub fn render(
             c.dlc_validation
         );
     }
-    rewrites_section(b, &mut md);
+}
+
+/// The repository commit, and per context its graph, the QNN build its binary names and the
+/// hashes of what it was built from.
+fn hashes(b: &BundleInfo, md: &mut String) {
     let _ = writeln!(md);
     let _ = writeln!(md, "- Repository commit: `{}`", b.commit);
     let _ = writeln!(
@@ -368,7 +363,6 @@ pub fn render(
             &c.golden_sha256[..12]
         );
     }
-    md
 }
 
 /// The graph rewrites of the contexts that had any: QNN built those from a rewritten copy of
@@ -392,3 +386,7 @@ fn rewrites_section(b: &BundleInfo, md: &mut String) {
          (which is the original), checked on ONNX Runtime against the golden:\n\n{table}"
     );
 }
+
+#[cfg(test)]
+#[path = "card_tests.rs"]
+mod tests;

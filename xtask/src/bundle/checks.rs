@@ -3,11 +3,14 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
+use crate::chain::report::RunReport;
 use crate::ctx_build::fingerprint::ComponentRecord;
 use crate::hashing::HashMemo;
+use crate::parity::report::ParityReport;
 use crate::recipe::Component;
+use crate::record::{Unreadable, Versioned};
 use crate::soc::Soc;
 
 /// What is wrong with a component's built binary and wrapper, whatever its freshness: the
@@ -67,48 +70,82 @@ pub fn broken_artifacts(
     broken
 }
 
-/// A report the card may use: it must pass (a failed gate refuses the package) and be newer
-/// than every packaged context binary (else it is about other binaries and is left out).
-pub fn usable_report(
+/// What packaging asks of a report before the card shows it.
+pub trait CardReport: Versioned {
+    /// When the report was written.
+    fn created_unix(&self) -> u64;
+    /// Every component it measured, with when (a merged report holds results of several
+    /// runs; a result without its own time counts as the report's).
+    fn measured(&self) -> Vec<(&str, u64)>;
+    fn pass(&self) -> bool;
+}
+
+impl CardReport for ParityReport {
+    fn created_unix(&self) -> u64 {
+        self.created_unix
+    }
+
+    fn measured(&self) -> Vec<(&str, u64)> {
+        self.components
+            .iter()
+            .map(|c| {
+                let when = Some(c.measured_unix).filter(|t| *t > 0);
+                (c.component.as_str(), when.unwrap_or(self.created_unix))
+            })
+            .collect()
+    }
+
+    fn pass(&self) -> bool {
+        self.pass
+    }
+}
+
+/// A chain run measures the chain as a whole: its time is the report's.
+impl CardReport for RunReport {
+    fn created_unix(&self) -> u64 {
+        self.created_unix
+    }
+
+    fn measured(&self) -> Vec<(&str, u64)> {
+        Vec::new()
+    }
+
+    fn pass(&self) -> bool {
+        self.pass
+    }
+}
+
+/// A report the card may use, read through its type (`rebuild` is the command that writes it
+/// again, named when the file is refused): it must pass (a failed gate refuses the package)
+/// and be newer than every packaged context binary, and measure each of `comps` (else it is
+/// about other binaries and is left out). None when there is no such file.
+pub fn usable_report<T: CardReport>(
     path: &Path,
+    rebuild: &str,
     comps: &[&Component],
     newest_context: u64,
     what: &str,
-) -> Result<Option<serde_json::Value>> {
-    let Ok(bytes) = std::fs::read(path) else {
-        return Ok(None);
+) -> Result<Option<T>> {
+    let report: T = match crate::record::read_or_missing(path, rebuild) {
+        Ok(r) => r,
+        Err(Unreadable::Missing) => return Ok(None),
+        Err(Unreadable::Refused(e)) => return Err(e),
     };
-    let report: serde_json::Value = serde_json::from_slice(&bytes)
-        .with_context(|| format!("{} is not valid JSON", path.display()))?;
-    let names: Vec<&str> = comps.iter().map(|c| c.name()).collect();
-    let created = report["created_unix"].as_u64().unwrap_or(0);
-    // A merged report holds results of several runs: each selected component's own time
-    // counts (older than the binaries means it is about other binaries).
-    let measured: Vec<(&str, u64)> = report["components"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|c| {
-            let when = c["measured_unix"]
-                .as_u64()
-                .filter(|t| *t > 0)
-                .unwrap_or(created);
-            c["component"].as_str().map(|n| (n, when))
-        })
-        .collect();
-    let oldest = names
+    let measured = report.measured();
+    let when = |name: &str| measured.iter().find(|(m, _)| *m == name).map(|(_, t)| *t);
+    let Some(times) = comps
         .iter()
-        .map(|n| measured.iter().find(|(m, _)| m == n).map(|(_, t)| *t))
+        .map(|c| when(c.name()))
         .collect::<Option<Vec<u64>>>()
-        .map(|ts| ts.into_iter().min().unwrap_or(created))
-        .unwrap_or(created);
+    else {
+        return Ok(None); // a selected component it did not measure
+    };
+    // Older than the binaries means it is about other binaries than these.
+    let oldest = times.into_iter().min().unwrap_or(report.created_unix());
     if oldest < newest_context {
-        return Ok(None); // about other binaries than these
-    }
-    if names.iter().any(|n| !measured.iter().any(|(m, _)| m == n)) {
         return Ok(None);
     }
-    if report["pass"] == false {
+    if !report.pass() {
         bail!(
             "{what} failed ({}): fix it before packaging",
             path.display()

@@ -156,85 +156,115 @@ pub fn fetch(req: &FetchRequest<'_>) -> Result<usize> {
     let tmp = scratch(req)?;
     let include = include_patterns(req);
     download(req, tmp.path(), include.as_deref())?;
-    let dir = tmp.path();
+    let files = files_to_lay_out(req, tmp.path(), include.as_deref())?;
+    let moves = destinations(req, files, include.is_some())?;
+    let laid = lay_out(tmp.path(), &moves)?;
+    record_provenance(req, &laid)?;
     let name = &req.model.file.model.name;
-    // The files to lay out: listed, selected and checked (with the sha256 the copy must
-    // match), or with `--unverified` every plain file of a download without a manifest.
-    let files: Vec<(String, Option<String>)> = if std::fs::symlink_metadata(
-        dir.join("manifest.json"),
-    )
-    .is_ok()
-    {
-        let pats = include.clone();
-        let chosen = |p: &str| pats.as_ref().is_none_or(|pats| selected(&pats[2..], p));
-        let problems = check_files_matching(dir, &chosen)
-            .context("the downloaded bundle cannot be checked (nothing was laid out)")?;
-        if !problems.is_empty() {
-            bail!(
-                "the downloaded bundle does not match its manifest (nothing was laid out):\n  {}",
-                problems.join("\n  ")
-            );
-        }
-        read_manifest(dir)?
-            .files
-            .into_iter()
-            .filter(|f| chosen(&f.path))
-            .map(|f| (f.path, Some(f.sha256)))
-            .collect()
-    } else if include.is_some() {
-        bail!(
-            "{} has no manifest.json: a partial download (--only) cannot be checked, so nothing was laid out",
-            req.repo
-        );
-    } else if !req.unverified {
-        bail!(
-            "{} has no manifest.json: its files cannot be checked, so nothing was laid out; pass --unverified to lay them out anyway (every report and card made from them will say so)",
-            req.repo
-        );
-    } else {
-        let scan = reader::scan(dir)?;
-        if !scan.refused.is_empty() {
-            bail!(
-                "the download holds entries that are not plain files (nothing was laid out):\n  {}",
-                scan.refusals().join("\n  ")
-            );
-        }
-        scan.files.into_keys().map(|rel| (rel, None)).collect()
-    };
-    let moves: Vec<(String, Option<String>, PathBuf)> = files
-        .into_iter()
-        .filter_map(|(rel, sha)| destination(req.root, req.model, &rel).map(|to| (rel, sha, to)))
-        .collect();
-    // A partial download that found nothing falls through: the caller names what is missing.
-    if moves.is_empty() && include.is_none() {
-        bail!(
-            "{} holds none of model `{name}`'s files (expected onnx/<component>/, golden/, ctx/)",
-            req.repo
-        );
-    }
-    let laid = lay_out(dir, &moves)?;
-    let rel_of = |to: &Path| crate::project::rel(req.root, to);
-    if req.unverified {
-        let source = format!("{}@{}", req.repo, req.revision.unwrap_or("main"));
-        let files: Vec<(String, String)> = laid
-            .iter()
-            .map(|(to, sha)| (rel_of(to), sha.clone()))
-            .collect();
-        super::provenance::record(req.root, name, &source, &files)?;
-        crate::outln!(
-            "warning: {} file(s) laid out UNVERIFIED (no manifest); recorded in reports/{name}/unverified-inputs.json",
-            files.len()
-        );
-    } else {
-        let paths: Vec<String> = laid.iter().map(|(to, _)| rel_of(to)).collect();
-        super::provenance::clear(req.root, name, &paths)?;
-    }
     crate::outln!(
         "fetched {} file(s) of `{name}` from {}; next: `cargo xtask parity --backend cpu --model {name}` or `cargo xtask build-ctx --model {name} --dry-run`",
         laid.len(),
         req.repo,
     );
     Ok(laid.len())
+}
+
+/// A file of the download to lay out: its path in the bundle and, when a manifest lists it,
+/// the sha256 the copy must match.
+type Listed = (String, Option<String>);
+
+/// The files to lay out: listed, selected and checked, or with `--unverified` every plain file
+/// of a download without a manifest.
+fn files_to_lay_out(
+    req: &FetchRequest<'_>,
+    dir: &Path,
+    include: Option<&[String]>,
+) -> Result<Vec<Listed>> {
+    if std::fs::symlink_metadata(dir.join("manifest.json")).is_ok() {
+        return checked_files(dir, include);
+    }
+    if include.is_some() {
+        bail!(
+            "{} has no manifest.json: a partial download (--only) cannot be checked, so nothing was laid out",
+            req.repo
+        );
+    }
+    if !req.unverified {
+        bail!(
+            "{} has no manifest.json: its files cannot be checked, so nothing was laid out; pass --unverified to lay them out anyway (every report and card made from them will say so)",
+            req.repo
+        );
+    }
+    let scan = reader::scan(dir)?;
+    if !scan.refused.is_empty() {
+        bail!(
+            "the download holds entries that are not plain files (nothing was laid out):\n  {}",
+            scan.refusals().join("\n  ")
+        );
+    }
+    Ok(scan.files.into_keys().map(|rel| (rel, None)).collect())
+}
+
+/// The selected files of the manifest, once the download matches it.
+fn checked_files(dir: &Path, include: Option<&[String]>) -> Result<Vec<Listed>> {
+    let chosen = |p: &str| include.is_none_or(|pats| selected(&pats[2..], p));
+    let problems = check_files_matching(dir, &chosen)
+        .context("the downloaded bundle cannot be checked (nothing was laid out)")?;
+    if !problems.is_empty() {
+        bail!(
+            "the downloaded bundle does not match its manifest (nothing was laid out):\n  {}",
+            problems.join("\n  ")
+        );
+    }
+    Ok(read_manifest(dir)?
+        .files
+        .into_iter()
+        .filter(|f| chosen(&f.path))
+        .map(|f| (f.path, Some(f.sha256)))
+        .collect())
+}
+
+/// Where each file goes for the model's recipes (files of no recipe path are left out). A
+/// partial download that found nothing falls through: the caller names what is missing.
+fn destinations(
+    req: &FetchRequest<'_>,
+    files: Vec<Listed>,
+    partial: bool,
+) -> Result<Vec<(String, Option<String>, PathBuf)>> {
+    let moves: Vec<_> = files
+        .into_iter()
+        .filter_map(|(rel, sha)| destination(req.root, req.model, &rel).map(|to| (rel, sha, to)))
+        .collect();
+    if moves.is_empty() && !partial {
+        bail!(
+            "{} holds none of model `{}`'s files (expected onnx/<component>/, golden/, ctx/)",
+            req.repo,
+            req.model.file.model.name
+        );
+    }
+    Ok(moves)
+}
+
+/// Records the laid-out files as unverified (`--unverified`), or clears them from an earlier
+/// unverified fetch.
+fn record_provenance(req: &FetchRequest<'_>, laid: &[(PathBuf, String)]) -> Result<()> {
+    let name = &req.model.file.model.name;
+    let rel_of = |to: &Path| crate::project::rel(req.root, to);
+    if !req.unverified {
+        let paths: Vec<String> = laid.iter().map(|(to, _)| rel_of(to)).collect();
+        return super::provenance::clear(req.root, name, &paths);
+    }
+    let source = format!("{}@{}", req.repo, req.revision.unwrap_or("main"));
+    let files: Vec<(String, String)> = laid
+        .iter()
+        .map(|(to, sha)| (rel_of(to), sha.clone()))
+        .collect();
+    super::provenance::record(req.root, name, &source, &files)?;
+    crate::outln!(
+        "warning: {} file(s) laid out UNVERIFIED (no manifest); recorded in reports/{name}/unverified-inputs.json",
+        files.len()
+    );
+    Ok(())
 }
 
 /// Copies every file (never through a link, each checked against its sha256 while copied) to

@@ -168,6 +168,11 @@ pub fn validate_revision(rev: &str) -> Result<()> {
     Ok(())
 }
 
+/// Owned arguments for `hf` from string slices (what `run_hf` and `hf_argv` take).
+pub fn args(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
 /// The argv of one `hf` subcommand: its options, then `--`, then the positional arguments.
 /// `hf` is a Typer (click) program, and click's parser ends option processing at `--`
 /// (click `parser.py`, `_process_args_for_options`): whatever follows is positional, even when

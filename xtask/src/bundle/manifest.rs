@@ -11,8 +11,9 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::reader::{self, Scan};
+use crate::record::Versioned;
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestEntry {
     pub path: String,
     pub bytes: u64,
@@ -20,14 +21,36 @@ pub struct ManifestEntry {
     pub role: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
+    /// `Manifest::SCHEMA` (`record::Versioned`; 0 when read from a bundle packaged before).
+    #[serde(default)]
+    pub schema_version: u32,
     pub format: String,
     pub model: String,
     pub files: Vec<ManifestEntry>,
 }
 
+/// v1: the first numbered schema. Manifests written before it (schema 0) hold the same fields
+/// without the number and are read as they are: bundles already published on the Hub stay
+/// fetchable and verifiable, and nothing a manifest lists changed meaning.
+impl Versioned for Manifest {
+    const KIND: &'static str = "bundle manifest";
+    const SCHEMA: u32 = 1;
+    const READS_OLDER: &'static [u32] = &[0];
+}
+
 impl Manifest {
+    /// The manifest of a bundle of `model` listing `files`, in this build's schema.
+    pub fn new(model: &str, files: Vec<ManifestEntry>) -> Self {
+        Manifest {
+            schema_version: <Self as Versioned>::SCHEMA,
+            format: "xtask-bundle.v1".into(),
+            model: model.into(),
+            files,
+        }
+    }
+
     /// The `SHA256SUMS` text of this manifest (`sha256sum -c` format).
     pub fn sha256sums(&self) -> String {
         self.files
@@ -36,11 +59,18 @@ impl Manifest {
             .collect()
     }
 
+    /// Writes `manifest.json` (through `record`) and `SHA256SUMS` into the bundle folder.
     pub fn write(&self, dir: &Path) -> Result<()> {
-        std::fs::write(dir.join("manifest.json"), serde_json::to_vec_pretty(self)?)?;
-        std::fs::write(dir.join("SHA256SUMS"), self.sha256sums())?;
-        Ok(())
+        crate::record::write(&dir.join("manifest.json"), self)?;
+        crate::atomic::write_atomic(&dir.join("SHA256SUMS"), self.sha256sums().as_bytes())
+            .with_context(|| format!("cannot write {}", dir.join("SHA256SUMS").display()))
     }
+}
+
+/// The command that writes a bundle's manifest again (its model may be unknown when the
+/// manifest is what could not be read).
+fn repackage(dir: &Path) -> String {
+    format!("cargo xtask package --model MODEL --out {}", dir.display())
 }
 
 /// Files the Hub adds to every repository or download folder and no manifest lists:
@@ -63,12 +93,11 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest> {
         bail!("{} has no manifest.json: not a bundle", dir.display());
     }
     let bytes = reader::read_small(dir, "manifest.json")?;
-    let manifest: Manifest = serde_json::from_slice(&bytes).with_context(|| {
-        format!(
-            "{} is not a valid manifest",
-            dir.join("manifest.json").display()
-        )
-    })?;
+    let manifest: Manifest = crate::record::from_slice(
+        &bytes,
+        &dir.join("manifest.json").display().to_string(),
+        &repackage(dir),
+    )?;
     let mut seen = BTreeSet::new();
     let mut unsafe_paths = Vec::new();
     for f in &manifest.files {
@@ -157,4 +186,65 @@ fn listed_problems(
         }
     }
     problems
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Manifest {
+        Manifest::new(
+            "tiny",
+            vec![ManifestEntry {
+                path: "ctx/vision_socid77_archv73.bin".into(),
+                bytes: 3,
+                sha256: "ab".repeat(32),
+                role: "context-binary".into(),
+            }],
+        )
+    }
+
+    #[test]
+    fn a_manifest_round_trips_through_its_record_with_its_checksums() {
+        let dir = tempfile::tempdir().unwrap();
+        let written = sample();
+        written.write(dir.path()).unwrap();
+        let read = read_manifest(dir.path()).unwrap();
+        assert_eq!(read, written);
+        assert_eq!(read.schema_version, Manifest::SCHEMA);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("SHA256SUMS")).unwrap(),
+            written.sha256sums()
+        );
+    }
+
+    /// Bundles published before manifests carried a number stay readable (same fields); a
+    /// manifest of a newer schema is refused with the file and the command that repackages.
+    #[test]
+    fn an_unnumbered_manifest_is_read_and_a_newer_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("manifest.json");
+        let mut old = serde_json::to_value(sample()).unwrap();
+        old.as_object_mut().unwrap().remove("schema_version");
+        std::fs::write(&path, serde_json::to_vec(&old).unwrap()).unwrap();
+        let read = read_manifest(dir.path()).unwrap();
+        assert_eq!(read.schema_version, 0);
+        assert_eq!(read.files, sample().files);
+
+        old["schema_version"] = 7.into();
+        std::fs::write(&path, serde_json::to_vec(&old).unwrap()).unwrap();
+        let err = format!("{:#}", read_manifest(dir.path()).unwrap_err());
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        assert!(
+            err.contains("schema 7, newer than this tool reads"),
+            "{err}"
+        );
+        assert!(
+            err.contains(&format!(
+                "`cargo xtask package --model MODEL --out {}` writes it again",
+                dir.path().display()
+            )),
+            "{err}"
+        );
+    }
 }

@@ -4,14 +4,17 @@
 pub mod assemble;
 pub mod card;
 pub mod checks;
+pub mod component;
 pub mod destination;
 pub mod fetch;
 pub mod hf;
+pub mod info;
 pub mod manifest;
 pub mod package;
 pub mod reader;
 pub mod records;
 pub mod release;
+pub mod release_publish;
 pub mod release_target;
 pub mod verify;
 pub use crate::report::provenance;

@@ -8,15 +8,19 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::assemble::{Placement, assemble, component_files};
-use super::card::{BundleComponent, BundleInfo, htp_figures, latency_figures, render};
+use super::card::{RUN_BACKENDS, htp_figures, latency_figures, render};
 use super::checks::{broken_artifacts, usable_report};
+use super::component::bundle_component;
+use super::info::{BuiltBy, BundleComponent, BundleInfo};
 use super::manifest::Manifest;
-use crate::ctx_build::facts::StepFacts;
+use crate::chain::report::RunReport;
 use crate::ctx_build::fingerprint::{ComponentRecord, Freshness};
 use crate::ctx_build::fresh::runtime_versions;
-use crate::ctx_build::plan::plan_component;
-use crate::hashing::{HashMemo, sha256_bytes};
+use crate::ctx_build::plan::{ComponentPlan, Versions, plan_component};
+use crate::hashing::HashMemo;
+use crate::parity::report::ParityReport;
 use crate::recipe::{Component, Model};
+use crate::record::Versioned;
 use crate::runtime::Runtime;
 use crate::runtime::bootstrap::{QNN_WHEEL, ensure_runtime_rehashed};
 use crate::soc::Soc;
@@ -33,325 +37,293 @@ pub struct PackageRequest<'a> {
     pub allow_stale: bool,
 }
 
+impl PackageRequest<'_> {
+    fn model_name(&self) -> &str {
+        &self.model.file.model.name
+    }
+}
+
 pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
-    let PackageRequest {
-        root,
-        model,
-        comps,
-        soc,
-        out,
-        allow_stale,
-    } = req;
-    let (root, model, comps, soc, out, allow_stale) =
-        (*root, *model, *comps, soc, out, *allow_stale);
-    let model_name = &model.file.model.name;
-    let out = &super::destination::check_out(root, out)?;
-    let _build = super::destination::no_running_build(root, model_name)?;
+    let out = super::destination::check_out(req.root, &req.out)?;
+    let _build = super::destination::no_running_build(req.root, req.model_name())?;
     let parent = out.parent().context("--out has no parent")?;
-    std::fs::create_dir_all(parent)?;
-    // One package at a time per destination folder; staging folders of killed runs go first.
-    let _lock = crate::atomic::lock_file(&parent.join(".bundle.lock"), "package")?;
+    let _lock = lock_destination(parent)?;
+    let versions = checked_runtime_versions(req)?;
+    // Release-grade: every input and artifact is re-hashed, nothing is taken on (size, mtime).
+    let mut memo = HashMemo::full();
+    let checked = check_components(req, &versions, &mut memo)?;
+    checked.refuse_broken(req)?;
+    checked.refuse_stale(req)?;
+    let reports = CardReports::find(req, checked.newest_context)?;
+    let info = bundle_info(req, checked.stale, checked.components);
+    let generated = generated_files(&info, &reports)?;
+    let staging = tempfile::Builder::new()
+        .prefix(".bundle-")
+        .tempdir_in(parent)?;
+    let manifest = assemble(
+        staging.path(),
+        &checked.files,
+        &generated,
+        req.model_name(),
+        &mut memo,
+    )?;
+    move_into_place(staging, &out)?;
+    Ok(manifest)
+}
+
+/// One package at a time per destination folder; staging folders of killed runs go first.
+fn lock_destination(parent: &Path) -> Result<std::fs::File> {
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("cannot create {}", parent.display()))?;
+    let lock = crate::atomic::lock_file(&parent.join(".bundle.lock"), "package")?;
     for left in crate::atomic::remove_leftovers(parent, ".bundle-")? {
         crate::errln!("removed {left}, left behind by an interrupted package");
     }
-    let rt = Runtime::load(ensure_runtime_rehashed(root)?)?;
+    Ok(lock)
+}
+
+/// The versions of the runtime here (freshness is judged against them), refused when they are
+/// not the recipe's QAIRT.
+fn checked_runtime_versions(req: &PackageRequest<'_>) -> Result<Versions> {
+    let rt = Runtime::load(ensure_runtime_rehashed(req.root)?)?;
     let versions = runtime_versions(&rt)?;
-    crate::recipe::target::check_qairt(model, Some(&versions.qnn))?;
-    // Release-grade: every input and artifact is re-hashed, nothing is taken on (size, mtime).
-    let mut memo = HashMemo::full();
-    let mut stale = Vec::new();
-    let mut stale_why = Vec::new();
-    let mut broken = Vec::new();
-    let mut files: Placement = Vec::new();
-    let mut components = Vec::new();
-    let mut newest_context = 0u64;
-    // Re-hashing every input and binary takes minutes at the real size (27 GB).
-    let checking = crate::ui::progress::Task::new("package: checking freshness", comps.len());
-    for comp in comps {
+    crate::recipe::target::check_qairt(req.model, Some(&versions.qnn))?;
+    Ok(versions)
+}
+
+/// What the freshness check found over the selected components, and the bundle's view of
+/// every component it lets through.
+#[derive(Default)]
+struct Checked {
+    /// Stale components, and why each is.
+    stale: Vec<String>,
+    stale_why: Vec<String>,
+    /// Artifacts that are not what their build recorded (refused whatever the freshness).
+    broken: Vec<String>,
+    /// When the newest packaged context binary was built: older reports are about others.
+    newest_context: u64,
+    components: Vec<BundleComponent>,
+    files: Placement,
+}
+
+/// Re-hashes every input and binary (minutes at the real size, 27 GB), listing every stale
+/// and broken component before anything is refused.
+fn check_components(
+    req: &PackageRequest<'_>,
+    versions: &Versions,
+    memo: &mut HashMemo,
+) -> Result<Checked> {
+    let mut checked = Checked::default();
+    let checking = crate::ui::progress::Task::new("package: checking freshness", req.comps.len());
+    for comp in req.comps {
         checking.working_on(comp.name());
-        let art = crate::ctx_build::plan::artifacts(model_name, comp.name(), soc);
-        let built = crate::ctx_build::fresh::as_built(
-            versions.clone(),
-            &ComponentRecord::load(&root.join(&art.record)),
-        );
-        let plan = plan_component(root, model, comp, soc, &built, &mut memo)?;
-        let dirty: Vec<String> = plan
-            .steps
-            .iter()
-            .filter_map(|s| match &s.freshness {
-                Freshness::Dirty(r) => Some(format!(
-                    "{} ({})",
-                    s.kind.label(),
-                    r.iter()
-                        .map(|x| x.to_string())
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                )),
-                Freshness::Fresh => None,
-            })
-            .collect();
-        if !dirty.is_empty() {
-            stale.push(comp.name().to_string());
-            stale_why.push(format!("`{}` is stale: {}", comp.name(), dirty.join(", ")));
-        }
-        let record = ComponentRecord::load(&root.join(&plan.artifacts.record));
-        // Stale may be allowed; broken may not: the binary must be the one its build recorded
-        // and its wrapper must point at it.
-        broken.extend(broken_artifacts(
-            root,
-            comp,
-            &record,
-            soc,
-            &plan.artifacts,
-            &mut memo,
-        ));
-        let built = record
-            .steps
-            .get(&format!("context@soc{}", soc.id))
-            .map_or(0, |r| r.finished_unix);
-        newest_context = newest_context.max(built);
+        check_component(req, comp, versions, memo, &mut checked)?;
         checking.step_done(comp.name(), true);
-        if !stale.is_empty() && !allow_stale {
-            continue; // every stale component is listed before refusing
-        }
-        components.push(bundle_component(
-            root,
-            model,
-            comp,
-            &record,
-            soc,
-            &plan.artifacts,
-            &mut memo,
-        )?);
-        files.extend(component_files(root, model, comp, &plan.artifacts)?);
     }
-    drop(checking);
-    if !broken.is_empty() {
-        // A missing file is rebuilt by a plain build; a present file that is not what its
-        // build recorded needs --force to be replaced.
-        let force = match broken.iter().all(|b| b.ends_with(" is missing")) {
+    Ok(checked)
+}
+
+fn check_component(
+    req: &PackageRequest<'_>,
+    comp: &Component,
+    versions: &Versions,
+    memo: &mut HashMemo,
+    checked: &mut Checked,
+) -> Result<()> {
+    let (root, soc) = (req.root, &req.soc);
+    let art = crate::ctx_build::plan::artifacts(req.model_name(), comp.name(), soc);
+    let built = crate::ctx_build::fresh::as_built(
+        versions.clone(),
+        &ComponentRecord::load(&root.join(&art.record)),
+    );
+    let plan = plan_component(root, req.model, comp, soc, &built, memo)?;
+    let dirty = dirty_steps(&plan);
+    if !dirty.is_empty() {
+        checked.stale.push(comp.name().to_string());
+        checked
+            .stale_why
+            .push(format!("`{}` is stale: {}", comp.name(), dirty.join(", ")));
+    }
+    let record = ComponentRecord::load(&root.join(&plan.artifacts.record));
+    // Stale may be allowed; broken may not: the binary must be the one its build recorded
+    // and its wrapper must point at it.
+    let art = &plan.artifacts;
+    checked
+        .broken
+        .extend(broken_artifacts(root, comp, &record, soc, art, memo));
+    let built = record
+        .steps
+        .get(&format!("context@soc{}", soc.id))
+        .map_or(0, |r| r.finished_unix);
+    checked.newest_context = checked.newest_context.max(built);
+    if !checked.stale.is_empty() && !req.allow_stale {
+        return Ok(()); // every stale component is listed before refusing
+    }
+    let component = bundle_component(root, req.model, comp, &record, soc, art, memo)?;
+    checked.components.push(component);
+    checked
+        .files
+        .extend(component_files(root, req.model, comp, art)?);
+    Ok(())
+}
+
+/// Each dirty step of the plan with why it is dirty.
+fn dirty_steps(plan: &ComponentPlan) -> Vec<String> {
+    plan.steps
+        .iter()
+        .filter_map(|s| match &s.freshness {
+            Freshness::Dirty(r) => Some(format!(
+                "{} ({})",
+                s.kind.label(),
+                r.iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
+            Freshness::Fresh => None,
+        })
+        .collect()
+}
+
+impl Checked {
+    /// A missing file is rebuilt by a plain build; a present file that is not what its build
+    /// recorded needs --force to be replaced.
+    fn refuse_broken(&self, req: &PackageRequest<'_>) -> Result<()> {
+        if self.broken.is_empty() {
+            return Ok(());
+        }
+        let force = match self.broken.iter().all(|b| b.ends_with(" is missing")) {
             true => "",
             false => " --force",
         };
-        let mut names: Vec<&str> = broken.iter().filter_map(|b| b.split(": ").next()).collect();
+        let mut names: Vec<&str> = self
+            .broken
+            .iter()
+            .filter_map(|b| b.split(": ").next())
+            .collect();
         names.dedup();
         bail!(
-            "refusing to package broken artifacts (--allow-stale does not cover these):\n  {}\nrebuild with `cargo xtask build-ctx --soc {} --model {model_name} --only {}{force}`",
-            broken.join("\n  "),
-            soc.id,
+            "refusing to package broken artifacts (--allow-stale does not cover these):\n  {}\nrebuild with `cargo xtask build-ctx --soc {} --model {} --only {}{force}`",
+            self.broken.join("\n  "),
+            req.soc.id,
+            req.model_name(),
             names.join(",")
         );
     }
-    if !stale.is_empty() && !allow_stale {
+
+    fn refuse_stale(&self, req: &PackageRequest<'_>) -> Result<()> {
+        if self.stale.is_empty() || req.allow_stale {
+            return Ok(());
+        }
         bail!(
-            "{} of {} component(s) are stale:\n  {}\nrun `cargo xtask build-ctx --soc {} --model {model_name} --only {}` (or pass --allow-stale)",
-            stale.len(),
-            comps.len(),
-            stale_why.join("\n  "),
-            soc.id,
-            stale.join(",")
+            "{} of {} component(s) are stale:\n  {}\nrun `cargo xtask build-ctx --soc {} --model {} --only {}` (or pass --allow-stale)",
+            self.stale.len(),
+            req.comps.len(),
+            self.stale_why.join("\n  "),
+            req.soc.id,
+            req.model_name(),
+            self.stale.join(",")
         );
     }
-    let reports = root.join("reports").join(model_name);
-    let htp = usable_report(
-        &reports.join("parity-htp.json"),
-        comps,
-        newest_context,
-        "HTP parity",
-    )?;
-    // The chain's latency, from the run report of the most telling backend there is.
-    let run = [BackendKind::Htp, BackendKind::Cpu, BackendKind::Ort]
-        .iter()
-        .map(|b| {
-            usable_report(
+}
+
+/// The reports the card shows: each only when it passes and is about these binaries.
+struct CardReports {
+    htp: Option<ParityReport>,
+    /// The chain's latency, from the run report of the most telling backend there is.
+    run: Option<(BackendKind, RunReport)>,
+}
+
+impl CardReports {
+    fn find(req: &PackageRequest<'_>, newest_context: u64) -> Result<Self> {
+        let reports = crate::project::reports_dir(req.root, req.model_name());
+        let model = req.model_name();
+        let htp = usable_report(
+            &reports.join(format!("parity-{}.json", BackendKind::Htp)),
+            &format!("cargo xtask parity --backend htp --model {model}"),
+            req.comps,
+            newest_context,
+            "HTP parity",
+        )?;
+        let mut run = None;
+        for b in RUN_BACKENDS {
+            let found = usable_report(
                 &reports.join(format!("run-{b}.json")),
+                &format!("cargo xtask run --backend {b} --model {model}"),
                 &[],
                 newest_context,
                 "the chain run",
-            )
-            .map(|r| r.map(|r| (b, r)))
-        })
-        .collect::<Result<Vec<_>>>()?
-        .into_iter()
-        .flatten()
-        .next();
-    let info = BundleInfo {
-        model: model_name.clone(),
+            )?;
+            if let Some(r) = found {
+                run = Some((b, r));
+                break;
+            }
+        }
+        Ok(CardReports { htp, run })
+    }
+}
+
+/// `bundle.json`: the target and provenance of this package, every build fact from the
+/// components' records.
+fn bundle_info(
+    req: &PackageRequest<'_>,
+    stale: Vec<String>,
+    components: Vec<BundleComponent>,
+) -> BundleInfo {
+    let (model, soc) = (req.model, &req.soc);
+    BundleInfo {
+        schema_version: BundleInfo::SCHEMA,
+        model: req.model_name().to_string(),
         description: model.file.model.description.clone(),
         soc_id: soc.id,
         soc_chips: soc.chips.iter().map(|s| s.to_string()).collect(),
         htp_arch: soc.htp_arch,
-        qairt: model.file.target.qairt.clone(),
-        // The versions that built the binaries, from their records (not this runtime's).
-        qnn_build: built_versions(&components, |v| &v.qnn, &versions.qnn),
-        onnxruntime: built_versions(&components, |v| &v.onnxruntime, &versions.onnxruntime),
+        // What the runtime that compiled the binaries reported, never the recipe's qairt.
+        built_by: BuiltBy::of_components(&components),
         toolchain: bundle_toolchain(&components),
-        commit: git_commit(root),
-        allow_stale,
+        commit: git_commit(req.root),
+        allow_stale: req.allow_stale,
         stale,
-        unverified_inputs: super::provenance::note(root, model_name),
+        unverified_inputs: super::provenance::note(req.root, req.model_name()),
         components,
-    };
-    let staging = tempfile::Builder::new()
-        .prefix(".bundle-")
-        .tempdir_in(parent)?;
-    let mut reports_out: Vec<(String, Vec<u8>)> = vec![(
-        "reports/bundle.json".into(),
-        serde_json::to_vec_pretty(&info)?,
+    }
+}
+
+/// The files `package` writes itself: `bundle.json`, the reports the card uses and the card.
+fn generated_files(info: &BundleInfo, reports: &CardReports) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut out = vec![(
+        "reports/bundle.json".to_string(),
+        crate::record::to_json(info)?,
     )];
-    if let Some(h) = &htp {
-        reports_out.push((
-            "reports/parity-htp.json".into(),
-            serde_json::to_vec_pretty(h)?,
+    if let Some(h) = &reports.htp {
+        out.push((
+            format!("reports/parity-{}.json", BackendKind::Htp),
+            crate::record::to_json(h)?,
         ));
     }
-    if let Some((b, r)) = &run {
-        reports_out.push((
-            format!("reports/run-{b}.json"),
-            serde_json::to_vec_pretty(r)?,
-        ));
+    if let Some((b, r)) = &reports.run {
+        out.push((format!("reports/run-{b}.json"), crate::record::to_json(r)?));
     }
     let card = render(
-        &info,
-        htp.as_ref().map(htp_figures).as_ref(),
-        run.as_ref().map(|(_, r)| latency_figures(r)).as_ref(),
+        info,
+        reports.htp.as_ref().map(htp_figures).as_ref(),
+        reports
+            .run
+            .as_ref()
+            .map(|(_, r)| latency_figures(r))
+            .as_ref(),
     );
-    reports_out.push(("README.md".into(), card.into_bytes()));
-    let manifest = assemble(staging.path(), &files, &reports_out, model_name, &mut memo)?;
+    out.push(("README.md".into(), card.into_bytes()));
+    Ok(out)
+}
+
+/// Renames the assembled staging folder to `out` (an empty `out` is replaced).
+fn move_into_place(staging: tempfile::TempDir, out: &Path) -> Result<()> {
     if out.exists() {
-        std::fs::remove_dir(out)?;
+        std::fs::remove_dir(out).with_context(|| format!("cannot replace {}", out.display()))?;
     }
     std::fs::rename(staging.keep(), out)
-        .with_context(|| format!("cannot move the bundle to {}", out.display()))?;
-    Ok(manifest)
-}
-
-/// The bundle's view of one component, from its build record's typed facts and nothing else
-/// (the recipe may have changed since the build): a record without them is refused.
-fn bundle_component(
-    root: &Path,
-    model: &Model,
-    comp: &Component,
-    record: &ComponentRecord,
-    soc: &Soc,
-    art: &crate::ctx_build::plan::Artifacts,
-    memo: &mut HashMemo,
-) -> Result<BundleComponent> {
-    let rebuild = |what: &str| {
-        format!(
-            "`{}`: {what}: rebuild it (`cargo xtask build-ctx --soc {} --model {} --only {}`)",
-            comp.name(),
-            soc.id,
-            model.file.model.name,
-            comp.name()
-        )
-    };
-    let facts = |name: &str| {
-        record
-            .step(name)
-            .map(|r| &r.facts)
-            .with_context(|| rebuild(&format!("no usable `{name}` build record")))
-    };
-    let (StepFacts::Convert(convert), StepFacts::CpuParity(cpu), StepFacts::Context(context)) = (
-        facts("convert")?,
-        facts("cpu_parity")?,
-        facts(&crate::ctx_build::steps::Context::record_name(soc))?,
-    ) else {
-        bail!(
-            "{}",
-            rebuild("its build record holds the wrong kind of facts")
-        );
-    };
-    let graph = context
-        .target
-        .graph
-        .as_ref()
-        .with_context(|| rebuild("its context record names no graph options"))?;
-    if context.soc_id != soc.id {
-        bail!(
-            "{}",
-            rebuild(&format!("its binary was built for soc {}", context.soc_id))
-        );
-    }
-    let cpu_cosine: Vec<(String, f64)> = cpu
-        .result
-        .outputs
-        .iter()
-        .map(|o| (o.name.clone(), o.metrics.cosine))
-        .collect();
-    let waivers = comp
-        .file
-        .outputs
-        .iter()
-        .flat_map(|o| {
-            BackendKind::ALL.map(|b| {
-                (
-                    o.name.get_ref().clone(),
-                    comp.gate(&model.file, o.name.get_ref(), b),
-                )
-            })
-        })
-        .filter_map(|(o, g)| g.waiver.map(|w| (o, g.min_cosine, w)))
-        .fold(Vec::new(), |mut acc: Vec<(String, f64, String)>, w| {
-            if !acc.contains(&w) {
-                acc.push(w);
-            }
-            acc
-        });
-    let tensor = |s: &crate::recipe::TensorSpec| {
-        (
-            s.name.get_ref().clone(),
-            s.shape.clone(),
-            s.dtype.to_string(),
-        )
-    };
-    Ok(BundleComponent {
-        name: comp.name().into(),
-        description: comp.file.component.description.clone(),
-        inputs: comp.file.inputs.iter().map(tensor).collect(),
-        outputs: comp.file.outputs.iter().map(tensor).collect(),
-        cpu_cosine,
-        graph_name: context.graph_name.clone(),
-        ep_sdk_version: context.ep_sdk_version.clone(),
-        bin_file: art.bin_name(),
-        bin_bytes: std::fs::metadata(root.join(&art.bin))
-            .map(|m| m.len())
-            .unwrap_or(0),
-        // What was compiled, as the record holds it (the recipe may have changed since).
-        optimization_level: graph.optimization_level,
-        fp16: graph.fp16,
-        vtcm_mb: graph.vtcm_mb,
-        toolchain: context.versions.toolchain.clone(),
-        built_with: context.versions.clone(),
-        float_bitwidth: convert.float_bitwidth,
-        dlc_validation: convert.dlc_validation.clone(),
-        rewrites: convert.rewrites.clone(),
-        record_schema: crate::ctx_build::facts::RECORD_SCHEMA,
-        recipe_sha256: sha256_bytes(comp.recipe_text.as_bytes()),
-        // The freshness check hashed both this run: its full memo answers.
-        onnx_sha256: memo.sha256(&root.join(&comp.file.component.onnx))?,
-        golden_sha256: memo.sha256(&root.join(&comp.file.golden.file))?,
-        waivers,
-    })
-}
-
-/// One version of the packaged binaries' records (`a + b` when they differ; `none` packaged:
-/// the runtime's).
-fn built_versions(
-    components: &[BundleComponent],
-    pick: impl Fn(&crate::ctx_build::facts::ToolVersions) -> &String,
-    fallback: &str,
-) -> String {
-    let mut all: Vec<&str> = components
-        .iter()
-        .map(|c| pick(&c.built_with).as_str())
-        .collect();
-    all.sort();
-    all.dedup();
-    if all.is_empty() {
-        return fallback.to_string();
-    }
-    all.join(" + ")
+        .with_context(|| format!("cannot move the bundle to {}", out.display()))
 }
 
 /// The toolchains the packaged binaries were built with, from their records.

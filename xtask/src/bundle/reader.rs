@@ -185,6 +185,37 @@ pub fn read_small(dir: &Path, rel: &str) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// A versioned record in the bundle (`record::from_slice` on `read_small`'s bytes, named by
+/// its path in messages), or None when the bundle has no entry at `rel`. `rebuild` is the
+/// command that writes it again.
+pub fn read_record<T: crate::record::Versioned>(
+    dir: &Path,
+    rel: &str,
+    rebuild: &str,
+) -> Result<Option<T>> {
+    if unsafe_path(rel).is_none() && !has_entry(dir, rel) {
+        return Ok(None);
+    }
+    let bytes = read_small(dir, rel)?;
+    crate::record::from_slice(&bytes, &dir.join(rel).display().to_string(), rebuild).map(Some)
+}
+
+/// Whether the bundle holds an entry at `rel`, one part at a time and links never followed: a
+/// link or any other non-folder on the way counts as an entry (`open` then refuses it), so
+/// nothing about what a link points at decides the answer.
+fn has_entry(dir: &Path, rel: &str) -> bool {
+    let mut here = dir.to_path_buf();
+    for part in rel.split('/') {
+        here.push(part);
+        match fs::symlink_metadata(&here) {
+            Err(_) => return false,
+            Ok(m) if !m.is_dir() => return true,
+            Ok(_) => {}
+        }
+    }
+    true
+}
+
 /// Streams `from` into `to` (when given) while hashing; returns the sha256 and the byte count.
 fn stream(from: &mut File, mut to: Option<&mut File>) -> io::Result<(String, u64)> {
     let mut hasher = Sha256::new();

@@ -86,3 +86,43 @@ fn a_copy_is_checked_against_the_manifest_hash_and_never_follows_its_destination
     assert!(copy_out(b.path(), "f", &out.path().join("link"), None).is_err());
     assert_eq!(fs::read(&victim).unwrap(), b"keep");
 }
+
+#[test]
+fn a_record_behind_a_link_is_refused_whether_or_not_its_target_exists() {
+    #[derive(Debug, serde::Serialize, serde::Deserialize)]
+    struct R {
+        schema_version: u32,
+    }
+    impl crate::record::Versioned for R {
+        const KIND: &'static str = "test record";
+        const SCHEMA: u32 = 1;
+    }
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("r.json"), br#"{"schema_version": 1}"#).unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let d = b.path();
+    assert!(
+        read_record::<R>(d, "reports/r.json", "x")
+            .unwrap()
+            .is_none()
+    );
+    std::os::unix::fs::symlink(outside.path(), d.join("reports")).unwrap();
+    let refusal = |rel: &str| {
+        let err = format!("{:#}", read_record::<R>(d, rel, "x").unwrap_err());
+        assert!(
+            err.contains("cannot be opened as a regular file inside the bundle"),
+            "{err}"
+        );
+        err.replace(rel, "REL")
+    };
+    // The same words whether the link's target holds the file or not.
+    assert_eq!(refusal("reports/r.json"), refusal("reports/none.json"));
+    fs::remove_file(d.join("reports")).unwrap();
+    fs::create_dir(d.join("reports")).unwrap();
+    fs::write(d.join("reports/r.json"), br#"{"schema_version": 1}"#).unwrap();
+    assert!(
+        read_record::<R>(d, "reports/r.json", "x")
+            .unwrap()
+            .is_some()
+    );
+}

@@ -1,70 +1,109 @@
 //! How `verify` reads the build records a bundle ships (`ctx/<component>.record.json`): each
 //! must be a record of this tool's schema, and what `bundle.json` (hence the card) says was
-//! compiled must be what the record says: options, toolchain, and the binary's sha256.
+//! compiled must be what the record says: options, toolchain, the binary's sha256, and the
+//! QAIRT / QNN build and tool identity the runtime reported when it compiled the binary.
 
 use std::path::Path;
 
-use super::card::BundleInfo;
+use super::info::{BuiltBy, BundleComponent, BundleInfo};
 use super::manifest::Manifest;
-use crate::ctx_build::facts::StepFacts;
+use crate::ctx_build::facts::{ContextFacts, StepFacts, ToolVersions};
 use crate::ctx_build::fingerprint::ComponentRecord;
 
 /// Problems found, each named (empty: the records back every component of `bundle.json`).
 pub fn check_records(dir: &Path, manifest: &Manifest, info: &BundleInfo) -> Vec<String> {
     let mut problems = Vec::new();
     let step = format!("context@soc{}", info.soc_id);
+    let mut recorded: Vec<(&str, ToolVersions)> = Vec::new();
     for c in &info.components {
-        let rel = format!("ctx/{}.record.json", c.name);
-        if !manifest.files.iter().any(|f| f.path == rel) {
-            problems.push(format!(
-                "{rel}: not in the bundle (its build facts cannot be checked)"
-            ));
-            continue;
-        }
-        let record = ComponentRecord::load(&dir.join(&rel));
-        let facts = match record.step(&step).map(|r| &r.facts) {
-            Ok(StepFacts::Context(f)) => f,
-            Ok(_) => {
-                problems.push(format!("{rel}: `{step}` holds no context facts"));
-                continue;
+        match context_facts(dir, manifest, &step, &c.name) {
+            Ok(facts) => {
+                problems.extend(compare(c, &facts, manifest));
+                recorded.push((&c.name, facts.versions));
             }
-            Err(e) => {
-                problems.push(format!("{rel}: {e:#}"));
-                continue;
-            }
-        };
-        let graph = facts.target.graph.as_ref();
-        let stated = (c.optimization_level, c.fp16, c.vtcm_mb, &c.built_with);
-        let built = graph.map(|g| (g.optimization_level, g.fp16, g.vtcm_mb, &facts.versions));
-        if built != Some(stated) {
-            problems.push(format!(
-                "reports/bundle.json says `{}` was built with O{}, fp16 {}, VTCM {} by {}, its record says otherwise ({})",
-                c.name,
-                c.optimization_level,
-                c.fp16,
-                c.vtcm_mb,
-                c.toolchain.label(),
-                StepFacts::Context(facts.clone()).summary()
-            ));
-        }
-        let bin = format!("ctx/{}", c.bin_file);
-        let shipped = manifest.files.iter().find(|f| f.path == bin);
-        if shipped.map(|f| &f.sha256) != Some(&facts.binary.sha256) {
-            problems.push(format!("{bin}: not the binary its build record names"));
+            Err(problem) => problems.push(problem),
         }
     }
+    if recorded.len() == info.components.len() {
+        let by_records: Vec<(&str, &ToolVersions)> =
+            recorded.iter().map(|(c, v)| (*c, v)).collect();
+        problems.extend(compare_built_by(&info.built_by, &BuiltBy::of(&by_records)));
+    }
     problems
+}
+
+/// The context step's facts of component `name`'s record in the bundle, or why there are none.
+fn context_facts(
+    dir: &Path,
+    manifest: &Manifest,
+    step: &str,
+    name: &str,
+) -> Result<ContextFacts, String> {
+    let rel = format!("ctx/{name}.record.json");
+    if !manifest.files.iter().any(|f| f.path == rel) {
+        return Err(format!(
+            "{rel}: not in the bundle (its build facts cannot be checked)"
+        ));
+    }
+    let record = ComponentRecord::load(&dir.join(&rel));
+    match record.step(step).map(|r| &r.facts) {
+        Ok(StepFacts::Context(f)) => Ok((**f).clone()),
+        Ok(_) => Err(format!("{rel}: `{step}` holds no context facts")),
+        Err(e) => Err(format!("{rel}: {e:#}")),
+    }
+}
+
+/// What `bundle.json` says of one component against its context record: the compile options,
+/// the versions, and the shipped binary.
+fn compare(c: &BundleComponent, facts: &ContextFacts, manifest: &Manifest) -> Vec<String> {
+    let mut problems = Vec::new();
+    let graph = facts.target.graph.as_ref();
+    let stated = (c.optimization_level, c.fp16, c.vtcm_mb, &c.built_with);
+    let built = graph.map(|g| (g.optimization_level, g.fp16, g.vtcm_mb, &facts.versions));
+    if built != Some(stated) {
+        problems.push(format!(
+            "reports/bundle.json says `{}` was built with O{}, fp16 {}, VTCM {} by {}, its record says otherwise ({})",
+            c.name,
+            c.optimization_level,
+            c.fp16,
+            c.vtcm_mb,
+            c.toolchain.label(),
+            StepFacts::Context(Box::new(facts.clone())).summary()
+        ));
+    }
+    let bin = format!("ctx/{}", c.bin_file);
+    let shipped = manifest.files.iter().find(|f| f.path == bin);
+    if shipped.map(|f| &f.sha256) != Some(&facts.binary.sha256) {
+        problems.push(format!("{bin}: not the binary its build record names"));
+    }
+    problems
+}
+
+/// The bundle-wide versions `bundle.json` (and the card) states against those its records do.
+fn compare_built_by(stated: &BuiltBy, records: &BuiltBy) -> Vec<String> {
+    if stated == records {
+        return Vec::new();
+    }
+    let line = |b: &BuiltBy| {
+        format!(
+            "QAIRT {}, QNN build {}, ONNX Runtime {}, xtask {}",
+            b.qairt, b.qnn_build, b.onnxruntime, b.xtask
+        )
+    };
+    vec![format!(
+        "reports/bundle.json says the binaries were built by {}; their build records say {}",
+        line(stated),
+        line(records)
+    )]
 }
 
 /// `check_records` on a bundle folder (its manifest and `reports/bundle.json`); a bundle
 /// whose `bundle.json` is unreadable is reported by the card check instead.
 pub fn check_bundle(dir: &Path) -> Vec<String> {
     let manifest = super::manifest::read_manifest(dir);
-    let info = std::fs::read(dir.join("reports/bundle.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<BundleInfo>(&b).ok());
+    let info = super::info::read_info(dir);
     match (manifest, info) {
-        (Ok(m), Some(i)) => check_records(dir, &m, &i),
+        (Ok(m), Ok(i)) => check_records(dir, &m, &i),
         _ => Vec::new(),
     }
 }

@@ -20,13 +20,12 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 
-use super::hf::{
-    HF_HUB_PIN, check_repo_id, hub_version, last_json, require_hf, require_login, run_hf,
-};
-use super::manifest::{check_files, read_manifest};
-use super::release_target::{Target, already_there, compare_with_bundle};
+use super::hf::{HF_HUB_PIN, check_repo_id, hub_version, require_hf, require_login};
+use super::manifest::{Manifest, check_files, read_manifest};
+use super::release_publish::{Scratch, Upload};
+use super::release_target::{Target, already_there};
 use super::verify::check_card;
 
 pub struct ReleaseRequest<'a> {
@@ -43,6 +42,30 @@ pub struct ReleaseRequest<'a> {
 
 pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
     check_repo_id(req.repo)?;
+    let manifest = intact_manifest(req)?;
+    let upload = plan_upload(req)?;
+    print_files(req, &upload, &manifest);
+    print_commands(req, &upload);
+    if req.dry_run {
+        return dry_run_checks(&upload.target, req.repo);
+    }
+    let hub = ready_hf()?;
+    let scratch = Scratch::new(req.root);
+    if let Some(commit) = already_there(req.repo, &upload.target, &req.bundle, scratch.path())? {
+        crate::outln!(
+            "{} already holds this bundle (commit {commit}): nothing uploaded",
+            upload.target.label()
+        );
+        return record(req, &upload, &manifest, &commit, None, &hub);
+    }
+    let staged = upload.stage()?;
+    let published = upload.publish(&staged, scratch.path());
+    let commit = upload.settle(&staged, published)?;
+    record(req, &upload, &manifest, &commit, staged.pr, &hub)
+}
+
+/// The bundle's manifest, once every file, `SHA256SUMS` and the card are proven intact.
+fn intact_manifest(req: &ReleaseRequest<'_>) -> Result<Manifest> {
     let bundle = &req.bundle;
     if std::fs::symlink_metadata(bundle.join("manifest.json")).is_err() {
         bail!(
@@ -61,20 +84,33 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
             problems.join("\n  ")
         );
     }
-    let manifest = read_manifest(bundle)?;
-    let manifest_sha = crate::hashing::sha256_file(&bundle.join("manifest.json"))?;
-    let target = Target::of(req.revision, req.tag)?;
-    let message = format!(
-        "{} bundle, manifest sha256 {}",
-        req.model,
-        &manifest_sha[..16]
-    );
+    read_manifest(bundle)
+}
+
+/// Where the release goes and what its commit says (the manifest's hash names the bundle).
+fn plan_upload<'a>(req: &'a ReleaseRequest<'a>) -> Result<Upload<'a>> {
+    let manifest_sha = crate::hashing::sha256_file(&req.bundle.join("manifest.json"))?;
+    Ok(Upload {
+        repo: req.repo,
+        bundle: &req.bundle,
+        target: Target::of(req.revision, req.tag)?,
+        message: format!(
+            "{} bundle, manifest sha256 {}",
+            req.model,
+            &manifest_sha[..16]
+        ),
+        manifest_sha,
+    })
+}
+
+/// Every file the release uploads, with its size and role.
+fn print_files(req: &ReleaseRequest<'_>, upload: &Upload<'_>, manifest: &Manifest) {
     let total: u64 = manifest.files.iter().map(|f| f.bytes).sum();
     crate::outln!(
         "release of {} to https://huggingface.co/{} ({}): {} files, {:.1} MB",
-        bundle.display(),
+        req.bundle.display(),
         req.repo,
-        target.label(),
+        upload.target.label(),
         manifest.files.len() + 2,
         total as f64 / 1e6
     );
@@ -86,51 +122,36 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
         "",
         "manifest"
     );
-    let staging = match &target {
-        Target::Main => "refs/pr/<N>".to_string(),
-        _ => format!("xtask-release-{}-<nonce>", &manifest_sha[..12]),
-    };
-    let upload = |rev: &str| -> Vec<String> {
-        let options = strings(&[
-            "--repo-type",
-            "model",
-            "--revision",
-            rev,
-            // The staged revision's tree becomes the bundle's: remote files absent from it
-            // are deleted (`hf upload` never deletes without it; `.gitattributes` is kept).
-            "--delete",
-            "*",
-            "--commit-message",
-            &message,
-            "--format",
-            "json",
-        ]);
-        // Positionals after `--`: nothing the user typed can be read as an option of `hf`.
-        let positionals = strings(&[req.repo, &bundle.display().to_string(), "."]);
-        super::hf::hf_argv("upload", &options, &positionals)
-    };
+}
+
+/// The `hf` commands the release runs, in order (the dry run's answer).
+fn print_commands(req: &ReleaseRequest<'_>, upload: &Upload<'_>) {
     let mut plan = vec![
         "hf auth whoami".to_string(),
         "hf version --format json".into(),
         format!("hf repos create {} --repo-type model --exist-ok", req.repo),
     ];
-    if target == Target::Main {
+    if upload.target == Target::Main {
         plan.push(format!(
             "hf discussions create {} --title {} --pull-request --format json",
             req.repo,
-            shell_quote(&message)
+            shell_quote(&upload.message)
         ));
     }
-    plan.push(format!("hf {}", quoted(&upload(&staging))));
+    plan.push(format!(
+        "hf {}",
+        quoted(&upload.argv(&upload.staging_label()))
+    ));
     plan.push(format!(
         "hf download {} manifest.json SHA256SUMS --repo-type model --revision <uploaded commit> --local-dir <tmp>   (compared with the bundle)",
         req.repo
     ));
-    plan.push(target.expose_line(req.repo));
+    plan.push(upload.target.expose_line(req.repo));
     crate::outln!("commands:\n  {}", plan.join("\n  "));
-    if req.dry_run {
-        return dry_run_checks(&target, req.repo);
-    }
+}
+
+/// `hf` on PATH and logged in; returns the installed `huggingface_hub` version.
+fn ready_hf() -> Result<String> {
     require_hf()?;
     require_login()?;
     let hub = hub_version()?;
@@ -139,172 +160,19 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
             "note: huggingface_hub {hub} is installed; this tool's `hf` calls were checked against {HF_HUB_PIN}"
         );
     }
-    let scratch = req
-        .root
-        .join("target")
-        .join(format!("release-verify-{}", nonce()));
-    let _cleanup = RemoveOnDrop(scratch.clone());
-    if let Some(commit) = already_there(req.repo, &target, bundle, &scratch)? {
-        crate::outln!(
-            "{} already holds this bundle (commit {commit}): nothing uploaded",
-            target.label()
-        );
-        return record(
-            req,
-            &target,
-            &manifest_sha,
-            &manifest.files,
-            &commit,
-            None,
-            &hub,
-        );
-    }
-    run_hf(&strings(&[
-        "repos",
-        "create",
-        req.repo,
-        "--repo-type",
-        "model",
-        "--exist-ok",
-    ]))?;
-    let (staged_rev, pr) = match &target {
-        Target::Main => {
-            let out = run_hf(&strings(&[
-                "discussions",
-                "create",
-                req.repo,
-                "--title",
-                &message,
-                "--pull-request",
-                "--format",
-                "json",
-            ]))?;
-            let v = last_json(&out)?;
-            let num = v["num"]
-                .as_u64()
-                .or_else(|| v["num"].as_str().and_then(|n| n.parse().ok()))
-                .with_context(|| format!("no pull request number in {v}"))?;
-            (format!("refs/pr/{num}"), Some(num))
-        }
-        _ => (
-            format!("xtask-release-{}-{}", &manifest_sha[..12], nonce()),
-            None,
-        ),
-    };
-    let not_published = |what: &str| {
-        format!(
-            "{what}: the release is NOT published ({} is untouched)",
-            target.label()
-        )
-    };
-    crate::outln!(
-        "uploading to {staged_rev} (not visible at {} yet)",
-        target.label()
-    );
-    // Upload, check and expose; whatever fails, the partial upload is cleared away or named.
-    let published = (|| -> Result<String> {
-        let out =
-            run_hf(&upload(&staged_rev)).with_context(|| not_published("the upload failed"))?;
-        let url = last_json(&out)?["url"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let commit = url
-            .rsplit_once("/commit/")
-            .map(|(_, c)| c.to_string())
-            .filter(|c| !c.is_empty() && c.chars().all(|c| c.is_ascii_hexdigit()))
-            .with_context(|| not_published(&format!("`hf upload` named no commit ({url:?})")))?;
-        compare_with_bundle(req.repo, &commit, bundle, &scratch)
-            .with_context(|| not_published("the uploaded revision does not match the bundle"))?;
-        crate::outln!(
-            "verified {staged_rev} at commit {commit}: manifest.json and SHA256SUMS match the bundle"
-        );
-        match &target {
-            Target::Main => {
-                let num = pr.unwrap_or_default().to_string();
-                run_hf(&strings(&[
-                    "discussions",
-                    "merge",
-                    req.repo,
-                    &num,
-                    "--yes",
-                    "--comment",
-                    "verified by cargo xtask release",
-                ]))
-                .with_context(|| not_published(&format!("merging pull request #{num} failed")))?;
-            }
-            Target::Branch(b) => {
-                run_hf(&strings(&["repos", "branch", "create", req.repo, b, "--revision", &commit]))
-                .with_context(|| not_published(&format!("creating branch {b} failed (an existing branch cannot be moved in one step: release to main, a new branch or a tag)")))?;
-            }
-            Target::Tag(t) => {
-                run_hf(&strings(&[
-                    "repos",
-                    "tag",
-                    "create",
-                    req.repo,
-                    t,
-                    "--revision",
-                    &commit,
-                    "-m",
-                    &message,
-                ]))
-                .with_context(|| not_published(&format!("creating tag {t} failed")))?;
-            }
-        }
-        Ok(commit)
-    })();
-    let commit = match (published, pr) {
-        (Ok(commit), _) => commit,
-        (Err(e), Some(num)) => {
-            crate::outln!(
-                "the partial upload stays in pull request #{num} ({staged_rev}), not merged: close it on the Hub"
-            );
-            return Err(e);
-        }
-        (Err(e), None) => {
-            match delete_staging(req.repo, &staged_rev) {
-                Ok(()) => crate::outln!(
-                    "the staging branch {staged_rev} (the partial upload) was deleted"
-                ),
-                Err(d) => crate::outln!(
-                    "note: the staging branch {staged_rev} (the partial upload) could not be deleted ({d:#}): `hf repos branch delete {} {staged_rev}`",
-                    req.repo
-                ),
-            }
-            return Err(e);
-        }
-    };
-    if pr.is_none() {
-        // The staging branch has done its job (the branch or tag points at its commit).
-        if let Err(e) = delete_staging(req.repo, &staged_rev) {
-            crate::outln!("note: the staging branch {staged_rev} was not deleted: {e:#}");
-        }
-    }
-    record(
-        req,
-        &target,
-        &manifest_sha,
-        &manifest.files,
-        &commit,
-        pr,
-        &hub,
-    )
+    Ok(hub)
 }
 
-fn delete_staging(repo: &str, rev: &str) -> Result<()> {
-    run_hf(&strings(&["repos", "branch", "delete", repo, rev])).map(|_| ())
-}
-
+/// Writes `reports/<model>/release.json`, the last step: only a published release has one.
 fn record(
     req: &ReleaseRequest<'_>,
-    target: &Target,
-    manifest_sha: &str,
-    files: &[super::manifest::ManifestEntry],
+    upload: &Upload<'_>,
+    manifest: &Manifest,
     commit: &str,
     pr: Option<u64>,
     hub: &str,
 ) -> Result<()> {
+    let target = &upload.target;
     let (kind, name) = match target {
         Target::Tag(t) => ("tag", t.as_str()),
         _ => ("branch", target.revision()),
@@ -316,8 +184,8 @@ fn record(
         "commit": commit,
         "pull_request": pr,
         "huggingface_hub": hub,
-        "manifest_sha256": manifest_sha,
-        "files": files.len(),
+        "manifest_sha256": upload.manifest_sha,
+        "files": manifest.files.len(),
         "released_unix": crate::report::now_unix(),
     });
     crate::atomic::write_atomic(
@@ -333,31 +201,11 @@ fn record(
     Ok(())
 }
 
-pub(super) fn strings(a: &[&str]) -> Vec<String> {
-    a.iter().map(|s| s.to_string()).collect()
-}
-
 fn quoted(args: &[String]) -> String {
     args.iter()
         .map(|a| shell_quote(a))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-fn nonce() -> String {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("{}-{}", std::process::id(), t % 1_000_000_000)
-}
-
-/// Removes the verification scratch folder however the release ends.
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn shell_quote(s: &str) -> String {

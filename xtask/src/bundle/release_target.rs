@@ -91,7 +91,7 @@ pub(super) fn already_there(
 
 fn download_pair(repo: &str, rev: &str, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
-    let options = super::release::strings(&[
+    let options = super::hf::args(&[
         "--repo-type",
         "model",
         "--revision",
@@ -99,7 +99,7 @@ fn download_pair(repo: &str, rev: &str, dir: &Path) -> Result<()> {
         "--local-dir",
         &dir.display().to_string(),
     ]);
-    let positionals = super::release::strings(&[repo, "manifest.json", "SHA256SUMS"]);
+    let positionals = super::hf::args(&[repo, "manifest.json", "SHA256SUMS"]);
     run_hf(&super::hf::hf_argv("download", &options, &positionals))?;
     Ok(())
 }

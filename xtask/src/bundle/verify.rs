@@ -1,15 +1,20 @@
 //! Proving a bundle intact: every file re-hashed against `manifest.json` (a changed, missing
 //! or extra file is named), `SHA256SUMS` consistent, every EPContext wrapper resolving to a
-//! binary beside it, every binary loading on the HTP backend, and the card's tables equal to
-//! what the bundled reports render.
+//! binary beside it, every binary loading on the HTP backend (after the QNN build its record
+//! says compiled it is checked against this runtime's), the card's tables equal to what the
+//! bundled reports render, and `bundle.json`'s build facts equal to the shipped build records.
 
 use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use super::card::{BundleInfo, htp_figures, latency_figures, render};
+use super::card::{RUN_BACKENDS, htp_figures, latency_figures, render};
+use super::info::{BundleInfo, read_info, reported_qnn};
 use super::manifest::{check_files, read_manifest};
 use super::reader;
+use crate::chain::report::RunReport;
+use crate::onnx::proto::OnnxSummary;
+use crate::parity::report::ParityReport;
 use crate::runtime::{Backend, HtpTarget, Runtime};
 use crate::vocab::BackendKind;
 
@@ -79,24 +84,10 @@ fn check_wrappers(dir: &Path) -> Result<Vec<String>> {
 
 /// Renders the card from the bundled reports and compares it with README.md.
 pub fn check_card(dir: &Path) -> Vec<String> {
-    let read = |rel: &str| {
-        reader::read_small(dir, rel)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+    let expected = match rendered_card(dir) {
+        Ok(card) => card,
+        Err(e) => return vec![format!("{e:#}: the card cannot be checked")],
     };
-    let Some(info) =
-        read("reports/bundle.json").and_then(|v| serde_json::from_value::<BundleInfo>(v).ok())
-    else {
-        return vec![
-            "reports/bundle.json is missing or unreadable: the card cannot be checked".into(),
-        ];
-    };
-    let htp = read("reports/parity-htp.json").map(|r| htp_figures(&r));
-    let run = [BackendKind::Htp, BackendKind::Cpu, BackendKind::Ort]
-        .iter()
-        .find_map(|b| read(&format!("reports/run-{b}.json")))
-        .map(|r| latency_figures(&r));
-    let expected = render(&info, htp.as_ref(), run.as_ref());
     let actual = reader::read_small(dir, "README.md")
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
@@ -115,25 +106,55 @@ pub fn check_card(dir: &Path) -> Vec<String> {
     )]
 }
 
+/// The card the bundle's own reports render, each read through its type (a report of another
+/// schema is refused, naming it and the `package` command that writes the bundle again).
+fn rendered_card(dir: &Path) -> Result<String> {
+    let info = read_info(dir)?;
+    let rebuild = repackage(dir, &info);
+    let htp: Option<ParityReport> = reader::read_record(
+        dir,
+        &format!("reports/parity-{}.json", BackendKind::Htp),
+        &rebuild,
+    )?;
+    let mut run: Option<RunReport> = None;
+    for b in RUN_BACKENDS {
+        run = reader::read_record(dir, &format!("reports/run-{b}.json"), &rebuild)?;
+        if run.is_some() {
+            break;
+        }
+    }
+    Ok(render(
+        &info,
+        htp.as_ref().map(htp_figures).as_ref(),
+        run.as_ref().map(latency_figures).as_ref(),
+    ))
+}
+
+fn repackage(dir: &Path, info: &BundleInfo) -> String {
+    format!(
+        "cargo xtask package --model {} --soc {} --out {}",
+        info.model,
+        info.soc_id,
+        dir.display()
+    )
+}
+
+/// Loads every wrapped binary on the HTP backend, after checking the QNN build that compiled it
+/// (as its build record states it) is no newer than this runtime's.
 fn load_binaries(root: &Path, dir: &Path) -> Result<usize> {
-    let info: BundleInfo =
-        serde_json::from_slice(&reader::read_small(dir, "reports/bundle.json")?)?;
+    let info = read_info(dir)?;
     let rt = Runtime::load(crate::runtime::bootstrap::ensure_runtime_rehashed(root)?)?;
     let target = HtpTarget::for_built_contexts(info.soc_id, info.htp_arch);
-    let mut problems = Vec::new();
-    let all = wrappers(dir)?;
     let runtime_qnn = rt.qnn_build_version().unwrap_or_default();
+    let all = wrappers(dir)?;
+    let mut problems = Vec::new();
     let task = crate::ui::progress::Task::new("verify: HTP loads", all.len());
     for rel in &all {
         task.working_on(rel);
         let summary = crate::onnx::proto::parse_model(&reader::read_small(dir, rel)?)?;
-        let built_with = summary
-            .nodes
-            .iter()
-            .find_map(|n| n.attr_str("ep_sdk_version"));
         match crate::runtime::version::check_context_version(
             rel,
-            built_with,
+            compiled_by(&info, &summary),
             &runtime_qnn,
             "cargo xtask build-ctx",
         ) {
@@ -158,6 +179,20 @@ fn load_binaries(root: &Path, dir: &Path) -> Result<usize> {
         );
     }
     Ok(all.len())
+}
+
+/// The QNN build that compiled the binary a wrapper points at, as the component's build record
+/// states it (`bundle.json`'s copy, proven equal to the record before anything loads).
+fn compiled_by<'a>(info: &'a BundleInfo, wrapper: &OnnxSummary) -> Option<&'a str> {
+    let bin = wrapper
+        .nodes
+        .iter()
+        .filter(|n| n.op_type == "EPContext")
+        .find_map(|n| n.attr_str("ep_cache_context"))?;
+    info.components
+        .iter()
+        .find(|c| c.bin_file == bin)
+        .map(|c| reported_qnn(&c.built_with))
 }
 
 /// The command that comes after a verified bundle: a release dry run (it checks `hf` and the

@@ -66,28 +66,35 @@ impl Fetch {
             return Ok(Outcome::Success);
         }
         fetch(&req)?;
-        // What the recipes need and the bundle did not hold: named, with how to provide it.
-        let missing: Vec<String> = sel
-            .components()
-            .iter()
-            .flat_map(|c| {
-                crate::recipe::missing_files(&ctx.root, c)
-                    .into_iter()
-                    .map(move |p| format!("  {} ({})", p.display(), c.name()))
-            })
-            .collect();
-        if !missing.is_empty() {
-            bail!(
-                "{repo} does not provide {} input file(s) of model `{}`:\n{}\nhow to provide them: {}",
-                missing.len(),
-                sel.name(),
-                missing.join("\n"),
-                section
-                    .obtain
-                    .as_deref()
-                    .unwrap_or("publish a bundle that holds them, or see the model's recipes")
-            );
-        }
+        refuse_missing_inputs(ctx, &sel, repo)?;
         Ok(Outcome::Success)
     }
+}
+
+/// What the recipes need and the bundle did not hold: named, with how to provide it.
+fn refuse_missing_inputs(ctx: &Ctx, sel: &super::Selection, repo: &str) -> Result<()> {
+    let missing: Vec<String> = sel
+        .components()
+        .iter()
+        .flat_map(|c| {
+            crate::recipe::missing_files(&ctx.root, c)
+                .into_iter()
+                .map(move |p| format!("  {} ({})", p.display(), c.name()))
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "{repo} does not provide {} input file(s) of model `{}`:\n{}\nhow to provide them: {}",
+        missing.len(),
+        sel.name(),
+        missing.join("\n"),
+        sel.model
+            .file
+            .model
+            .obtain
+            .as_deref()
+            .unwrap_or("publish a bundle that holds them, or see the model's recipes")
+    );
 }

@@ -5,6 +5,7 @@ mod bisect_cli;
 mod bisect_rank_cli;
 mod build_ctx_cli;
 mod build_record_cli;
+mod bundle_facts_cli;
 mod bundle_hardening_cli;
 mod cli_manners;
 #[allow(dead_code)]
