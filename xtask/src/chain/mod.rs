@@ -1,6 +1,7 @@
 //! The host pipeline of the model family (`pipeline`), how `cargo xtask run` drives it over
-//! sessions and judges every boundary (`run`, `sessions`), and its reports (`report` with the
-//! Markdown, `html`, `terminal`; latency percentiles in `latency`).
+//! sessions and judges every boundary (`run`, `sessions`), and its reports (`report` the
+//! record, `report_md` its Markdown, `html` its page, `report_files` the three files,
+//! `terminal`; latency percentiles in `latency`).
 
 pub mod boundaries;
 pub mod html;
@@ -10,6 +11,8 @@ pub mod layout;
 pub mod pipeline;
 pub mod progress;
 pub mod report;
+pub mod report_files;
+pub mod report_md;
 pub mod run;
 pub mod sessions;
 pub mod terminal;

@@ -1,6 +1,8 @@
 //! Tests of the chain report: how boundaries are judged and what the report concludes.
 
 use super::*;
+use crate::chain::report_files::write_run_report;
+use crate::chain::report_md::markdown;
 use ndarray::IxDyn;
 
 fn gate() -> Gate {

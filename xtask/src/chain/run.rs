@@ -11,7 +11,8 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use super::pipeline::{ChainResult, Feed, load_host_inputs, run_chain, run_chain_fed};
-use super::report::{BoundaryParity, LatencyStats, RunInputs, RunReport, write_run_report};
+use super::report::{BoundaryParity, LatencyStats, RunInputs, RunReport};
+use super::report_files::write_run_report;
 use super::sessions::{ChainSessions, ms};
 use super::whatif;
 use crate::recipe::{HostSection, Model};
