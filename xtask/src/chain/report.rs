@@ -113,6 +113,10 @@ pub struct RunInputs {
     pub host_fraction: f64,
     #[serde(deserialize_with = "f64_or_nan")]
     pub peak_rss_mb: f64,
+    /// On a board (`run --device`): the device's own execute times and the chain estimate.
+    /// Absent for a run on this host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<crate::device::figures::DeviceFigures>,
 }
 
 /// What a chain run measured plus what it concludes (the JSON has the facts' fields inline).
@@ -170,16 +174,20 @@ impl RunReport {
     }
 }
 
-/// v1: the first numbered schema (reports before it had no number and no `Deserialize`; they
-/// are read as they are: every field was already there).
+/// v2: the optional `device` section (a run on a board is a `RunReport` too, written as
+/// `run-<backend>-device`). v1, the first numbered schema, and the unnumbered reports before it
+/// are read as they are: they are runs on this host, every field there but `device`, which
+/// defaults to none. (A board's report before v2 was another type; it is refused, and
+/// `run --device` writes it again.)
 impl Versioned for RunReport {
     const KIND: &'static str = "chain run report";
-    const SCHEMA: u32 = 1;
-    const READS_OLDER: &'static [u32] = &[0];
+    const SCHEMA: u32 = 2;
+    const READS_OLDER: &'static [u32] = &[0, 1];
 }
 
 impl RunReport {
-    /// The report of `backend` in `dir` (`run-<backend>.json`), read through its type.
+    /// The report of `backend` on this host in `dir` (`run-<backend>.json`), read through its
+    /// type.
     pub fn read(dir: &Path, backend: crate::vocab::BackendKind) -> Result<RunReport> {
         crate::record::read(
             &dir.join(format!("run-{backend}.json")),
@@ -187,11 +195,22 @@ impl RunReport {
         )
     }
 
-    /// The report's file stem: `run-<backend>`, with `--fp32` `run-<backend>-fp32-<a>+<b>`,
-    /// with `--attribute` `run-<backend>-attribute` (a variant never overwrites the plain run's
-    /// report, nor another variant's).
+    /// The report of `backend` on a board in `dir` (`run-<backend>-device.json`).
+    pub fn read_on_device(dir: &Path, backend: crate::vocab::BackendKind) -> Result<RunReport> {
+        crate::record::read(
+            &dir.join(format!("run-{backend}-device.json")),
+            &format!("cargo xtask run --backend {backend} --device ssh://…"),
+        )
+    }
+
+    /// The report's file stem: `run-<backend>`, on a board `run-<backend>-device`, with `--fp32`
+    /// `run-<backend>-fp32-<a>+<b>`, with `--attribute` `run-<backend>-attribute` (a variant
+    /// never overwrites the plain run's report, nor another variant's).
     pub fn stem(&self) -> String {
         let mut stem = format!("run-{}", self.run.backend);
+        if self.run.device.is_some() {
+            stem.push_str("-device");
+        }
         if self.run.attribution.is_some() {
             stem.push_str("-attribute");
         }

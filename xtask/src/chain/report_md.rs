@@ -1,23 +1,30 @@
 //! The chain run report as Markdown: the run's header, chain parity, the actions, introduced
-//! vs inherited error, the `--attribute` ranking, the per-layer K/V cosine, latency and memory.
-//! The HTML page renders the same text below its plots.
+//! vs inherited error, the `--attribute` ranking, the per-layer K/V cosine, latency and memory
+//! (on a board: the device's section instead). The HTML page renders the same text below its
+//! plots.
 
 use std::fmt::Write as _;
 
 use super::report::RunReport;
+use crate::device::figures::DeviceFigures;
 use crate::parity::gate::Status;
 use crate::report::{fmt_cosine, md_table};
 
 pub fn markdown(r: &RunReport) -> String {
+    // On a board: no golden-inputs pass, and the device's execute times instead of this host's
+    // latency.
+    let (introduced, timing) = match &r.run.device {
+        Some(d) => (String::new(), d.markdown()),
+        None => (super::introduced::markdown(r), latency(r) + &resources(r)),
+    };
     [
         header(r),
         parity(r),
         actions(r),
-        super::introduced::markdown(r),
+        introduced,
         attribution(r),
         kv_cosine(r),
-        latency(r),
-        resources(r),
+        timing,
     ]
     .concat()
 }
@@ -30,13 +37,11 @@ fn header(r: &RunReport) -> String {
         "# Chain run: `{}` on `{}` ({})\n",
         r.run.model, r.run.backend, r.run.mode
     );
-    let _ = writeln!(
-        md,
-        "{} · {} timed runs after {} warm-up",
-        r.run.versions.summary(),
-        r.run.iters,
-        r.run.warmup
-    );
+    let counts = match &r.run.device {
+        Some(_) => DeviceFigures::counts_sentence(r.run.iters, r.run.warmup),
+        None => format!("{} timed runs after {} warm-up", r.run.iters, r.run.warmup),
+    };
+    let _ = writeln!(md, "{} · {counts}", r.run.versions.summary());
     let _ = writeln!(md, "\nChain: {}", r.run.layout.summary());
     if !r.run.fp32.is_empty() {
         let _ = writeln!(

@@ -1,5 +1,5 @@
-//! The chain run on the terminal: the boundary table, actions, latency, ungated boundaries
-//! and failures, and where the full report is.
+//! The chain run on the terminal: the boundary table, actions, latency (on a board: the
+//! device's execute times), ungated boundaries and failures, and where the full report is.
 
 use super::report::RunReport;
 use crate::parity::gate::Status;
@@ -10,7 +10,10 @@ impl RunReport {
     pub fn print(&self, dir: &str) {
         self.print_boundaries();
         self.print_actions();
-        self.print_latency();
+        match &self.run.device {
+            Some(d) => d.print(),
+            None => self.print_latency(),
+        }
         for u in &self.ungated {
             crate::outln!("UNGATED {u}");
         }
@@ -19,8 +22,13 @@ impl RunReport {
         }
         self.print_attribution();
         crate::outln!(
-            "run {}: {}; report {dir}/{}.html",
+            "run {}{}: {}; report {dir}/{}.html",
             self.run.backend,
+            if self.run.device.is_some() {
+                " on the device"
+            } else {
+                ""
+            },
             crate::ui::verdict(if self.pass { "pass" } else { "FAIL" }, self.pass),
             self.stem()
         );
