@@ -2,7 +2,7 @@
 //! call run on the device (`Device::run_component`: one profiled `qnn-net-run` per call, its
 //! `warmup + iters` inferences inside), the host steps (scatter, the Euler loop,
 //! de-normalisation) on this host. The chain, its judgement and its verdict are
-//! `chain::run::run_and_report`'s, as for every backend: `OnDevice` only calls components and
+//! `chain::run::run_and_report`'s, as for every backend: `OnBoard` only calls components and
 //! adds the device's figures (`figures::DeviceFigures`). Report:
 //! `reports/<model>/run-htp-device.{json,md,html}`.
 
@@ -38,13 +38,13 @@ pub fn connect_and_run(
     let device = Device::connect(url)?;
     device.require_runnable(&model.file.target.qairt)?;
     let chain = ChainRun::prepare(root, model, &rt, iters, warmup)?;
-    let mut runner = OnDevice::new(root, &rt, model, &device, iters, warmup)?;
+    let mut runner = OnBoard::new(root, &rt, model, &device, iters, warmup)?;
     crate::outln!("chain on the device {}:", device.info.label());
     run_and_report(&chain, &mut runner)
 }
 
 /// A board as a chain's component runner: one chain, each call one `qnn-net-run` there.
-struct OnDevice<'a> {
+struct OnBoard<'a> {
     root: &'a Path,
     model: &'a Model,
     device: &'a Device,
@@ -58,7 +58,7 @@ struct OnDevice<'a> {
     samples_us: BTreeMap<String, Vec<f64>>,
 }
 
-impl<'a> OnDevice<'a> {
+impl<'a> OnBoard<'a> {
     /// Refuses missing or stale context binaries before anything runs.
     fn new(
         root: &'a Path,
@@ -80,7 +80,7 @@ impl<'a> OnDevice<'a> {
                 (c.name().to_string(), root.join(art.bin))
             })
             .collect();
-        Ok(OnDevice {
+        Ok(OnBoard {
             root,
             model,
             device,
@@ -112,7 +112,7 @@ impl<'a> OnDevice<'a> {
     }
 }
 
-impl ComponentRunner for OnDevice<'_> {
+impl ComponentRunner for OnBoard<'_> {
     fn backend(&self) -> BackendKind {
         BackendKind::Htp
     }
