@@ -3,7 +3,8 @@
 //! per-layer K/V cosine (both against the chain gate), the latency distributions, and every
 //! figure of the Markdown report (self-contained, opens without a network).
 
-use super::report::{BoundaryParity, RunReport, markdown};
+use super::report::{BoundaryParity, RunReport};
+use super::report_md::markdown;
 use crate::report::html::dist::{Row, svg_distribution};
 use crate::report::html::{Series, esc, html_page, markdown_body, svg_series, verdict_box};
 
@@ -59,6 +60,26 @@ fn attribution(r: &RunReport) -> String {
 }
 
 pub fn html(r: &RunReport) -> String {
+    let body = [
+        verdict(r),
+        attribution(r),
+        chain_cosine(r),
+        kv_cosine(r),
+        latency(r),
+        markdown_body(&markdown(r)),
+    ]
+    .join("\n");
+    html_page(
+        &format!(
+            "Chain run: {} on {} ({})",
+            r.run.model, r.run.backend, r.run.mode
+        ),
+        &body,
+    )
+}
+
+/// The cosine of every compared boundary, on the chain's inputs and on golden inputs.
+fn chain_cosine(r: &RunReport) -> String {
     let compared: Vec<&BoundaryParity> = r
         .run
         .boundaries
@@ -74,10 +95,66 @@ pub fn html(r: &RunReport) -> String {
         .iter()
         .map(|b| b.golden_inputs.as_ref().map_or(f64::NAN, |m| m.cosine))
         .collect();
+    let mut series = vec![Series {
+        name: "chain inputs",
+        color: "#e45756",
+        values: chain,
+    }];
+    // No golden-inputs pass (a board runs none): no second line of gaps.
+    if golden_inputs.iter().any(|c| !c.is_nan()) {
+        series.push(Series {
+            name: "golden inputs",
+            color: "#4c78a8",
+            values: golden_inputs,
+        });
+    }
+    format!(
+        "<h2>Cosine along the chain (red dashed line: the gate)</h2>\n{}",
+        svg_series(
+            "chain-cosine",
+            "Cosine along the chain",
+            &labels,
+            &series,
+            Some(r.run.min_cosine_gate),
+        )
+    )
+}
+
+/// The per-layer cosine of the collected keys and values.
+fn kv_cosine(r: &RunReport) -> String {
     let layers: Vec<String> = (0..r.run.keys_per_layer_cosine.len())
         .map(|l| format!("layer {l}"))
         .collect();
-    let gate = Some(r.run.min_cosine_gate);
+    let series = [
+        Series {
+            name: "keys",
+            color: "#4c78a8",
+            values: r.run.keys_per_layer_cosine.clone(),
+        },
+        Series {
+            name: "values",
+            color: "#54a24b",
+            values: r.run.values_per_layer_cosine.clone(),
+        },
+    ];
+    format!(
+        "<h2>Per-layer K/V cosine</h2>\n{}",
+        svg_series(
+            "kv-cosine",
+            "Per-layer K/V cosine",
+            &layers,
+            &series,
+            Some(r.run.min_cosine_gate),
+        )
+    )
+}
+
+/// Every timed run's latency per component, as distributions (none on a board: the device's
+/// execute times are in the tables below).
+fn latency(r: &RunReport) -> String {
+    if r.run.latency.is_empty() {
+        return String::new();
+    }
     let rows: Vec<Row> = r
         .run
         .latency
@@ -87,66 +164,15 @@ pub fn html(r: &RunReport) -> String {
             samples_ms: &l.samples_ms,
         })
         .collect();
-    let body = format!(
-        r#"{verdict}{attribution}
-<h2>Cosine along the chain (red dashed line: the gate)</h2>
-{chain}
-<h2>Per-layer K/V cosine</h2>
-{kv}
-<h2>Latency: every timed run{label}</h2>
-{latency}
-{table}"#,
-        verdict = verdict(r),
-        attribution = attribution(r),
-        chain = svg_series(
-            "chain-cosine",
-            "Cosine along the chain",
-            &labels,
-            &[
-                Series {
-                    name: "chain inputs",
-                    color: "#e45756",
-                    values: chain
-                },
-                Series {
-                    name: "golden inputs",
-                    color: "#4c78a8",
-                    values: golden_inputs
-                },
-            ],
-            gate,
-        ),
-        kv = svg_series(
-            "kv-cosine",
-            "Per-layer K/V cosine",
-            &layers,
-            &[
-                Series {
-                    name: "keys",
-                    color: "#4c78a8",
-                    values: r.run.keys_per_layer_cosine.clone()
-                },
-                Series {
-                    name: "values",
-                    color: "#54a24b",
-                    values: r.run.values_per_layer_cosine.clone()
-                },
-            ],
-            gate,
-        ),
-        label = r.run.htp.as_ref().map_or(String::new(), |h| if h.emulated {
+    let label = r.run.htp.as_ref().map_or(String::new(), |h| {
+        if h.emulated {
             " (HTP emulated: not device latency)".into()
         } else {
             format!(" ({})", esc(&h.latency_label()))
-        }),
-        latency = svg_distribution("latency", "Latency per component", &rows),
-        table = markdown_body(&markdown(r)),
-    );
-    html_page(
-        &format!(
-            "Chain run: {} on {} ({})",
-            r.run.model, r.run.backend, r.run.mode
-        ),
-        &body,
+        }
+    });
+    format!(
+        "<h2>Latency: every timed run{label}</h2>\n{}",
+        svg_distribution("latency", "Latency per component", &rows)
     )
 }

@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::pipeline::names;
 use crate::recipe::host::DimMode;
+use crate::recipe::tensor_names as names;
 use crate::recipe::{HostSection, Model};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

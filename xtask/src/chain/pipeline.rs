@@ -54,67 +54,126 @@ pub fn run_chain_fed(
     feed: Option<&Feed>,
     call: &mut CallFn<'_>,
 ) -> Result<ChainResult> {
-    let t = &inputs.trace;
-    let mut boundaries = Vec::new();
-    let mut keep = |name: String, value: ArrayD<f32>| -> ArrayD<f32> {
-        let fed = feed
+    let mut kept = Kept {
+        feed,
+        boundaries: Vec::new(),
+    };
+    let hidden = vision_and_scatter(host, inputs, &mut kept, call)?;
+    let (keys, values) = llm_splits(host, inputs, hidden, &mut kept, call)?;
+    let ctx = action_context(host, keys, values, &mut kept, call)?;
+    let trajectory = euler_steps(host, inputs, ctx.k_ctx, ctx.v_ctx, &mut kept, call)?;
+    actions(host, inputs, trajectory, &mut kept)?;
+    Ok(ChainResult {
+        boundaries: kept.boundaries,
+        keys: ctx.keys,
+        values: ctx.values,
+    })
+}
+
+/// The boundaries recorded so far, and the golden values to pass on instead (teacher forcing).
+struct Kept<'f> {
+    feed: Option<&'f Feed>,
+    boundaries: Vec<Boundary>,
+}
+
+impl Kept<'_> {
+    /// Records `value` as the boundary `name`; returns what the chain passes on: the golden
+    /// value of that name when fed and of the same shape, else `value`.
+    fn keep(&mut self, name: String, value: ArrayD<f32>) -> ArrayD<f32> {
+        let fed = self
+            .feed
             .and_then(|f| f.get(&name))
             .filter(|g| g.shape() == value.shape())
             .cloned();
-        boundaries.push(Boundary {
+        self.boundaries.push(Boundary {
             name,
             value: value.clone(),
         });
         fed.unwrap_or(value)
-    };
+    }
+}
 
+/// Vision, then its embeddings added into the prompt scaffold: the first LLM split's hidden
+/// states.
+fn vision_and_scatter(
+    host: &HostSection,
+    inputs: &HostInputs,
+    kept: &mut Kept<'_>,
+    call: &mut CallFn<'_>,
+) -> Result<ArrayD<f32>> {
+    let t = &inputs.trace;
     let mut vision_out = call(
         &host.vision,
         &BTreeMap::from([(names::PIXEL_VALUES.into(), inputs.pixel_values.clone())]),
     )?;
-    let image_embeds = keep(
+    let image_embeds = kept.keep(
         format!("{}/{}", host.vision, names::IMAGE_EMBEDS),
         f32_out(&mut vision_out, &host.vision, names::IMAGE_EMBEDS)?,
     );
-
-    let hidden = keep(
+    Ok(kept.keep(
         format!("scatter/{}", names::HIDDEN_STATES),
         scatter_image_embeds(
             f32_in(t, "prompt_embeds")?,
             &image_embeds,
             i64_in(t, "image_token_positions")?,
         )?,
-    );
+    ))
+}
 
-    // One input map per component kind, built once: what stays the same between calls
-    // (the attention bias, the action context, the mask) is not copied again per call; what
-    // a call produced moves into the next call's map.
+/// One tensor per LLM split, in split order (their K or V before concatenation).
+type Layers = Vec<ArrayD<f32>>;
+
+/// The LLM splits chained, each one's hidden states into the next; their K/V collected in
+/// split order.
+fn llm_splits(
+    host: &HostSection,
+    inputs: &HostInputs,
+    hidden: ArrayD<f32>,
+    kept: &mut Kept<'_>,
+    call: &mut CallFn<'_>,
+) -> Result<(Layers, Layers)> {
+    // One input map for every split, built once: the attention bias is not copied again per
+    // call; what a call produced moves into the next call's map.
     let mut split_in = BTreeMap::from([
         (names::HIDDEN_STATES.to_string(), Tensor::F32(hidden)),
         (
             names::ATTENTION_BIAS.to_string(),
-            Tensor::F32(f32_in(t, "attention_bias")?.clone()),
+            Tensor::F32(f32_in(&inputs.trace, "attention_bias")?.clone()),
         ),
     ]);
     let (mut keys, mut values) = (Vec::new(), Vec::new());
     for split in &host.llm_splits {
         let mut out = call(split, &split_in)?;
-        let hidden = keep(
+        let hidden = kept.keep(
             format!("{split}/{}", names::HIDDEN_OUT),
             f32_out(&mut out, split, names::HIDDEN_OUT)?,
         );
         split_in.insert(names::HIDDEN_STATES.into(), Tensor::F32(hidden));
-        let k = keep(
-            format!("{split}/{}", names::KEYS),
-            f32_out(&mut out, split, names::KEYS)?,
-        );
-        let v = keep(
-            format!("{split}/{}", names::VALUES),
-            f32_out(&mut out, split, names::VALUES)?,
-        );
-        keys.push(k);
-        values.push(v);
+        for (name, into) in [(names::KEYS, &mut keys), (names::VALUES, &mut values)] {
+            into.push(kept.keep(format!("{split}/{name}"), f32_out(&mut out, split, name)?));
+        }
     }
+    Ok((keys, values))
+}
+
+/// What `action_context` gives the Euler steps, and the concatenated K/V it was given (the
+/// chain reports them too).
+struct ActionContext {
+    k_ctx: ArrayD<f32>,
+    v_ctx: ArrayD<f32>,
+    keys: ArrayD<f32>,
+    values: ArrayD<f32>,
+}
+
+/// `action_context` once, on every split's K/V concatenated on the layer axis.
+fn action_context(
+    host: &HostSection,
+    keys: Layers,
+    values: Layers,
+    kept: &mut Kept<'_>,
+    call: &mut CallFn<'_>,
+) -> Result<ActionContext> {
+    let comp = &host.action_context;
     let mut ctx_in = BTreeMap::from([
         (names::KEYS.to_string(), Tensor::F32(concat_layers(&keys)?)),
         (
@@ -122,22 +181,39 @@ pub fn run_chain_fed(
             Tensor::F32(concat_layers(&values)?),
         ),
     ]);
-    let mut ctx_out = call(&host.action_context, &ctx_in)?;
-    let k_ctx = keep(
-        format!("{}/{}", host.action_context, names::K_CTX),
-        f32_out(&mut ctx_out, &host.action_context, names::K_CTX)?,
+    let mut ctx_out = call(comp, &ctx_in)?;
+    let k_ctx = kept.keep(
+        format!("{comp}/{}", names::K_CTX),
+        f32_out(&mut ctx_out, comp, names::K_CTX)?,
     );
-    let v_ctx = keep(
-        format!("{}/{}", host.action_context, names::V_CTX),
-        f32_out(&mut ctx_out, &host.action_context, names::V_CTX)?,
+    let v_ctx = kept.keep(
+        format!("{comp}/{}", names::V_CTX),
+        f32_out(&mut ctx_out, comp, names::V_CTX)?,
     );
-    // The concatenated K/V moved into the context call's inputs; the chain reports them too.
-    let keys = f32_out(&mut ctx_in, &host.action_context, names::KEYS)?;
-    let values = f32_out(&mut ctx_in, &host.action_context, names::VALUES)?;
+    // The concatenated K/V moved into the context call's inputs: taken back, not copied.
+    Ok(ActionContext {
+        k_ctx,
+        v_ctx,
+        keys: f32_out(&mut ctx_in, comp, names::KEYS)?,
+        values: f32_out(&mut ctx_in, comp, names::VALUES)?,
+    })
+}
 
+/// The Euler loop from the initial noise: `action_step` once per timestep, the padded action
+/// dims zeroed after every step. Returns the last trajectory.
+fn euler_steps(
+    host: &HostSection,
+    inputs: &HostInputs,
+    k_ctx: ArrayD<f32>,
+    v_ctx: ArrayD<f32>,
+    kept: &mut Kept<'_>,
+    call: &mut CallFn<'_>,
+) -> Result<ArrayD<f32>> {
+    let t = &inputs.trace;
     let pad = f32_in(t, "action_dim_is_pad")?;
     let mut x = f32_in(t, "initial_noise")?.clone();
     zero_padded_dims(&mut x, pad)?;
+    // Built once: the context and the masks stay the same between steps.
     let mut step_in = BTreeMap::from([
         (names::K_CTX.to_string(), Tensor::F32(k_ctx)),
         (names::V_CTX.to_string(), Tensor::F32(v_ctx)),
@@ -162,8 +238,20 @@ pub fn run_chain_fed(
             names::NEXT_TRAJECTORY,
         )?;
         zero_padded_dims(&mut x, pad)?;
-        x = keep(format!("euler step {i} (t={step_t})/trajectory"), x);
+        x = kept.keep(format!("euler step {i} (t={step_t})/trajectory"), x);
     }
+    Ok(x)
+}
+
+/// The used action dims of the last trajectory (the normalized actions), then de-normalised:
+/// the chain's last two boundaries.
+fn actions(
+    host: &HostSection,
+    inputs: &HostInputs,
+    x: ArrayD<f32>,
+    kept: &mut Kept<'_>,
+) -> Result<()> {
+    let t = &inputs.trace;
     let width = x.shape().get(2).copied().unwrap_or(0);
     if x.ndim() != 3 || width < host.action_dim_used {
         bail!(
@@ -173,19 +261,15 @@ pub fn run_chain_fed(
             host.action_dim_used
         );
     }
-    let used = keep(
+    let used = kept.keep(
         "normalized actions (before clipping)".into(),
         x.slice(s![.., .., ..host.action_dim_used])
             .to_owned()
             .into_dyn(),
     );
     let actions = denormalize(&used, f32_in(t, "q01")?, f32_in(t, "q99")?, &inputs.denorm)?;
-    keep("actions".into(), actions);
-    Ok(ChainResult {
-        boundaries,
-        keys,
-        values,
-    })
+    kept.keep("actions".into(), actions);
+    Ok(())
 }
 
 /// `hidden[0, pos[j]] += image_embeds[j]`: image features are added at the image-token slots.

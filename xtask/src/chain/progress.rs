@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use super::report::RunReport;
 use crate::ui::progress::{Task, estimate, human_secs};
 use crate::vocab::BackendKind;
 
@@ -104,13 +105,11 @@ fn where_(backend: BackendKind) -> String {
     }
 }
 
-/// The previous run report's end-to-end p50 in seconds (a measured time per chain).
+/// The previous run report's end-to-end p50 in seconds (a measured time per chain); None when
+/// there is no readable report of this backend or it measured no chain.
 fn previous_chain_secs(root: &Path, model: &str, backend: BackendKind) -> Option<f64> {
-    let path = crate::project::reports_dir(root, model).join(format!("run-{backend}.json"));
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
-    let e2e = report["latency"]
-        .as_array()?
-        .iter()
-        .find(|l| l["name"] == "end-to-end")?;
-    Some(e2e["p50_ms"].as_f64()? / 1000.0)
+    let dir = crate::project::reports_dir(root, model);
+    let report = RunReport::read(&dir, backend).ok()?;
+    let e2e = report.run.latency.iter().find(|l| l.name == "end-to-end")?;
+    Some(e2e.p50_ms / 1000.0).filter(|s| s.is_finite())
 }

@@ -1,9 +1,9 @@
-//! Reports of `cargo xtask run`: chain parity along every boundary, per-layer K/V cosine, the
-//! actions against the expected ones, latency percentiles; as JSON, Markdown and a
-//! self-contained HTML page with inline SVG plots (no network needed to open it).
+//! The report of `cargo xtask run`: chain parity along every boundary, per-layer K/V cosine,
+//! the actions against the expected ones, latency percentiles, and what they conclude. This
+//! module is the record (written as JSON, read back through `RunReport::read`); its Markdown
+//! is `report_md`, its HTML page `html`, the three files written by `report_files`.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
@@ -16,7 +16,7 @@ pub use super::latency::LatencyStats;
 use crate::parity::gate::{Expected, Gate, Status};
 use crate::parity::metrics::Metrics;
 use crate::record::Versioned;
-use crate::report::{ToolVersions, fmt_cosine, md_table};
+use crate::report::ToolVersions;
 
 /// One boundary tensor of the chain, judged by the model's chain gate.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -113,6 +113,10 @@ pub struct RunInputs {
     pub host_fraction: f64,
     #[serde(deserialize_with = "f64_or_nan")]
     pub peak_rss_mb: f64,
+    /// On a board (`run --device`): the device's own execute times and the chain estimate.
+    /// Absent for a run on this host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<crate::device::figures::DeviceFigures>,
 }
 
 /// What a chain run measured plus what it concludes (the JSON has the facts' fields inline).
@@ -170,16 +174,20 @@ impl RunReport {
     }
 }
 
-/// v1: the first numbered schema (reports before it had no number and no `Deserialize`; they
-/// are read as they are: every field was already there).
+/// v2: the optional `device` section (a run on a board is a `RunReport` too, written as
+/// `run-<backend>-device`). v1, the first numbered schema, and the unnumbered reports before it
+/// are read as they are: they are runs on this host, every field there but `device`, which
+/// defaults to none. (A board's report before v2 was another type; it is refused, and
+/// `run --device` writes it again.)
 impl Versioned for RunReport {
     const KIND: &'static str = "chain run report";
-    const SCHEMA: u32 = 1;
-    const READS_OLDER: &'static [u32] = &[0];
+    const SCHEMA: u32 = 2;
+    const READS_OLDER: &'static [u32] = &[0, 1];
 }
 
 impl RunReport {
-    /// The report of `backend` in `dir` (`run-<backend>.json`), read through its type.
+    /// The report of `backend` on this host in `dir` (`run-<backend>.json`), read through its
+    /// type.
     pub fn read(dir: &Path, backend: crate::vocab::BackendKind) -> Result<RunReport> {
         crate::record::read(
             &dir.join(format!("run-{backend}.json")),
@@ -187,11 +195,22 @@ impl RunReport {
         )
     }
 
-    /// The report's file stem: `run-<backend>`, with `--fp32` `run-<backend>-fp32-<a>+<b>`,
-    /// with `--attribute` `run-<backend>-attribute` (a variant never overwrites the plain run's
-    /// report, nor another variant's).
+    /// The report of `backend` on a board in `dir` (`run-<backend>-device.json`).
+    pub fn read_on_device(dir: &Path, backend: crate::vocab::BackendKind) -> Result<RunReport> {
+        crate::record::read(
+            &dir.join(format!("run-{backend}-device.json")),
+            &format!("cargo xtask run --backend {backend} --device ssh://…"),
+        )
+    }
+
+    /// The report's file stem: `run-<backend>`, on a board `run-<backend>-device`, with `--fp32`
+    /// `run-<backend>-fp32-<a>+<b>`, with `--attribute` `run-<backend>-attribute` (a variant
+    /// never overwrites the plain run's report, nor another variant's).
     pub fn stem(&self) -> String {
         let mut stem = format!("run-{}", self.run.backend);
+        if self.run.device.is_some() {
+            stem.push_str("-device");
+        }
         if self.run.attribution.is_some() {
             stem.push_str("-attribute");
         }
@@ -200,128 +219,6 @@ impl RunReport {
         }
         stem
     }
-}
-
-pub fn write_run_report(dir: &Path, r: &RunReport) -> Result<()> {
-    let stem = r.stem();
-    crate::report::write_json_and_markdown(dir, &stem, r, &markdown(r))?;
-    crate::atomic::write_atomic(
-        &dir.join(format!("{stem}.html")),
-        super::html::html(r).as_bytes(),
-    )
-}
-
-pub fn markdown(r: &RunReport) -> String {
-    let mut md = String::new();
-    let _ = writeln!(
-        md,
-        "# Chain run: `{}` on `{}` ({})\n",
-        r.run.model, r.run.backend, r.run.mode
-    );
-    let _ = writeln!(
-        md,
-        "{} · {} timed runs after {} warm-up",
-        r.run.versions.summary(),
-        r.run.iters,
-        r.run.warmup
-    );
-    let _ = writeln!(md, "\nChain: {}", r.run.layout.summary());
-    if !r.run.fp32.is_empty() {
-        let _ = writeln!(
-            md,
-            "\nWhat-if: **{}** ran on ORT's CPU EP in fp32, the rest on `{}`.",
-            r.run.fp32.join(", "),
-            r.run.backend
-        );
-    }
-    if let Some(h) = &r.run.htp {
-        let _ = writeln!(md, "\nHTP: {}", h.latency_label());
-    }
-    md.push_str("\n## Chain parity\n\n");
-    md.push_str(&md_table(
-        &[
-            "boundary",
-            "shape",
-            "cosine",
-            "max abs err",
-            "rel L2",
-            "result",
-        ],
-        r.run.boundaries.iter().map(|b| {
-            let (c, m, l) = b
-                .metrics
-                .as_ref()
-                .map_or(("-".into(), "-".into(), "-".into()), |m| {
-                    (
-                        m.shown_cosine(),
-                        format!("{:.3e}", m.max_abs_err),
-                        format!("{:.3e}", m.rel_l2_err),
-                    )
-                });
-            let result = match b.status {
-                Status::Pass => "pass".to_string(),
-                _ => format!("**{}**: {}", b.result_word(), b.reasons.join("; ")),
-            };
-            vec![b.name.clone(), format!("{:?}", b.shape), c, m, l, result]
-        }),
-    ));
-    if let (Some(e), Some(c)) = (r.actions_max_abs_err, r.actions_cosine) {
-        let _ = writeln!(
-            md,
-            "\nActions: max abs error **{e:.3e}** (gate {:.0e}), cosine {}",
-            r.run.actions_max_abs_gate,
-            fmt_cosine(c)
-        );
-    }
-    md.push_str(&super::introduced::markdown(r));
-    if let Some(a) = &r.run.attribution {
-        md.push_str(&super::whatif::markdown(a, r.run.backend));
-    }
-    md.push_str("\n## Per-layer K/V cosine\n\n");
-    md.push_str(&md_table(
-        &["layer", "keys", "values"],
-        r.run
-            .keys_per_layer_cosine
-            .iter()
-            .zip(&r.run.values_per_layer_cosine)
-            .enumerate()
-            .map(|(l, (k, v))| vec![l.to_string(), fmt_cosine(*k), fmt_cosine(*v)]),
-    ));
-    let _ = writeln!(
-        md,
-        "\n## Latency (ms){}\n",
-        r.run
-            .htp
-            .as_ref()
-            .map_or(String::new(), |h| format!(": {}", h.latency_label()))
-    );
-    md.push_str(&md_table(
-        &["stage", "samples", "min", "p50", "p90", "p99", "max"],
-        r.run.latency.iter().map(|l| {
-            let mut row = vec![l.name.clone(), l.samples.to_string()];
-            row.extend(
-                [l.min_ms, l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms].map(|x| format!("{x:.2}")),
-            );
-            row
-        }),
-    ));
-    let _ = writeln!(
-        md,
-        "\nSession load (ms): {}",
-        r.run
-            .load_ms
-            .iter()
-            .map(|(k, v)| format!("{k} {:.1}", v.iter().sum::<f64>() / v.len().max(1) as f64))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let _ = writeln!(
-        md,
-        "\nHost share of end-to-end: {:.1}% · peak RSS {:.0} MB",
-        r.run.host_fraction * 100.0,
-        r.run.peak_rss_mb
-    );
-    md
 }
 
 #[cfg(test)]

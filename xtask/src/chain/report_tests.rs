@@ -1,6 +1,8 @@
 //! Tests of the chain report: how boundaries are judged and what the report concludes.
 
 use super::*;
+use crate::chain::report_files::write_run_report;
+use crate::chain::report_md::markdown;
 use ndarray::IxDyn;
 
 fn gate() -> Gate {
@@ -41,6 +43,7 @@ fn report(boundaries: Vec<BoundaryParity>) -> RunReport {
         load_ms: BTreeMap::new(),
         host_fraction: 0.0,
         peak_rss_mb: 0.0,
+        device: None,
     })
 }
 
@@ -152,6 +155,126 @@ fn the_run_report_round_trips_through_its_type_nan_included() {
         serde_json::to_string(&back).unwrap(),
         serde_json::to_string(&r).unwrap()
     );
+}
+
+/// A run on a board, as `device::chain` reports it: no latency measured here, the device's
+/// figures instead.
+fn device_report(boundaries: Vec<BoundaryParity>) -> RunReport {
+    use crate::device::figures::{DeviceComponentTimes, DeviceFigures};
+    let info = crate::device::DeviceInfo {
+        url: "ssh://me@board:22/~/xtask-device".into(),
+        arch: "aarch64".into(),
+        arch_dir: Some("aarch64-oe-linux-gcc11.2".into()),
+        sdk_root: Some("/opt/qairt".into()),
+        sdk_root_from: Some("ssh-env".into()),
+        sdk_is_dir: true,
+        sdk_version: Some("2.47.0.250101".into()),
+        sdk_bin_dirs: vec!["aarch64-oe-linux-gcc11.2".into()],
+        present: Default::default(),
+        free_bytes: 1 << 30,
+        workdir_abs: "/home/me/xtask-device".into(),
+        lib_stubs: Vec::new(),
+        dsp_library_path: None,
+    };
+    let times = |component: &str, calls: usize, samples: &[f64]| {
+        let execute = crate::report::latency::ExecuteStats::of("NETRUN", samples);
+        DeviceComponentTimes {
+            component: component.into(),
+            calls_per_chain: calls,
+            per_chain_us: calls as f64 * execute.p50_us,
+            execute,
+        }
+    };
+    let mut run = report(Vec::new()).run;
+    run.backend = crate::vocab::BackendKind::Htp;
+    run.mode = "device".into();
+    run.host_fraction = f64::NAN;
+    run.boundaries = boundaries;
+    run.device = Some(DeviceFigures::new(
+        &info,
+        vec![
+            times("vision", 1, &[100.0, 120.0]),
+            times("action_step", 2, &[10.0, 11.0, 12.0, 13.0]),
+        ],
+        5,
+    ));
+    RunReport::new(run)
+}
+
+#[test]
+fn a_device_run_report_round_trips_under_its_own_stem() {
+    let r = device_report(vec![actions()]);
+    assert_eq!(r.stem(), "run-htp-device");
+    let d = r.run.device.as_ref().unwrap();
+    assert_eq!(d.chain_estimate_us, 120.0 + 2.0 * 12.0, "{d:?}");
+    let dir = tempfile::tempdir().unwrap();
+    write_run_report(dir.path(), &r).unwrap();
+    for ext in ["json", "md", "html"] {
+        assert!(
+            dir.path().join(format!("run-htp-device.{ext}")).exists(),
+            "{ext}"
+        );
+    }
+    assert!(!dir.path().join("run-htp.json").exists());
+    let back = RunReport::read_on_device(dir.path(), crate::vocab::BackendKind::Htp).unwrap();
+    assert_eq!(back.schema_version, <RunReport as Versioned>::SCHEMA);
+    assert!(back.pass && back.run.host_fraction.is_nan());
+    let bd = back.run.device.as_ref().unwrap();
+    assert_eq!(bd.components.len(), 2);
+    assert_eq!(bd.components[1].execute, d.components[1].execute);
+    assert_eq!(
+        (bd.binaries_uploaded, bd.info.url.as_str()),
+        (5, d.info.url.as_str())
+    );
+    assert_eq!(
+        serde_json::to_string(&back).unwrap(),
+        serde_json::to_string(&r).unwrap()
+    );
+    // The Markdown carries the device's figures in place of this host's latency.
+    let md = markdown(&r);
+    assert!(md.contains("## Device execute time (NETRUN rows)"), "{md}");
+    assert!(md.contains("**Chain estimate: 144.0 µs**"), "{md}");
+    assert!(md.contains("timed inferences per component call"), "{md}");
+    assert!(!md.contains("## Latency (ms)"), "{md}");
+    assert!(
+        !md.contains("Introduced vs inherited"),
+        "no golden-inputs pass on a board"
+    );
+}
+
+#[test]
+fn a_device_run_is_judged_like_any_run() {
+    let got = arr(&[2], vec![1.0, 0.0]);
+    let want = arr(&[2], vec![0.0, 1.0]);
+    let r = device_report(vec![BoundaryParity::new("w", &got, Ok(&want), &gate())]);
+    assert!(!r.pass);
+    assert!(r.failures[0].starts_with("w: "), "{:?}", r.failures);
+    assert_eq!(
+        r.failures[1], "actions: the golden holds no expected actions",
+        "{:?}",
+        r.failures
+    );
+}
+
+#[test]
+fn a_schema_1_run_report_is_read_as_a_run_on_this_host() {
+    let r = report(vec![actions()]);
+    let mut json = serde_json::to_value(&r).unwrap();
+    assert!(
+        json.get("device").is_none(),
+        "a host run writes no device section"
+    );
+    json["schema_version"] = 1.into();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("run-ort.json"),
+        serde_json::to_vec(&json).unwrap(),
+    )
+    .unwrap();
+    let old = RunReport::read(dir.path(), crate::vocab::BackendKind::Ort).unwrap();
+    assert_eq!((old.schema_version, old.pass), (1, true));
+    assert!(old.run.device.is_none());
+    assert_eq!(old.stem(), "run-ort");
 }
 
 #[test]

@@ -1,12 +1,41 @@
-//! The chain run on the terminal: the boundary table, actions, latency, ungated boundaries
-//! and failures, and where the full report is.
+//! The chain run on the terminal: the boundary table, actions, latency (on a board: the
+//! device's execute times), ungated boundaries and failures, and where the full report is.
 
 use super::report::RunReport;
 use crate::parity::gate::Status;
 use crate::report::fmt_cosine;
 
 impl RunReport {
+    /// Prints the report; `dir` is the reports folder as the user should see it.
     pub fn print(&self, dir: &str) {
+        self.print_boundaries();
+        self.print_actions();
+        match &self.run.device {
+            Some(d) => d.print(),
+            None => self.print_latency(),
+        }
+        for u in &self.ungated {
+            crate::outln!("UNGATED {u}");
+        }
+        for f in &self.failures {
+            crate::outln!("FAIL {f}");
+        }
+        self.print_attribution();
+        crate::outln!(
+            "run {}{}: {}; report {dir}/{}.html",
+            self.run.backend,
+            if self.run.device.is_some() {
+                " on the device"
+            } else {
+                ""
+            },
+            crate::ui::verdict(if self.pass { "pass" } else { "FAIL" }, self.pass),
+            self.stem()
+        );
+    }
+
+    /// What ran where, and every boundary: chain inputs, golden inputs, the introduced share.
+    fn print_boundaries(&self) {
         crate::outln!(
             "chain on {} ({}){}:",
             self.run.backend,
@@ -46,6 +75,9 @@ impl RunReport {
                 b.name
             );
         }
+    }
+
+    fn print_actions(&self) {
         if let (Some(err), Some(cos)) = (self.actions_max_abs_err, self.actions_cosine) {
             crate::outln!(
                 "actions: max abs error {err:.3e} (gate {:.0e}), cosine {}",
@@ -53,6 +85,10 @@ impl RunReport {
                 fmt_cosine(cos)
             );
         }
+    }
+
+    /// Latency percentiles per component and end to end, the host's share and peak memory.
+    fn print_latency(&self) {
         crate::outln!(
             "  {:<16} {:>9} {:>9} {:>9} {:>9} {:>9}",
             "latency (ms)",
@@ -78,33 +114,26 @@ impl RunReport {
             self.run.host_fraction * 100.0,
             self.run.peak_rss_mb
         );
-        for u in &self.ungated {
-            crate::outln!("UNGATED {u}");
-        }
-        for f in &self.failures {
-            crate::outln!("FAIL {f}");
-        }
-        if let Some(a) = &self.run.attribution {
-            crate::outln!(
-                "which component to fix first ({} what-if chains, {:.0} ms): error of {} removed by running it in fp32:",
-                a.rows.len(),
-                a.took_ms,
-                a.boundary
-            );
-            for (i, r) in a.rows.iter().enumerate() {
-                crate::outln!(
-                    "  {}. {:<20} {:>7.1}%",
-                    i + 1,
-                    r.component,
-                    r.removed * 100.0
-                );
-            }
-        }
+    }
+
+    /// `--attribute`: which component to fix first.
+    fn print_attribution(&self) {
+        let Some(a) = &self.run.attribution else {
+            return;
+        };
         crate::outln!(
-            "run {}: {}; report {dir}/{}.html",
-            self.run.backend,
-            crate::ui::verdict(if self.pass { "pass" } else { "FAIL" }, self.pass),
-            self.stem()
+            "which component to fix first ({} what-if chains, {:.0} ms): error of {} removed by running it in fp32:",
+            a.rows.len(),
+            a.took_ms,
+            a.boundary
         );
+        for (i, r) in a.rows.iter().enumerate() {
+            crate::outln!(
+                "  {}. {:<20} {:>7.1}%",
+                i + 1,
+                r.component,
+                r.removed * 100.0
+            );
+        }
     }
 }

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use super::pipeline::names;
 use crate::recipe::host::{DimMode, HOST_INPUT_KEYS};
+use crate::recipe::tensor_names as names;
 use crate::recipe::{HostSection, Model};
 use crate::tensor::Tensor;
 

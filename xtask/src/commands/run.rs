@@ -1,11 +1,13 @@
 //! `cargo xtask run --backend ort|cpu|htp`: the whole chain end to end, as the robot runs it,
 //! with chain parity (every boundary tensor against the golden) and latency, reported as
-//! `reports/<model>/run-<backend>.{json,md,html}`. The work is `chain::run`.
+//! `reports/<model>/run-<backend>.{json,md,html}` (`run-htp-device` on a board). The work is
+//! `chain::run`, over this host's sessions (`chain::host`) or a board (`device::chain`).
 
 use anyhow::Result;
 
 use super::{BackendKind, Ctx, Outcome, backend_for, require_files, select_components};
-use crate::chain::run::{RunOptions, host_section, run_and_report};
+use crate::chain::host::{RunOptions, run_on_host};
+use crate::chain::run::host_section;
 use crate::recipe::load_model;
 
 #[derive(clap::Args)]
@@ -59,18 +61,14 @@ impl Run {
             if self.backend != super::BackendKind::Htp {
                 anyhow::bail!("--device runs the built context binaries: use --backend htp");
             }
-            let pass = crate::device::chain::connect_and_run(
+            let report = crate::device::chain::connect_and_run(
                 &ctx.root,
                 &model,
                 url,
                 self.iters,
                 self.warmup,
             )?;
-            return Ok(if pass {
-                Outcome::Success
-            } else {
-                Outcome::GateFailed
-            });
+            return Ok(outcome(report.pass));
         }
         let opts = RunOptions {
             iters: self.iters,
@@ -79,11 +77,16 @@ impl Run {
             fp32: self.fp32,
             attribute: self.attribute,
         };
-        let report = run_and_report(&ctx.root, &model, &backend_for(&model, self.backend), &opts)?;
-        Ok(if report.pass {
-            Outcome::Success
-        } else {
-            Outcome::GateFailed
-        })
+        let report = run_on_host(&ctx.root, &model, &backend_for(&model, self.backend), &opts)?;
+        Ok(outcome(report.pass))
+    }
+}
+
+/// A run's exit: success when every gate passed.
+fn outcome(pass: bool) -> Outcome {
+    if pass {
+        Outcome::Success
+    } else {
+        Outcome::GateFailed
     }
 }

@@ -20,6 +20,7 @@
 
 pub mod chain;
 pub mod doctor;
+pub mod figures;
 mod run;
 pub mod ssh;
 pub mod url;
@@ -136,94 +137,14 @@ impl Device {
     pub fn connect(url: &str) -> Result<Device> {
         let url = DeviceUrl::parse(url)?;
         let ssh = Ssh::new(url.clone())?;
-        let w = quote(&url.workdir);
-        let mut checks = String::new();
-        for dir in ARCH_DIRS {
-            for f in SDK_FILES {
-                let rel = f.replace("{a}", dir);
-                checks.push_str(&format!(
-                    "[ -f \"$root\"/{rel} ] && echo \"present={rel}\"\n"
-                ));
-            }
-        }
-        let script = format!(
-            r#"echo "arch=$(uname -m)"
-[ -n "${{DSP_LIBRARY_PATH:-}}" ] && echo "dsp_library_path=$DSP_LIBRARY_PATH"
-root="${{QNN_SDK_ROOT:-}}"; from=ssh-env
-if [ -z "$root" ]; then root=$("${{SHELL:-sh}}" -lc 'printenv QNN_SDK_ROOT' </dev/null 2>/dev/null | tail -n 1); from=login-shell; fi
-[ -n "$root" ] && echo "sdk_root=$root" && echo "sdk_root_from=$from"
-if [ -n "$root" ] && [ -d "$root" ]; then
-  echo sdk_is_dir=1
-  [ -f "$root/sdk.yaml" ] && echo "sdk_version=$(sed -n 's/^version:[[:space:]]*//p' "$root/sdk.yaml" | head -n 1 | tr -d '"\r')"
-  for d in "$root"/bin/*/; do [ -d "$d" ] && echo "bin_dir=$(basename "$d")"; done
-  for d in "$root"/lib/*/; do
-    case "$(basename "$d")" in aarch64-*|x86_64-linux-clang) ;; *) continue ;; esac
-    echo "lib_stubs=$(basename "$d"):$(cd "$d" && ls libQnnHtpV*Stub.so 2>/dev/null | tr '\n' ' ')"
-  done
-{checks}fi
-mkdir -p {w}/bin {w}/runs || exit 3
-echo "workdir_abs=$(cd {w} && pwd)"
-echo "free_kb=$(df -Pk {w} | awk 'NR==2 {{print $4}}')"
-true"#
-        );
         let out = ssh
-            .exec(&script, short(), "asking the device about itself")
+            .exec(
+                &probe_script(&url),
+                short(),
+                "asking the device about itself",
+            )
             .context("cannot use the device")?;
-        let mut kv: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-        for line in out.lines() {
-            if let Some((k, v)) = line.split_once('=') {
-                kv.entry(k.trim()).or_default().push(v.trim());
-            }
-        }
-        let one = |k: &str| kv.get(k).and_then(|v| v.last()).map(|s| s.to_string());
-        let arch = one("arch").context("the device did not report `uname -m`")?;
-        let bin_dirs: Vec<String> = kv
-            .get("bin_dir")
-            .map(|v| v.iter().map(|s| s.to_string()).collect())
-            .unwrap_or_default();
-        let arch_dir = match arch.as_str() {
-            "aarch64" | "arm64" => Some(
-                if bin_dirs.iter().any(|d| d == ARCH_DIRS[0]) {
-                    ARCH_DIRS[0]
-                } else {
-                    ARCH_DIRS[1]
-                }
-                .to_string(),
-            ),
-            "x86_64" => Some(ARCH_DIRS[2].to_string()),
-            _ => None,
-        };
-        let info = DeviceInfo {
-            url: url.to_string(),
-            arch,
-            arch_dir,
-            sdk_root: one("sdk_root"),
-            sdk_root_from: one("sdk_root_from"),
-            sdk_is_dir: one("sdk_is_dir").is_some(),
-            sdk_version: one("sdk_version").filter(|v| !v.is_empty()),
-            sdk_bin_dirs: bin_dirs,
-            present: kv
-                .get("present")
-                .map(|v| v.iter().map(|s| s.to_string()).collect())
-                .unwrap_or_default(),
-            free_bytes: one("free_kb")
-                .and_then(|v| v.parse::<u64>().ok())
-                .map_or(0, |kb| kb * 1024),
-            workdir_abs: one("workdir_abs").unwrap_or_else(|| url.workdir.clone()),
-            lib_stubs: kv
-                .get("lib_stubs")
-                .into_iter()
-                .flatten()
-                .filter_map(|v| v.split_once(':'))
-                .map(|(d, s)| {
-                    (
-                        d.to_string(),
-                        s.split_whitespace().map(str::to_string).collect(),
-                    )
-                })
-                .collect(),
-            dsp_library_path: one("dsp_library_path").filter(|v| !v.is_empty()),
-        };
+        let info = DeviceInfo::from_probe(&url, &Probe::parse(&out))?;
         Ok(Device {
             ssh,
             info,
@@ -304,6 +225,126 @@ true"#
     }
 }
 
+/// The shell script that asks the device about itself: `key=value` lines (`uname -m`, where
+/// `QNN_SDK_ROOT` is and where it was found, the SDK's version, folders and files), and the
+/// work folder created with its free space.
+fn probe_script(url: &DeviceUrl) -> String {
+    let w = quote(&url.workdir);
+    let mut checks = String::new();
+    for dir in ARCH_DIRS {
+        for f in SDK_FILES {
+            let rel = f.replace("{a}", dir);
+            checks.push_str(&format!(
+                "[ -f \"$root\"/{rel} ] && echo \"present={rel}\"\n"
+            ));
+        }
+    }
+    format!(
+        r#"echo "arch=$(uname -m)"
+[ -n "${{DSP_LIBRARY_PATH:-}}" ] && echo "dsp_library_path=$DSP_LIBRARY_PATH"
+root="${{QNN_SDK_ROOT:-}}"; from=ssh-env
+if [ -z "$root" ]; then root=$("${{SHELL:-sh}}" -lc 'printenv QNN_SDK_ROOT' </dev/null 2>/dev/null | tail -n 1); from=login-shell; fi
+[ -n "$root" ] && echo "sdk_root=$root" && echo "sdk_root_from=$from"
+if [ -n "$root" ] && [ -d "$root" ]; then
+  echo sdk_is_dir=1
+  [ -f "$root/sdk.yaml" ] && echo "sdk_version=$(sed -n 's/^version:[[:space:]]*//p' "$root/sdk.yaml" | head -n 1 | tr -d '"\r')"
+  for d in "$root"/bin/*/; do [ -d "$d" ] && echo "bin_dir=$(basename "$d")"; done
+  for d in "$root"/lib/*/; do
+    case "$(basename "$d")" in aarch64-*|x86_64-linux-clang) ;; *) continue ;; esac
+    echo "lib_stubs=$(basename "$d"):$(cd "$d" && ls libQnnHtpV*Stub.so 2>/dev/null | tr '\n' ' ')"
+  done
+{checks}fi
+mkdir -p {w}/bin {w}/runs || exit 3
+echo "workdir_abs=$(cd {w} && pwd)"
+echo "free_kb=$(df -Pk {w} | awk 'NR==2 {{print $4}}')"
+true"#
+    )
+}
+
+/// The probe's answer: every value of every key, in the order printed.
+struct Probe<'a>(BTreeMap<&'a str, Vec<&'a str>>);
+
+impl<'a> Probe<'a> {
+    fn parse(out: &'a str) -> Self {
+        let mut kv: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for line in out.lines() {
+            if let Some((k, v)) = line.split_once('=') {
+                kv.entry(k.trim()).or_default().push(v.trim());
+            }
+        }
+        Probe(kv)
+    }
+
+    /// The last value of `key` (a key printed twice: the later one wins).
+    fn one(&self, key: &str) -> Option<String> {
+        self.0
+            .get(key)
+            .and_then(|v| v.last())
+            .map(|s| s.to_string())
+    }
+
+    /// Every value of `key`.
+    fn all(&self, key: &str) -> Vec<String> {
+        self.0
+            .get(key)
+            .map(|v| v.iter().map(|s| s.to_string()).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// The SDK folder of the device's tools for `uname -m` (None: an arch QAIRT does not ship
+/// for): aarch64 prefers Qualcomm Linux's folder when the SDK has it.
+fn arch_dir_for(arch: &str, bin_dirs: &[String]) -> Option<String> {
+    match arch {
+        "aarch64" | "arm64" if bin_dirs.iter().any(|d| d == ARCH_DIRS[0]) => {
+            Some(ARCH_DIRS[0].to_string())
+        }
+        "aarch64" | "arm64" => Some(ARCH_DIRS[1].to_string()),
+        "x86_64" => Some(ARCH_DIRS[2].to_string()),
+        _ => None,
+    }
+}
+
+impl DeviceInfo {
+    /// What the probe reported, read into its fields.
+    fn from_probe(url: &DeviceUrl, probe: &Probe<'_>) -> Result<DeviceInfo> {
+        let arch = probe
+            .one("arch")
+            .context("the device did not report `uname -m`")?;
+        let bin_dirs = probe.all("bin_dir");
+        Ok(DeviceInfo {
+            url: url.to_string(),
+            arch_dir: arch_dir_for(&arch, &bin_dirs),
+            arch,
+            sdk_root: probe.one("sdk_root"),
+            sdk_root_from: probe.one("sdk_root_from"),
+            sdk_is_dir: probe.one("sdk_is_dir").is_some(),
+            sdk_version: probe.one("sdk_version").filter(|v| !v.is_empty()),
+            sdk_bin_dirs: bin_dirs,
+            present: probe.all("present").into_iter().collect(),
+            free_bytes: probe
+                .one("free_kb")
+                .and_then(|v| v.parse::<u64>().ok())
+                .map_or(0, |kb| kb * 1024),
+            workdir_abs: probe
+                .one("workdir_abs")
+                .unwrap_or_else(|| url.workdir.clone()),
+            lib_stubs: probe
+                .all("lib_stubs")
+                .iter()
+                .filter_map(|v| v.split_once(':'))
+                .map(|(d, s)| {
+                    (
+                        d.to_string(),
+                        s.split_whitespace().map(str::to_string).collect(),
+                    )
+                })
+                .collect(),
+            dsp_library_path: probe.one("dsp_library_path").filter(|v| !v.is_empty()),
+        })
+    }
+}
+
 fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
 }
@@ -322,4 +363,56 @@ pub fn timing_note(info: &DeviceInfo) -> String {
         "measured on the device via ssh ({}): `qnn-profile-viewer` {TIMING_SOURCE} EXECUTE rows of the device's own `qnn-net-run --profiling_level basic` (the timing source is whatever that SDK's HTP backend is on that device; copies over ssh not included)",
         info.label()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probe_answer_is_read_into_device_info() {
+        let url = DeviceUrl::parse("ssh://me@board/data/x").unwrap();
+        let out = "arch=aarch64\nsdk_root=/opt/a\nsdk_root=/opt/qairt\nsdk_root_from=login-shell\n\
+                   sdk_is_dir=1\nsdk_version=2.47.0.1\nbin_dir=aarch64-ubuntu-gcc9.4\n\
+                   bin_dir=aarch64-oe-linux-gcc11.2\nlib_stubs=aarch64-oe-linux-gcc11.2:libQnnHtpV73Stub.so \n\
+                   present=bin/aarch64-oe-linux-gcc11.2/qnn-net-run\nfree_kb=2\nnoise without a key\n";
+        let info = DeviceInfo::from_probe(&url, &Probe::parse(out)).unwrap();
+        assert_eq!(info.arch_dir.as_deref(), Some(ARCH_DIRS[0]));
+        assert_eq!(
+            info.sdk_root.as_deref(),
+            Some("/opt/qairt"),
+            "the last value wins"
+        );
+        assert_eq!(info.sdk_bin_dirs.len(), 2);
+        assert!(info.sdk_is_dir && info.has(SDK_FILES[0]) && !info.has(SDK_FILES[1]));
+        assert_eq!(info.free_bytes, 2048);
+        assert_eq!(
+            info.workdir_abs, "/data/x",
+            "the URL's folder when not reported"
+        );
+        assert_eq!(
+            info.lib_stubs,
+            vec![(
+                ARCH_DIRS[0].to_string(),
+                vec!["libQnnHtpV73Stub.so".to_string()]
+            )]
+        );
+        assert_eq!(info.dsp_library_path, None);
+        assert!(DeviceInfo::from_probe(&url, &Probe::parse("free_kb=1\n")).is_err());
+    }
+
+    #[test]
+    fn the_tools_folder_follows_the_arch() {
+        let none: Vec<String> = Vec::new();
+        assert_eq!(
+            arch_dir_for("aarch64", &none).as_deref(),
+            Some(ARCH_DIRS[1])
+        );
+        assert_eq!(
+            arch_dir_for("arm64", &[ARCH_DIRS[0].to_string()]).as_deref(),
+            Some(ARCH_DIRS[0])
+        );
+        assert_eq!(arch_dir_for("x86_64", &none).as_deref(), Some(ARCH_DIRS[2]));
+        assert_eq!(arch_dir_for("riscv64", &none), None);
+    }
 }

@@ -81,115 +81,181 @@ impl Device {
         let name = comp.name();
         let lines = warmup + iters.max(1);
         let native = NativeIo::of(comp);
-        let staging = tempfile::tempdir()?;
-        let id = format!("{}-{}", nonce(), self.runs.get());
-        self.runs.set(self.runs.get() + 1);
-        let run_dir = format!("runs/{id}");
-        let local = staging.path().join("in");
-        std::fs::create_dir_all(&local)?;
-        let mut entries = Vec::new();
-        let mut in_bytes = 0u64;
-        for (i, spec) in comp.file.inputs.iter().enumerate() {
-            let t = inputs
-                .get(spec.name.get_ref())
-                .with_context(|| format!("no input `{}` for {name}", spec.name.get_ref()))?;
-            let bytes = crate::ctx_build::toolchain::sdk::steps::input_bytes(
-                spec.name.get_ref(),
-                t,
-                native.inputs,
-            )?;
-            in_bytes += bytes.len() as u64;
-            std::fs::write(local.join(format!("input_{i}.raw")), bytes)?;
-            entries.push(format!("{}:={run_dir}/input_{i}.raw", spec.name.get_ref()));
-        }
-        std::fs::write(
-            local.join("input_list.txt"),
-            format!("{}\n", entries.join(" ")).repeat(lines),
-        )?;
-        let out_bytes: u64 = comp
-            .file
-            .outputs
-            .iter()
-            .map(|o| o.shape.iter().product::<usize>() as u64 * 8)
-            .sum();
-        let fin = self.ensure_binary(name, bin, in_bytes + out_bytes * lines as u64)?;
-        let w = &self.ssh.url.workdir;
-        let wq = quote(w);
-        let part = format!("runs/.{id}.part");
+        let files = self.run_files()?;
+        let in_bytes = stage_inputs(comp, inputs, native, &files, lines)?;
+        let fin = self.ensure_binary(name, bin, in_bytes + output_bytes(comp) * lines as u64)?;
         self.ssh.upload(
-            &local,
-            &format!("{w}/{part}"),
+            &files.staging.path().join("in"),
+            &format!("{}/{}", self.ssh.url.workdir, files.part),
             transfer_timeout(),
             &format!("copying the inputs of {name}"),
         )?;
-        let result = (|| -> Result<DeviceRun> {
-            self.ssh.exec(
-                &format!("cd {wq} && mv {part} {run_dir}"),
-                short(),
-                "naming the uploaded inputs",
-            )?;
-            let (root, dir) = (
-                self.info.sdk_root.as_deref().unwrap_or_default(),
-                self.info.arch_dir.as_deref().unwrap_or_default(),
-            );
-            let r = quote(root);
-            let flags = native.flags().join(" ");
-            let script = format!(
-                "cd {wq} && export LD_LIBRARY_PATH={r}/lib/{dir}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}} \
-                 && export ADSP_LIBRARY_PATH=\"{r}/lib/hexagon-v73/unsigned${{ADSP_LIBRARY_PATH:+;$ADSP_LIBRARY_PATH}}\" \
-                 && export DSP_LIBRARY_PATH=\"{r}/lib/hexagon-v73/unsigned${{DSP_LIBRARY_PATH:+;$DSP_LIBRARY_PATH}}\" \
-                 && {r}/bin/{dir}/qnn-net-run --retrieve_context {fin} --backend {r}/lib/{dir}/libQnnHtp.so \
-                 --input_list {run_dir}/input_list.txt --output_dir {run_dir}/out --profiling_level basic {flags} \
-                 && {r}/bin/{dir}/qnn-profile-viewer --input_log {run_dir}/out/qnn-profiling-data_0.log --output {run_dir}/out/profile.csv"
-            );
-            let out = self.ssh.exec(
-                &script,
-                crate::ctx_build::toolchain::sdk::step_timeout(),
-                &format!("qnn-net-run of {name}"),
-            );
-            if let Some(parent) = log.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            match &out {
-                Ok(text) => std::fs::write(log, format!("$ {script}\n{text}"))?,
-                Err(e) => std::fs::write(log, format!("$ {script}\n{e:#}"))?,
-            }
-            out?;
-            let back = staging.path().join("out");
-            std::fs::create_dir_all(&back)?;
-            for f in ["Result_0", "profile.csv"] {
-                self.ssh.download(
-                    &format!("{w}/{run_dir}/out/{f}"),
-                    &back.join(f),
-                    transfer_timeout(),
-                    &format!("copying back the outputs of {name}"),
-                )?;
-            }
-            let outputs =
-                crate::ctx_build::toolchain::sdk::steps::read_result_outputs(comp, &back, native)?;
-            let csv = std::fs::read_to_string(back.join("profile.csv"))?;
-            let all = execute_samples_us(&csv, TIMING_SOURCE)
-                .context("reading the device's qnn-profile-viewer CSV")?;
-            if all.len() != lines {
-                bail!(
-                    "the device's profile of {name} has {} {TIMING_SOURCE} EXECUTE rows for {lines} inferences",
-                    all.len()
-                );
-            }
-            let samples_us = all[warmup..].to_vec();
-            let stats = ExecuteStats::of(TIMING_SOURCE, &samples_us);
-            Ok(DeviceRun {
-                outputs,
-                samples_us,
-                stats,
-            })
-        })();
+        let result = self
+            .execute(comp, &fin, &files, native, log)
+            .and_then(|()| self.fetch(comp, &files, native, warmup, lines));
         // The run's folder is scratch: removed whatever happened (best effort).
         let _ = self.ssh.exec(
-            &format!("cd {wq} && rm -rf {run_dir} {part}"),
+            &format!(
+                "cd {} && rm -rf {} {}",
+                quote(&self.ssh.url.workdir),
+                files.run_dir,
+                files.part
+            ),
             short(),
             "cleaning up",
         );
         result.with_context(|| format!("running {name} on the device {}", self.info.url))
     }
+
+    /// A new run's names: unique to this process, moment and run.
+    fn run_files(&self) -> Result<RunFiles> {
+        let id = format!("{}-{}", nonce(), self.runs.get());
+        self.runs.set(self.runs.get() + 1);
+        Ok(RunFiles {
+            run_dir: format!("runs/{id}"),
+            part: format!("runs/.{id}.part"),
+            staging: tempfile::tempdir().context("cannot create a staging folder")?,
+        })
+    }
+
+    /// Names the uploaded inputs and runs `qnn-net-run` then `qnn-profile-viewer` on them;
+    /// `log` gets the script and its output (or its error) either way.
+    fn execute(
+        &self,
+        comp: &Component,
+        fin: &str,
+        files: &RunFiles,
+        native: NativeIo,
+        log: &Path,
+    ) -> Result<()> {
+        let wq = quote(&self.ssh.url.workdir);
+        let (part, run_dir) = (&files.part, &files.run_dir);
+        self.ssh.exec(
+            &format!("cd {wq} && mv {part} {run_dir}"),
+            short(),
+            "naming the uploaded inputs",
+        )?;
+        let (root, dir) = (
+            self.info.sdk_root.as_deref().unwrap_or_default(),
+            self.info.arch_dir.as_deref().unwrap_or_default(),
+        );
+        let r = quote(root);
+        let flags = native.flags().join(" ");
+        let script = format!(
+            "cd {wq} && export LD_LIBRARY_PATH={r}/lib/{dir}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}} \
+             && export ADSP_LIBRARY_PATH=\"{r}/lib/hexagon-v73/unsigned${{ADSP_LIBRARY_PATH:+;$ADSP_LIBRARY_PATH}}\" \
+             && export DSP_LIBRARY_PATH=\"{r}/lib/hexagon-v73/unsigned${{DSP_LIBRARY_PATH:+;$DSP_LIBRARY_PATH}}\" \
+             && {r}/bin/{dir}/qnn-net-run --retrieve_context {fin} --backend {r}/lib/{dir}/libQnnHtp.so \
+             --input_list {run_dir}/input_list.txt --output_dir {run_dir}/out --profiling_level basic {flags} \
+             && {r}/bin/{dir}/qnn-profile-viewer --input_log {run_dir}/out/qnn-profiling-data_0.log --output {run_dir}/out/profile.csv"
+        );
+        let out = self.ssh.exec(
+            &script,
+            crate::ctx_build::toolchain::sdk::step_timeout(),
+            &format!("qnn-net-run of {}", comp.name()),
+        );
+        if let Some(parent) = log.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        let text = match &out {
+            Ok(text) => format!("$ {script}\n{text}"),
+            Err(e) => format!("$ {script}\n{e:#}"),
+        };
+        std::fs::write(log, text).with_context(|| format!("cannot write {}", log.display()))?;
+        out.map(|_| ())
+    }
+
+    /// Copies back the first inference's outputs and the profile; the timed inferences'
+    /// execute times are the profile's rows after the `warmup` first.
+    fn fetch(
+        &self,
+        comp: &Component,
+        files: &RunFiles,
+        native: NativeIo,
+        warmup: usize,
+        lines: usize,
+    ) -> Result<DeviceRun> {
+        let name = comp.name();
+        let back = files.staging.path().join("out");
+        std::fs::create_dir_all(&back)
+            .with_context(|| format!("cannot create {}", back.display()))?;
+        for f in ["Result_0", "profile.csv"] {
+            self.ssh.download(
+                &format!("{}/{}/out/{f}", self.ssh.url.workdir, files.run_dir),
+                &back.join(f),
+                transfer_timeout(),
+                &format!("copying back the outputs of {name}"),
+            )?;
+        }
+        let outputs =
+            crate::ctx_build::toolchain::sdk::steps::read_result_outputs(comp, &back, native)?;
+        let csv = std::fs::read_to_string(back.join("profile.csv"))
+            .context("reading the device's profile CSV")?;
+        let all = execute_samples_us(&csv, TIMING_SOURCE)
+            .context("reading the device's qnn-profile-viewer CSV")?;
+        if all.len() != lines {
+            bail!(
+                "the device's profile of {name} has {} {TIMING_SOURCE} EXECUTE rows for {lines} inferences",
+                all.len()
+            );
+        }
+        let samples_us = all[warmup..].to_vec();
+        let stats = ExecuteStats::of(TIMING_SOURCE, &samples_us);
+        Ok(DeviceRun {
+            outputs,
+            samples_us,
+            stats,
+        })
+    }
+}
+
+/// One component run's names on the device and on this host.
+struct RunFiles {
+    /// `runs/<id>`: the run's folder in the work folder.
+    run_dir: String,
+    /// `runs/.<id>.part`: the inputs' folder while it uploads (renamed once complete).
+    part: String,
+    /// This host's side: the inputs in `in/`, what comes back in `out/`.
+    staging: tempfile::TempDir,
+}
+
+/// Writes the inputs as raw files in the device's input order, and an input list repeating
+/// them once per inference; returns their size in bytes.
+fn stage_inputs(
+    comp: &Component,
+    inputs: &BTreeMap<String, Tensor>,
+    native: NativeIo,
+    files: &RunFiles,
+    lines: usize,
+) -> Result<u64> {
+    let local = files.staging.path().join("in");
+    std::fs::create_dir_all(&local)
+        .with_context(|| format!("cannot create {}", local.display()))?;
+    let mut entries = Vec::new();
+    let mut in_bytes = 0u64;
+    for (i, spec) in comp.file.inputs.iter().enumerate() {
+        let input = spec.name.get_ref();
+        let t = inputs
+            .get(input)
+            .with_context(|| format!("no input `{input}` for {}", comp.name()))?;
+        let bytes = crate::ctx_build::toolchain::sdk::steps::input_bytes(input, t, native.inputs)?;
+        in_bytes += bytes.len() as u64;
+        let raw = local.join(format!("input_{i}.raw"));
+        std::fs::write(&raw, bytes).with_context(|| format!("cannot write {}", raw.display()))?;
+        entries.push(format!("{input}:={}/input_{i}.raw", files.run_dir));
+    }
+    let list = local.join("input_list.txt");
+    std::fs::write(&list, format!("{}\n", entries.join(" ")).repeat(lines))
+        .with_context(|| format!("cannot write {}", list.display()))?;
+    Ok(in_bytes)
+}
+
+/// An upper bound of one inference's outputs in bytes (8 bytes an element: the widest dtype).
+fn output_bytes(comp: &Component) -> u64 {
+    comp.file
+        .outputs
+        .iter()
+        .map(|o| o.shape.iter().product::<usize>() as u64 * 8)
+        .sum()
 }

@@ -16,6 +16,8 @@ pub struct DeviceUrl {
 }
 
 impl DeviceUrl {
+    /// Parses `ssh://[user@]host[:port][/workdir]`, refusing anything that would not reach ssh
+    /// as a plain destination (an option-like host, a path with shell characters or `..`).
     pub fn parse(text: &str) -> Result<DeviceUrl> {
         let Some(rest) = text.strip_prefix("ssh://") else {
             bail!("--device {text}: expected ssh://user@host[:port][/workdir]");
@@ -28,75 +30,21 @@ impl DeviceUrl {
             Some((u, h)) => (Some(u.to_string()), h),
             None => (None, authority),
         };
-        // `host`, `host:port`, `[v6]` or `[v6]:port` (RFC 3986: an IPv6 address is bracketed);
-        // anything else, such as a second `:port`, is refused rather than read as a host.
-        let (host, port_text) = if let Some(inner) = hostport.strip_prefix('[') {
-            let Some((h, after)) = inner.split_once(']') else {
-                bail!("--device {text}: `[` without `]`");
-            };
-            if h.parse::<std::net::Ipv6Addr>().is_err() {
-                bail!("--device {text}: `[{h}]` is not an IPv6 address");
-            }
-            match after {
-                "" => (h, None),
-                p => match p.strip_prefix(':') {
-                    Some(p) => (h, Some(p)),
-                    None => bail!("--device {text}: `{after}` after `]` is not `:port`"),
-                },
-            }
-        } else {
-            match hostport.split(':').count() {
-                1 => (hostport, None),
-                2 => hostport
-                    .split_once(':')
-                    .map(|(h, p)| (h, Some(p)))
-                    .unwrap_or((hostport, None)),
-                _ => bail!(
-                    "--device {text}: `{hostport}` has more than one `:`: write host:port (an IPv6 address in brackets, [::1]:22)"
-                ),
-            }
-        };
-        let port = match port_text {
-            None => None,
-            Some(p) => Some(
-                p.parse::<u16>()
-                    .ok()
-                    .filter(|p| *p > 0)
-                    .ok_or_else(|| anyhow::anyhow!("--device {text}: `{p}` is not a port"))?,
-            ),
-        };
-        let valid = |s: &str| {
-            !s.is_empty()
-                && !s.starts_with('-')
-                && s.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "._-:".contains(c))
-        };
-        if !valid(host) {
+        let (host, port_text) = host_and_port(text, hostport)?;
+        let port = port_text.map(|p| port_of(text, p)).transpose()?;
+        if !is_name(host) {
             bail!("--device {text}: `{host}` is not a host name or address");
         }
         if let Some(u) = &user
-            && !valid(u)
+            && !is_name(u)
         {
             bail!("--device {text}: `{u}` is not a user name");
-        }
-        let workdir = match path.trim_end_matches('/') {
-            "" => DEFAULT_WORKDIR.to_string(),
-            p => p.to_string(),
-        };
-        if workdir
-            .chars()
-            .any(|c| !(c.is_ascii_alphanumeric() || "/._-".contains(c)))
-            || workdir.split('/').any(|s| s == "..")
-        {
-            bail!(
-                "--device {text}: the work folder `{workdir}` may hold only letters, digits, `/._-` and no `..`"
-            );
         }
         Ok(DeviceUrl {
             user,
             host: host.into(),
             port,
-            workdir,
+            workdir: workdir_of(text, path)?,
         })
     }
 
@@ -134,6 +82,68 @@ impl std::fmt::Display for DeviceUrl {
             write!(f, "/~/{}", self.workdir)
         }
     }
+}
+
+/// `host`, `host:port`, `[v6]` or `[v6]:port` (RFC 3986: an IPv6 address is bracketed);
+/// anything else, such as a second `:port`, is refused rather than read as a host.
+fn host_and_port<'t>(text: &str, hostport: &'t str) -> Result<(&'t str, Option<&'t str>)> {
+    if let Some(inner) = hostport.strip_prefix('[') {
+        let Some((h, after)) = inner.split_once(']') else {
+            bail!("--device {text}: `[` without `]`");
+        };
+        if h.parse::<std::net::Ipv6Addr>().is_err() {
+            bail!("--device {text}: `[{h}]` is not an IPv6 address");
+        }
+        return match after {
+            "" => Ok((h, None)),
+            p => match p.strip_prefix(':') {
+                Some(p) => Ok((h, Some(p))),
+                None => bail!("--device {text}: `{after}` after `]` is not `:port`"),
+            },
+        };
+    }
+    match hostport.split_once(':') {
+        None => Ok((hostport, None)),
+        Some((h, p)) if !p.contains(':') => Ok((h, Some(p))),
+        Some(_) => bail!(
+            "--device {text}: `{hostport}` has more than one `:`: write host:port (an IPv6 address in brackets, [::1]:22)"
+        ),
+    }
+}
+
+/// A TCP port, 1 to 65535.
+fn port_of(text: &str, p: &str) -> Result<u16> {
+    p.parse::<u16>()
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| anyhow::anyhow!("--device {text}: `{p}` is not a port"))
+}
+
+/// A host or user name ssh takes as one: never empty, never starting with `-` (an option).
+fn is_name(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with('-')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-:".contains(c))
+}
+
+/// The work folder from the URL's path (`DEFAULT_WORKDIR` when none): letters, digits and
+/// `/._-` only, no `..`, because it is spliced into the device's shell commands.
+fn workdir_of(text: &str, path: &str) -> Result<String> {
+    let workdir = match path.trim_end_matches('/') {
+        "" => DEFAULT_WORKDIR.to_string(),
+        p => p.to_string(),
+    };
+    if workdir
+        .chars()
+        .any(|c| !(c.is_ascii_alphanumeric() || "/._-".contains(c)))
+        || workdir.split('/').any(|s| s == "..")
+    {
+        bail!(
+            "--device {text}: the work folder `{workdir}` may hold only letters, digits, `/._-` and no `..`"
+        );
+    }
+    Ok(workdir)
 }
 
 /// The `--device` flag's value checked when the command line is parsed (before any runtime is

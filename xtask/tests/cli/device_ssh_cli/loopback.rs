@@ -125,11 +125,12 @@ fn the_chain_runs_on_the_device(server: &Server) {
     );
     let r = read_json(&project().join("reports/tiny/run-htp-device.json"));
     assert_eq!(r["pass"], true, "{r}");
-    assert_eq!(r["binaries_uploaded"], 5);
+    let d = &r["device"];
+    assert_eq!(d["binaries_uploaded"], 5);
     let boundaries = r["boundaries"].as_array().unwrap();
     assert!(boundaries.len() >= 10, "{r}");
     assert!(boundaries.iter().any(|b| b["name"] == "actions"));
-    let comps = r["components"].as_array().unwrap();
+    let comps = d["components"].as_array().unwrap();
     assert_eq!(comps.len(), 7);
     let step = comps
         .iter()
@@ -141,13 +142,13 @@ fn the_chain_runs_on_the_device(server: &Server) {
         .iter()
         .map(|c| c["per_chain_us"].as_f64().unwrap())
         .sum();
-    assert!(sum > 0.0 && (r["chain_estimate_us"].as_f64().unwrap() - sum).abs() < 1e-6);
+    assert!(sum > 0.0 && (d["chain_estimate_us"].as_f64().unwrap() - sum).abs() < 1e-6);
     assert!(
-        r["chain_estimate_note"]
+        d["chain_estimate_note"]
             .as_str()
             .unwrap()
             .contains("copies")
     );
-    assert!(r["timing"].as_str().unwrap().contains("via ssh"));
+    assert!(d["timing"].as_str().unwrap().contains("via ssh"));
     assert_bins_consistent(&server.work());
 }
