@@ -10,7 +10,8 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 
 use super::{Ctx, Outcome};
-use crate::parity::report::{ParityReport, write_parity_report};
+use crate::parity::report::ParityReport;
+use crate::parity::report_files::write_parity_report;
 
 #[derive(clap::Args)]
 pub struct MergeReports {
