@@ -150,9 +150,7 @@ impl EntryInputs<'_> {
             artifacts: [art.dlc, art.bin, art.wrapper, art.record],
             needs_fetch: !on_disk,
             input_paths: input_paths(model, comp).join("\n"),
-            input_bytes: bytes.as_ref().map_or(sizing::Figure::Unknown, |b| {
-                sizing::Figure::Value(b.total as f64)
-            }),
+            input_bytes: bytes.as_ref().map(|b| b.total),
             input_bytes_source: bytes
                 .as_ref()
                 .map_or("unknown (not on disk, no --manifest)", |b| b.source)
@@ -192,12 +190,23 @@ struct PlanEntry {
     artifacts: [std::path::PathBuf; 4],
     needs_fetch: bool,
     input_paths: String,
-    input_bytes: sizing::Figure,
+    /// A whole number of bytes, or `unknown`.
+    #[serde(serialize_with = "bytes_or_unknown")]
+    input_bytes: Option<u64>,
     input_bytes_source: String,
     estimate: sizing::ShownEstimate,
     runner: String,
     timeout_minutes: u32,
     blocker: String,
+}
+
+/// `input_bytes` as the workflow reads it: an integer (not `6051000000.0`), or the word
+/// `unknown`.
+fn bytes_or_unknown<S: serde::Serializer>(bytes: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    match bytes {
+        Some(n) => s.serialize_u64(*n),
+        None => s.serialize_str("unknown"),
+    }
 }
 
 /// The input bytes: from the files on disk when all are there, else from the published
