@@ -69,7 +69,7 @@ impl Bisect {
             max_outputs: self.max_outputs,
         })?;
         let dir = crate::project::reports_dir(&ctx.root, &self.model);
-        let stem = format!("bisect-{}-{}", comp.name(), backend.label());
+        let stem = report.stem();
         crate::report::write_json_and_markdown(&dir, &stem, &report, &markdown(&report))?;
         crate::ui::json::offer(&report);
         crate::atomic::write_atomic(&dir.join(format!("{stem}.html")), html(&report).as_bytes())?;

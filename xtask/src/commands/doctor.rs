@@ -37,6 +37,9 @@ pub struct Doctor {
 }
 
 impl Doctor {
+    /// Doctor as a list of steps: the runtime (repaired and re-hashed when asked), the
+    /// libraries it loaded, each backend probed, the versions against the recipes, then the
+    /// verdict (exit 1 when a needed backend is unusable or a recipe wants another QAIRT).
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         if let Some(url) = &self.device {
             let qairt = crate::recipe::load_model(&ctx.root, &self.model)?
@@ -46,102 +49,11 @@ impl Doctor {
             return crate::device::doctor::report(url, &qairt);
         }
         let platform = Platform::host();
-        if self.repair_runtime {
-            crate::runtime::bootstrap::repair_runtime(&ctx.root)?;
-            crate::outln!("runtime unpacked again from the verified wheels");
-        }
-        let libs = ensure_runtime(&ctx.root)?;
-        if let Some(n) = crate::runtime::bootstrap::rehash_runtime(&ctx.root)? {
-            crate::outln!("runtime files {n} unpacked files match their recorded sha256");
-        }
-        let rt = Runtime::load(libs)?;
-        let rel = |p: &Path| crate::project::rel(&ctx.root, p);
-        crate::outln!(
-            "platform      {} (runtime folder {})",
-            platform.name(),
-            rel(&runtime_dir(&ctx.root, platform))
-        );
-        crate::outln!(
-            "ONNX Runtime  {} ({})",
-            rt.ort_version,
-            rel(&rt.libs.ort_dylib)
-        );
-        match (platform.qnn_wheel(), rt.libs.qnn_plugin()) {
-            (Some(wheel), Some(plugin)) => crate::outln!(
-                "QNN plugin    {} ({}, source: {})",
-                wheel.requirement,
-                rel(plugin),
-                rt.libs.source
-            ),
-            (_, Some(plugin)) => {
-                crate::outln!("QNN plugin    {} (source: {})", rel(plugin), rt.libs.source)
-            }
-            (_, None) => crate::outln!("QNN plugin    MISSING"),
-        }
-        if platform.qnn_wheel().is_none() {
-            let search = QnnSearch::from_env(Some(&rt.libs.ort_dylib));
-            print_inventory(&search.inventory(platform));
-        }
-        match rt.qnn_unavailable() {
-            // on a board the list above already says what is missing and where it looked
-            Some(_) if platform.qnn_wheel().is_none() && rt.libs.qnn_plugin().is_none() => {
-                crate::outln!("QNN           MISSING (see the list above)")
-            }
-            Some(why) => crate::outln!("QNN           MISSING: {why}"),
-            None => {}
-        }
-        crate::outln!(
-            "QNN device    {}",
-            if rt.has_qnn_device() {
-                "registered"
-            } else {
-                "MISSING"
-            }
-        );
-        let htp = Backend::QnnHtp(HtpTarget::probe());
-        let mut qnn_build = None;
-        let mut unusable: Vec<&'static str> = Vec::new();
-        let mut backends = Vec::new();
-        crate::outln!("backends:");
-        for backend in [Backend::OrtCpu, Backend::QnnCpu, htp] {
-            let name = match &backend {
-                Backend::OrtCpu => "ORT CPU EP".to_string(),
-                Backend::QnnCpu => "QNN CPU (libQnnCpu.so)".to_string(),
-                Backend::QnnHtp(_) => {
-                    format!("QNN HTP (libQnnHtp.so, soc 77 / v73) {}", htp_kind())
-                }
-            };
-            if backend != Backend::OrtCpu && rt.qnn_unavailable().is_some() {
-                crate::outln!("  {name:<52} MISSING: QNN is not available (see above)");
-                backends.push(
-                    serde_json::json!({"backend": backend.label(), "usable": false,
-                    "detail": "QNN is not available"}),
-                );
-                unusable.push(backend.label());
-                continue;
-            }
-            let probe = probe_backend(&rt, &backend);
-            if !probe.usable {
-                unusable.push(backend.label());
-            }
-            qnn_build = qnn_build.or(probe.qnn_build.clone());
-            backends.push(serde_json::json!({"backend": backend.label(),
-                "usable": probe.usable, "detail": probe.detail}));
-            let state = if probe.usable { "usable" } else { "NOT usable" };
-            crate::outln!("  {name:<52} {state}: {}", probe.detail);
-        }
-        crate::outln!(
-            "QNN build     {}",
-            qnn_build.as_deref().unwrap_or("(not reported)")
-        );
-        let htp_label = HtpKind::of(&rt).latency_label();
-        match rt.qnn_unavailable() {
-            None => crate::outln!("HTP latency   {htp_label}"),
-            Some(_) => {
-                crate::outln!("HTP latency   none here (QNN missing); with QNN: {htp_label}")
-            }
-        }
-        crate::outln!("QAIRT SDK     {}", sdk_status(platform));
+        let rt = self.load_runtime(&ctx.root)?;
+        print_libraries(&ctx.root, platform, &rt);
+        let probed = probe_backends(&rt);
+        let qnn_build = probed.qnn_build.clone();
+        print_versions(&rt, platform, qnn_build.as_deref());
         let qairt = qairt_vs_recipes(&ctx.root, qnn_build.as_deref(), sdk_version().as_deref());
         for line in &qairt {
             crate::outln!("{line}");
@@ -154,39 +66,191 @@ impl Doctor {
             qnn_build.as_deref(),
             rt.qnn_unavailable().is_none(),
         );
-        let needed: Vec<&str> = self
+        let needed: Vec<&'static str> = self
             .need
             .iter()
             .map(|b| b.label())
-            .filter(|b| unusable.contains(b))
+            .filter(|b| probed.unusable.contains(b))
             .collect();
         let mismatched = qairt.iter().any(|l| l.ends_with("MISMATCH"));
-        crate::ui::json::offer(&serde_json::json!({
-            "platform": platform.name(),
-            "versions": crate::report::ToolVersions::of(&rt),
-            "qnn_build": qnn_build,
-            "backends": backends,
-            "needed_but_unusable": needed,
-            "qairt_vs_recipes": qairt,
-        }));
-        if mismatched {
-            crate::outln!(
-                "doctor: a recipe's [target] qairt is not the QNN version here (MISMATCH above): its binaries would be built and judged with another QAIRT"
-            );
-        }
-        if needed.is_empty() {
-            return Ok(if mismatched {
-                Outcome::GateFailed
-            } else {
-                Outcome::Success
-            });
-        }
-        crate::outln!(
-            "doctor: backend(s) {} needed but not usable (see above); `--need ort` checks the ORT CPU backend alone",
-            needed.join(", ")
-        );
-        Ok(Outcome::GateFailed)
+        crate::ui::json::offer(&DoctorReport {
+            backends: probed.backends,
+            needed_but_unusable: needed.clone(),
+            platform: platform.name(),
+            qairt_vs_recipes: qairt,
+            qnn_build,
+            versions: crate::report::ToolVersions::of(&rt),
+        });
+        Ok(conclude(&needed, mismatched))
     }
+
+    /// The embedded runtime: unpacked again from its wheels with `--repair-runtime`, fetched
+    /// when missing, its files re-hashed, loaded.
+    fn load_runtime(&self, root: &Path) -> Result<Runtime> {
+        if self.repair_runtime {
+            crate::runtime::bootstrap::repair_runtime(root)?;
+            crate::outln!("runtime unpacked again from the verified wheels");
+        }
+        let libs = ensure_runtime(root)?;
+        if let Some(n) = crate::runtime::bootstrap::rehash_runtime(root)? {
+            crate::outln!("runtime files {n} unpacked files match their recorded sha256");
+        }
+        Runtime::load(libs)
+    }
+}
+
+/// What `--json` reports: the fields of the lines above (serialised through `ui::json`, whose
+/// document orders the keys).
+#[derive(serde::Serialize)]
+struct DoctorReport {
+    backends: Vec<BackendState>,
+    needed_but_unusable: Vec<&'static str>,
+    platform: &'static str,
+    qairt_vs_recipes: Vec<String>,
+    qnn_build: Option<String>,
+    versions: crate::report::ToolVersions,
+}
+
+/// One backend as probed: usable or not, and what the probe said.
+#[derive(serde::Serialize)]
+struct BackendState {
+    backend: &'static str,
+    usable: bool,
+    detail: String,
+}
+
+/// What probing the backends found: each backend's state, which are unusable, and the QNN
+/// build version the first QNN probe logged.
+struct Probed {
+    backends: Vec<BackendState>,
+    unusable: Vec<&'static str>,
+    qnn_build: Option<String>,
+}
+
+/// The platform, ONNX Runtime, the QNN plugin and (on a board) every piece of the QNN stack,
+/// whether QNN loaded and registered its device: where each library came from.
+fn print_libraries(root: &Path, platform: Platform, rt: &Runtime) {
+    let rel = |p: &Path| crate::project::rel(root, p);
+    crate::outln!(
+        "platform      {} (runtime folder {})",
+        platform.name(),
+        rel(&runtime_dir(root, platform))
+    );
+    crate::outln!(
+        "ONNX Runtime  {} ({})",
+        rt.ort_version,
+        rel(&rt.libs.ort_dylib)
+    );
+    match (platform.qnn_wheel(), rt.libs.qnn_plugin()) {
+        (Some(wheel), Some(plugin)) => crate::outln!(
+            "QNN plugin    {} ({}, source: {})",
+            wheel.requirement,
+            rel(plugin),
+            rt.libs.source
+        ),
+        (_, Some(plugin)) => {
+            crate::outln!("QNN plugin    {} (source: {})", rel(plugin), rt.libs.source)
+        }
+        (_, None) => crate::outln!("QNN plugin    MISSING"),
+    }
+    if platform.qnn_wheel().is_none() {
+        let search = QnnSearch::from_env(Some(&rt.libs.ort_dylib));
+        print_inventory(&search.inventory(platform));
+    }
+    match rt.qnn_unavailable() {
+        // on a board the list above already says what is missing and where it looked
+        Some(_) if platform.qnn_wheel().is_none() && rt.libs.qnn_plugin().is_none() => {
+            crate::outln!("QNN           MISSING (see the list above)")
+        }
+        Some(why) => crate::outln!("QNN           MISSING: {why}"),
+        None => {}
+    }
+    crate::outln!(
+        "QNN device    {}",
+        if rt.has_qnn_device() {
+            "registered"
+        } else {
+            "MISSING"
+        }
+    );
+}
+
+/// Each backend run on the one-node probe model (QNN ones only when QNN loaded), a line each.
+fn probe_backends(rt: &Runtime) -> Probed {
+    let htp = Backend::QnnHtp(HtpTarget::probe());
+    let mut probed = Probed {
+        backends: Vec::new(),
+        unusable: Vec::new(),
+        qnn_build: None,
+    };
+    crate::outln!("backends:");
+    for backend in [Backend::OrtCpu, Backend::QnnCpu, htp] {
+        let name = match &backend {
+            Backend::OrtCpu => "ORT CPU EP".to_string(),
+            Backend::QnnCpu => "QNN CPU (libQnnCpu.so)".to_string(),
+            Backend::QnnHtp(_) => {
+                format!("QNN HTP (libQnnHtp.so, soc 77 / v73) {}", htp_kind())
+            }
+        };
+        if backend != Backend::OrtCpu && rt.qnn_unavailable().is_some() {
+            crate::outln!("  {name:<52} MISSING: QNN is not available (see above)");
+            probed.backends.push(BackendState {
+                backend: backend.label(),
+                usable: false,
+                detail: "QNN is not available".into(),
+            });
+            probed.unusable.push(backend.label());
+            continue;
+        }
+        let probe = probe_backend(rt, &backend);
+        if !probe.usable {
+            probed.unusable.push(backend.label());
+        }
+        probed.qnn_build = probed.qnn_build.or(probe.qnn_build.clone());
+        let state = if probe.usable { "usable" } else { "NOT usable" };
+        crate::outln!("  {name:<52} {state}: {}", probe.detail);
+        probed.backends.push(BackendState {
+            backend: backend.label(),
+            usable: probe.usable,
+            detail: probe.detail,
+        });
+    }
+    probed
+}
+
+/// The QNN build, what the HTP's latency figures would be, and the QAIRT SDK.
+fn print_versions(rt: &Runtime, platform: Platform, qnn_build: Option<&str>) {
+    crate::outln!("QNN build     {}", qnn_build.unwrap_or("(not reported)"));
+    let htp_label = HtpKind::of(rt).latency_label();
+    match rt.qnn_unavailable() {
+        None => crate::outln!("HTP latency   {htp_label}"),
+        Some(_) => {
+            crate::outln!("HTP latency   none here (QNN missing); with QNN: {htp_label}")
+        }
+    }
+    crate::outln!("QAIRT SDK     {}", sdk_status(platform));
+}
+
+/// The closing line and the exit code: a needed backend that is unusable, or a recipe that
+/// wants another QAIRT, fails the doctor.
+fn conclude(needed: &[&str], mismatched: bool) -> Outcome {
+    if mismatched {
+        crate::outln!(
+            "doctor: a recipe's [target] qairt is not the QNN version here (MISMATCH above): its binaries would be built and judged with another QAIRT"
+        );
+    }
+    if needed.is_empty() {
+        return if mismatched {
+            Outcome::GateFailed
+        } else {
+            Outcome::Success
+        };
+    }
+    crate::outln!(
+        "doctor: backend(s) {} needed but not usable (see above); `--need ort` checks the ORT CPU backend alone",
+        needed.join(", ")
+    );
+    Outcome::GateFailed
 }
 
 pub fn htp_kind() -> &'static str {

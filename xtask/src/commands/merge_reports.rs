@@ -5,12 +5,13 @@
 //! figures, hashes and time. A component measured by two entries, a report of another model, or
 //! entries run with different tool versions are refused.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 
 use super::{Ctx, Outcome};
-use crate::parity::report::{ParityReport, write_parity_report};
+use crate::parity::report::ParityReport;
+use crate::parity::report_files::write_parity_report;
 
 #[derive(clap::Args)]
 pub struct MergeReports {
@@ -22,6 +23,8 @@ pub struct MergeReports {
 }
 
 impl MergeReports {
+    /// Per backend: the entries' reports merged, written, and announced; the exit code says
+    /// whether every merged component passed.
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         let sel = self.sel.select(ctx)?;
         let order: Vec<&str> = sel.model.components.iter().map(|c| c.name()).collect();
@@ -29,91 +32,13 @@ impl MergeReports {
         let mut pass = true;
         let mut merged_any = false;
         for backend in crate::vocab::BackendKind::ALL {
-            let mut merged: Option<ParityReport> = None;
-            for dir in &self.dirs {
-                let file = dir.join(format!("parity-{backend}.json"));
-                if !file.is_file() {
-                    continue;
-                }
-                let Some(report) = ParityReport::read(dir, backend)? else {
-                    bail!("{} is not a parity report", file.display());
-                };
-                if report.model != sel.name() {
-                    bail!(
-                        "{} is a report of model `{}`, not `{}`",
-                        file.display(),
-                        report.model,
-                        sel.name()
-                    );
-                }
-                for c in &report.components {
-                    if !order.contains(&c.component.as_str()) {
-                        bail!(
-                            "{}: model `{}` has no component `{}`",
-                            file.display(),
-                            sel.name(),
-                            c.component
-                        );
-                    }
-                }
-                merged = Some(match merged {
-                    None => report,
-                    Some(earlier) => {
-                        let twice: Vec<&str> = report
-                            .components
-                            .iter()
-                            .filter(|c| {
-                                earlier
-                                    .components
-                                    .iter()
-                                    .any(|e| e.component == c.component)
-                            })
-                            .map(|c| c.component.as_str())
-                            .collect();
-                        if !twice.is_empty() {
-                            bail!(
-                                "{} measures {} again on `{backend}`: each component must come from one entry",
-                                file.display(),
-                                twice.join(", ")
-                            );
-                        }
-                        let (a, b) = (
-                            serde_json::to_value(&earlier.versions)?,
-                            serde_json::to_value(&report.versions)?,
-                        );
-                        if a != b {
-                            bail!(
-                                "{} was run with other tools than the reports before it ({b} vs {a}): not one release",
-                                file.display()
-                            );
-                        }
-                        let mut report = report;
-                        // CI entries of one release: none is an earlier run of another.
-                        report.insert_missing(earlier.components, &order);
-                        report
-                    }
-                });
-            }
-            if let Some(report) = merged {
-                write_parity_report(&out, &report)?;
-                crate::outln!(
-                    "parity-{backend}: {} component(s) merged ({}), {}",
-                    report.components.len(),
-                    report
-                        .components
-                        .iter()
-                        .map(|c| c.component.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    if report.pass {
-                        "all passed"
-                    } else {
-                        "NOT all passed"
-                    }
-                );
-                pass &= report.pass;
-                merged_any = true;
-            }
+            let Some(report) = self.merge_backend(backend, sel.name(), &order)? else {
+                continue;
+            };
+            write_parity_report(&out, &report)?;
+            announce(backend, &report);
+            pass &= report.pass;
+            merged_any = true;
         }
         if !merged_any {
             bail!("no parity-<backend>.json in any of the given folders");
@@ -124,4 +49,112 @@ impl MergeReports {
             Outcome::GateFailed
         })
     }
+
+    /// The `parity-<backend>.json` of every folder that has one, merged in the order given;
+    /// None when no folder has one.
+    fn merge_backend(
+        &self,
+        backend: crate::vocab::BackendKind,
+        model: &str,
+        order: &[&str],
+    ) -> Result<Option<ParityReport>> {
+        let mut merged: Option<ParityReport> = None;
+        for dir in &self.dirs {
+            let file = dir.join(format!("parity-{backend}.json"));
+            if !file.is_file() {
+                continue;
+            }
+            let Some(report) = ParityReport::read(dir, backend)? else {
+                bail!("{} is not a parity report", file.display());
+            };
+            check_entry(&report, &file, model, order)?;
+            merged = Some(match merged {
+                None => report,
+                Some(earlier) => join(earlier, report, &file, backend, order)?,
+            });
+        }
+        Ok(merged)
+    }
+}
+
+/// An entry's report must be of this model and name only its components.
+fn check_entry(report: &ParityReport, file: &Path, model: &str, order: &[&str]) -> Result<()> {
+    if report.model != model {
+        bail!(
+            "{} is a report of model `{}`, not `{model}`",
+            file.display(),
+            report.model,
+        );
+    }
+    for c in &report.components {
+        if !order.contains(&c.component.as_str()) {
+            bail!(
+                "{}: model `{model}` has no component `{}`",
+                file.display(),
+                c.component
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `report` (read from `file`) merged with the entries before it: refused when it measures a
+/// component again or was run with other tools (the entries of one release share them).
+fn join(
+    earlier: ParityReport,
+    mut report: ParityReport,
+    file: &Path,
+    backend: crate::vocab::BackendKind,
+    order: &[&str],
+) -> Result<ParityReport> {
+    let twice: Vec<&str> = report
+        .components
+        .iter()
+        .filter(|c| {
+            earlier
+                .components
+                .iter()
+                .any(|e| e.component == c.component)
+        })
+        .map(|c| c.component.as_str())
+        .collect();
+    if !twice.is_empty() {
+        bail!(
+            "{} measures {} again on `{backend}`: each component must come from one entry",
+            file.display(),
+            twice.join(", ")
+        );
+    }
+    let (a, b) = (
+        serde_json::to_value(&earlier.versions)?,
+        serde_json::to_value(&report.versions)?,
+    );
+    if a != b {
+        bail!(
+            "{} was run with other tools than the reports before it ({b} vs {a}): not one release",
+            file.display()
+        );
+    }
+    // CI entries of one release: none is an earlier run of another.
+    report.insert_missing(earlier.components, order);
+    Ok(report)
+}
+
+/// The line saying what was merged for `backend` and whether all of it passed.
+fn announce(backend: crate::vocab::BackendKind, report: &ParityReport) {
+    crate::outln!(
+        "parity-{backend}: {} component(s) merged ({}), {}",
+        report.components.len(),
+        report
+            .components
+            .iter()
+            .map(|c| c.component.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        if report.pass {
+            "all passed"
+        } else {
+            "NOT all passed"
+        }
+    );
 }

@@ -53,33 +53,21 @@ struct InputBytes {
 }
 
 impl Plan {
+    /// The matrix: every selected component on every SoC asked for, sized and given a runner
+    /// (`entry`), printed as JSON for CI or as one build command per line.
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         let sel = self.sel.select(ctx)?;
-        let model = &sel.model;
-        for name in model.file.estimate.keys() {
-            if !model.components.iter().any(|c| c.name() == name) {
-                bail!(
-                    "[estimate.{name}] in model.toml: model `{}` has no component `{name}`",
-                    sel.name()
-                );
-            }
-        }
+        check_estimates(&sel.model, sel.name())?;
         let manifest = match &self.manifest {
             Some(p) => Some(crate::bundle::manifest::read_manifest(
                 p.parent().context("--manifest needs a file path")?,
             )?),
             None => None,
         };
-        let runners = sizing::Runners {
-            large: (!self.large_runner.trim().is_empty()).then(|| sizing::Runner {
-                label: self.large_runner.trim().to_string(),
-                memory_gb: self.large_runner_memory_gb,
-                disk_gb: self.large_runner_disk_gb,
-            }),
-        };
+        let runners = self.runners();
         let comps = sel.components();
         let socs = if self.soc.is_empty() {
-            vec![model.file.target.soc.to_string()]
+            vec![sel.model.file.target.soc.to_string()]
         } else {
             self.soc.clone()
         };
@@ -87,60 +75,107 @@ impl Plan {
         for soc in &socs {
             let soc = parse_soc(soc)?;
             for comp in &comps {
-                let name = comp.name();
-                let art = artifacts(sel.name(), name, &soc);
-                let on_disk = crate::recipe::missing_files(&ctx.root, comp).is_empty();
-                let bytes = input_bytes(&ctx.root, model, comp, manifest.as_ref())?;
-                let est = sizing::estimate(
-                    bytes.as_ref().map(|b| (b.weights, b.total)),
-                    model.file.estimate.get(name),
-                    comp.file.context.optimization_level,
-                );
-                let choice = runners.choose(&est);
-                include.push(PlanEntry {
-                    model: sel.name().to_string(),
-                    component: name.to_string(),
-                    soc: soc.id,
-                    build: format!(
-                        "cargo xtask build-ctx --soc {} --model {} --only {name}",
-                        soc.id,
-                        sel.name()
-                    ),
-                    artifacts: [art.dlc, art.bin, art.wrapper, art.record],
-                    needs_fetch: !on_disk,
-                    input_paths: input_paths(model, comp).join("\n"),
-                    input_bytes: bytes
-                        .as_ref()
-                        .map_or(sizing::Figure::Unknown, |b| sizing::Figure::Value(b.total)),
-                    input_bytes_source: bytes
-                        .as_ref()
-                        .map_or("unknown (not on disk, no --manifest)", |b| b.source)
-                        .to_string(),
-                    estimate: est.shown(),
-                    runner: choice.label,
-                    timeout_minutes: est.timeout_minutes(),
-                    blocker: choice.blocker.unwrap_or_default(),
-                });
+                let inputs = EntryInputs {
+                    root: &ctx.root,
+                    model: &sel.model,
+                    manifest: manifest.as_ref(),
+                    runners: &runners,
+                };
+                include.push(inputs.entry(comp, &soc)?);
             }
         }
         if self.json {
             let matrix = serde_json::json!({ "include": include });
             crate::outln!("{matrix}");
         } else {
-            for e in &include {
-                crate::outln!(
-                    "{}   # runner {}, timeout {} min{}",
-                    e.build,
-                    e.runner,
-                    e.timeout_minutes,
-                    match e.blocker.as_str() {
-                        "" => String::new(),
-                        b => format!(" — BLOCKED: {b}"),
-                    }
-                );
-            }
+            print_commands(&include);
         }
         Ok(Outcome::Success)
+    }
+
+    /// The standard runner, and the larger one when `--large-runner` names it.
+    fn runners(&self) -> sizing::Runners {
+        sizing::Runners {
+            large: (!self.large_runner.trim().is_empty()).then(|| sizing::Runner {
+                label: self.large_runner.trim().to_string(),
+                memory_gb: self.large_runner_memory_gb,
+                disk_gb: self.large_runner_disk_gb,
+            }),
+        }
+    }
+}
+
+/// Every `[estimate.<component>]` of model.toml names a component of the model (a typo would
+/// leave a component without its measured figures).
+fn check_estimates(model: &Model, name: &str) -> Result<()> {
+    for comp in model.file.estimate.keys() {
+        if !model.components.iter().any(|c| c.name() == comp) {
+            bail!("[estimate.{comp}] in model.toml: model `{name}` has no component `{comp}`");
+        }
+    }
+    Ok(())
+}
+
+/// What sizing an entry needs besides the component and the SoC.
+struct EntryInputs<'a> {
+    root: &'a Path,
+    model: &'a Model,
+    manifest: Option<&'a crate::bundle::manifest::Manifest>,
+    runners: &'a sizing::Runners,
+}
+
+impl EntryInputs<'_> {
+    /// One entry: the build command and its artifacts, the input bytes and their source, the
+    /// estimates, and the runner that holds them (or the blocker).
+    fn entry(&self, comp: &Component, soc: &crate::soc::Soc) -> Result<PlanEntry> {
+        let (model, name) = (self.model, comp.name());
+        let model_name = &model.file.model.name;
+        let art = artifacts(model_name, name, soc);
+        let on_disk = crate::recipe::missing_files(self.root, comp).is_empty();
+        let bytes = input_bytes(self.root, model, comp, self.manifest)?;
+        let est = sizing::estimate(
+            bytes.as_ref().map(|b| (b.weights, b.total)),
+            model.file.estimate.get(name),
+            comp.file.context.optimization_level,
+        );
+        let choice = self.runners.choose(&est);
+        Ok(PlanEntry {
+            model: model_name.to_string(),
+            component: name.to_string(),
+            soc: soc.id,
+            build: format!(
+                "cargo xtask build-ctx --soc {} --model {model_name} --only {name}",
+                soc.id
+            ),
+            artifacts: [art.dlc, art.bin, art.wrapper, art.record],
+            needs_fetch: !on_disk,
+            input_paths: input_paths(model, comp).join("\n"),
+            input_bytes: bytes.as_ref().map(|b| b.total),
+            input_bytes_source: bytes
+                .as_ref()
+                .map_or("unknown (not on disk, no --manifest)", |b| b.source)
+                .to_string(),
+            estimate: est.shown(),
+            runner: choice.label,
+            timeout_minutes: est.timeout_minutes(),
+            blocker: choice.blocker.unwrap_or_default(),
+        })
+    }
+}
+
+/// Without `--json`: each entry's build command with its runner, timeout and blocker.
+fn print_commands(include: &[PlanEntry]) {
+    for e in include {
+        crate::outln!(
+            "{}   # runner {}, timeout {} min{}",
+            e.build,
+            e.runner,
+            e.timeout_minutes,
+            match e.blocker.as_str() {
+                "" => String::new(),
+                b => format!(" — BLOCKED: {b}"),
+            }
+        );
     }
 }
 
@@ -155,12 +190,23 @@ struct PlanEntry {
     artifacts: [std::path::PathBuf; 4],
     needs_fetch: bool,
     input_paths: String,
-    input_bytes: sizing::Figure<u64>,
+    /// A whole number of bytes, or `unknown`.
+    #[serde(serialize_with = "bytes_or_unknown")]
+    input_bytes: Option<u64>,
     input_bytes_source: String,
     estimate: sizing::ShownEstimate,
     runner: String,
     timeout_minutes: u32,
     blocker: String,
+}
+
+/// `input_bytes` as the workflow reads it: an integer (not `6051000000.0`), or the word
+/// `unknown`.
+fn bytes_or_unknown<S: serde::Serializer>(bytes: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    match bytes {
+        Some(n) => s.serialize_u64(*n),
+        None => s.serialize_str("unknown"),
+    }
 }
 
 /// The input bytes: from the files on disk when all are there, else from the published

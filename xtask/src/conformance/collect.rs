@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::graph::{attr_set, constant_tensors, op_label, swept_nodes};
-use crate::onnx::extract::{SingleNode, elem_name, elem_type_of, index_graph, single_node_model};
-use crate::onnx::proto::{OnnxSummary, parse_model};
+use crate::onnx::extract::{
+    GraphIndex, SingleNode, elem_name, elem_type_of, index_graph, single_node_model,
+};
+use crate::onnx::proto::{OnnxNode, OnnxSummary, parse_model};
 use crate::onnx::writer::WrapperTensor;
 use crate::recipe::Component;
 use crate::runtime::{Backend, Runtime};
@@ -64,14 +66,64 @@ pub fn collect(
     if swept.is_empty() {
         return Ok(graph);
     }
+    let src = Source {
+        comp,
+        onnx: &onnx,
+        bytes: &bytes,
+        graph: &graph,
+        index: &index,
+        consts: &consts,
+    };
+    let values = node_values(&src, root, work, rt, &swept)?;
+    // Each group's key → its index in `groups` (the order of `groups` is kept).
+    let mut known: BTreeMap<String, usize> = groups
+        .iter()
+        .enumerate()
+        .map(|(at, g)| (g.key(), at))
+        .collect();
+    for i in swept {
+        let (group, one) = node_group(&src, work, &values, i)?;
+        let key = group.key();
+        if let Some(&at) = known.get(&key) {
+            groups[at].nodes.extend(group.nodes);
+            continue;
+        }
+        crate::atomic::write_atomic(&group.model_path, &single_node_model(&bytes, &index, &one)?)?;
+        known.insert(key, groups.len());
+        groups.push(group);
+    }
+    Ok(graph)
+}
+
+/// One component's graph as `collect` reads it: the file, its bytes parsed and indexed, and
+/// the tensors that are constants (initializers and what is folded from them).
+struct Source<'a> {
+    comp: &'a Component,
+    onnx: &'a Path,
+    bytes: &'a [u8],
+    graph: &'a OnnxSummary,
+    index: &'a GraphIndex<'a>,
+    consts: &'a BTreeSet<String>,
+}
+
+/// The value of every tensor the swept nodes read or write, and of the graph's inputs: the
+/// graph run once on ORT's CPU EP with those tensors exposed, fed the golden inputs as the HTP
+/// is fed them (marked masks clamped, as lint-fp16 and the chain do).
+fn node_values(
+    src: &Source<'_>,
+    root: &Path,
+    work: &Path,
+    rt: &Runtime,
+    swept: &[usize],
+) -> Result<BTreeMap<String, Tensor>> {
+    let (comp, graph) = (src.comp, src.graph);
     let golden = crate::parity::component::load_golden(root, comp)?;
-    // What the HTP is fed: marked masks clamped (as lint-fp16 and the chain do).
     let feeds = crate::fp16::clamp_masks(comp, &golden.inputs);
     let wanted: BTreeSet<String> = swept
         .iter()
         .flat_map(|&i| graph.nodes[i].inputs.iter().chain(&graph.nodes[i].outputs))
         .filter(|n| {
-            !n.is_empty() && !index.initializers.contains_key(*n) && !feeds.contains_key(*n)
+            !n.is_empty() && !src.index.initializers.contains_key(*n) && !feeds.contains_key(*n)
         })
         .cloned()
         .collect();
@@ -80,102 +132,130 @@ pub fn collect(
         .filter(|n| !graph.graph_outputs.contains(n))
         .cloned()
         .collect();
-    let copy = crate::diagnose::probe::write_exposed_copy(work, &onnx, &bytes, &graph, &extra)?;
+    let copy =
+        crate::diagnose::probe::write_exposed_copy(work, src.onnx, src.bytes, graph, &extra)?;
     let mut values = rt
         .open(&copy, &Backend::OrtCpu)?
         .run(&feeds)
         .with_context(|| format!("{}: the graph with its tensors exposed on ORT", comp.name()))?;
     values.extend(feeds);
+    Ok(values)
+}
+
+/// Node `i` as a group of its own (its key, its site, its input values) and the single-node
+/// model that runs it.
+fn node_group<'a>(
+    src: &Source<'a>,
+    work: &Path,
+    values: &'a BTreeMap<String, Tensor>,
+    i: usize,
+) -> Result<(Group, SingleNode<'a>)> {
+    let (comp, node) = (src.comp, &src.graph.nodes[i]);
     let value = |name: &str| {
         values
             .get(name)
             .with_context(|| format!("{}: tensor `{name}` was not computed", comp.name()))
     };
-    let io = |name: &str, t: &Tensor| WrapperTensor {
+    let ins = node_inputs(src, node, &value)?;
+    let mut outputs = Vec::new();
+    for name in node.outputs.iter().filter(|o| !o.is_empty()) {
+        outputs.push(io(name, value(name)?));
+    }
+    let group = Group {
+        op: op_label(node),
+        attributes: attr_set(node),
+        shapes: ins.sig.join(", "),
+        nodes: vec![format!("{}/{}", comp.name(), node.name)],
+        component: comp.name().to_string(),
+        model_path: work.join(format!("{i:04}-{}.onnx", node.op_type)),
+        data: ins.data,
+        fixed: ins.fixed,
+    };
+    let one = SingleNode {
+        node: i,
+        initializers: ins.initializers,
+        constants: ins.constants,
+        inputs: ins.inputs,
+        outputs,
+    };
+    Ok((group, one))
+}
+
+/// A graph input or output of the single-node model, as the tensor computed for it.
+fn io(name: &str, t: &Tensor) -> WrapperTensor {
+    WrapperTensor {
         name: name.into(),
         dims: t.shape(),
         elem_type: elem_type_of(t.dtype()),
-    };
-    // Each group's key → its index in `groups` (the order of `groups` is kept).
-    let mut known: BTreeMap<String, usize> = groups
-        .iter()
-        .enumerate()
-        .map(|(at, g)| (g.key(), at))
-        .collect();
-    for i in swept {
-        let node = &graph.nodes[i];
-        let mut one = SingleNode {
-            node: i,
-            initializers: Vec::new(),
-            constants: Vec::new(),
-            inputs: Vec::new(),
-            outputs: Vec::new(),
-        };
-        let (mut data, mut fixed, mut sig) = (Vec::new(), Vec::new(), Vec::new());
-        let mut seen = BTreeSet::new();
-        for name in node.inputs.iter() {
-            if name.is_empty() {
-                sig.push("none".to_string());
-                continue;
-            }
-            let first = seen.insert(name.clone());
-            if let Some(init) = index
-                .initializers
-                .get(name)
-                .filter(|_| consts.contains(name))
-            {
-                let dims: Vec<String> = init.dims.iter().map(|d| d.to_string()).collect();
-                sig.push(format!(
-                    "const {}[{}]",
-                    elem_name(init.elem_type),
-                    dims.join(",")
-                ));
-                if first {
-                    one.initializers.push(name.as_str());
-                }
-                continue;
-            }
-            let t = value(name)?;
-            let shape = format!("{}{:?}", t.dtype(), t.shape()).replace(' ', "");
-            if consts.contains(name) {
-                sig.push(format!("const {shape}"));
-                if first {
-                    one.constants.push((name.clone(), t));
-                }
-                continue;
-            }
-            sig.push(shape);
-            if first {
-                one.inputs.push(io(name, t));
-                let float = matches!(t.dtype(), DType::F32 | DType::F16);
-                let list = if float { &mut data } else { &mut fixed };
-                list.push((name.clone(), t.clone()));
-            }
-        }
-        for name in node.outputs.iter().filter(|o| !o.is_empty()) {
-            one.outputs.push(io(name, value(name)?));
-        }
-        let site = format!("{}/{}", comp.name(), node.name);
-        let group = Group {
-            op: op_label(node),
-            attributes: attr_set(node),
-            shapes: sig.join(", "),
-            nodes: vec![site.clone()],
-            component: comp.name().to_string(),
-            model_path: work.join(format!("{i:04}-{}.onnx", node.op_type)),
-            data,
-            fixed,
-        };
-        let key = group.key();
-        if let Some(&at) = known.get(&key) {
-            groups[at].nodes.push(site);
+    }
+}
+
+/// What a node's inputs make of its group and its single-node model.
+#[derive(Default)]
+struct NodeInputs<'a> {
+    /// The input signature: dtype and shape of each, `const` for constants, `none` for an
+    /// omitted optional input.
+    sig: Vec<String>,
+    /// Float data inputs (the input sets change them) and the other computed ones (kept real).
+    data: Vec<(String, Tensor)>,
+    fixed: Vec<(String, Tensor)>,
+    /// What the single-node model carries: initializers copied, constants by value, inputs.
+    initializers: Vec<&'a str>,
+    constants: Vec<(String, &'a Tensor)>,
+    inputs: Vec<WrapperTensor>,
+}
+
+/// Each input of `node` sorted into the group's signature and the single-node model: an
+/// initializer the graph holds as a constant is copied, a folded constant goes in by value,
+/// anything else becomes an input of the model (a name read twice is one input).
+fn node_inputs<'a>(
+    src: &Source<'a>,
+    node: &'a OnnxNode,
+    value: &dyn Fn(&str) -> Result<&'a Tensor>,
+) -> Result<NodeInputs<'a>> {
+    let mut ins = NodeInputs::default();
+    let mut seen = BTreeSet::new();
+    for name in node.inputs.iter() {
+        if name.is_empty() {
+            ins.sig.push("none".to_string());
             continue;
         }
-        crate::atomic::write_atomic(&group.model_path, &single_node_model(&bytes, &index, &one)?)?;
-        known.insert(key, groups.len());
-        groups.push(group);
+        let first = seen.insert(name.clone());
+        if let Some(init) = src
+            .index
+            .initializers
+            .get(name)
+            .filter(|_| src.consts.contains(name))
+        {
+            let dims: Vec<String> = init.dims.iter().map(|d| d.to_string()).collect();
+            ins.sig.push(format!(
+                "const {}[{}]",
+                elem_name(init.elem_type),
+                dims.join(",")
+            ));
+            if first {
+                ins.initializers.push(name.as_str());
+            }
+            continue;
+        }
+        let t = value(name)?;
+        let shape = format!("{}{:?}", t.dtype(), t.shape()).replace(' ', "");
+        if src.consts.contains(name) {
+            ins.sig.push(format!("const {shape}"));
+            if first {
+                ins.constants.push((name.clone(), t));
+            }
+            continue;
+        }
+        ins.sig.push(shape);
+        if first {
+            ins.inputs.push(io(name, t));
+            let float = matches!(t.dtype(), DType::F32 | DType::F16);
+            let list = if float { &mut ins.data } else { &mut ins.fixed };
+            list.push((name.clone(), t.clone()));
+        }
     }
-    Ok(graph)
+    Ok(ins)
 }
 
 /// The feeds of one input set: changed float data inputs, real fixed ones.

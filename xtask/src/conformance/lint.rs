@@ -11,8 +11,9 @@ use anyhow::Result;
 
 use super::graph::{attr_set, constant_tensors, op_label, swept_nodes};
 use super::judge::Verdict;
-use super::report::{ConformanceReport, Row};
+use super::report::{ConformanceReport, InputHash, Row};
 use crate::hashing::HashMemo;
+use crate::onnx::proto::OnnxSummary;
 use crate::recipe::Component;
 
 /// What the lint found.
@@ -46,37 +47,19 @@ pub fn report_path(root: &Path, model: &str) -> std::path::PathBuf {
     crate::project::reports_dir(root, model).join("conformance.json")
 }
 
-/// Lints `comps` of `model` against the report at `report` (see the module docs).
+/// Lints `comps` of `model` against the report at `report` (see the module docs): the report
+/// read (or a warning that it is missing or unreadable), then per component whether the report
+/// measured these very files and what it says about each group of the graph's nodes.
 pub fn lint(root: &Path, model: &str, comps: &[&Component], report: &Path) -> Result<Lint> {
-    let shown = crate::project::rel(root, report);
-    let rerun = format!("cargo xtask conformance --model {model}");
-    let mut warnings = Vec::new();
-    let report = if report.is_file() {
-        match ConformanceReport::read(report) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                warnings.push(Warning::new(format!(
-                    "{shown} is unreadable ({e:#}): operators are unchecked; run `{rerun}`"
-                )));
-                None
-            }
-        }
-    } else {
-        warnings.push(Warning::new(format!(
-            "no conformance report at {shown}: operators are unchecked; run `{rerun}`"
-        )));
-        None
+    let said = Said {
+        shown: crate::project::rel(root, report),
+        rerun: format!("cargo xtask conformance --model {model}"),
     };
+    let mut warnings = Vec::new();
+    let report = read_report(report, model, &said, &mut warnings);
     let memo_path = crate::hashing::HashMemo::path_in(root);
     let mut memo = HashMemo::load(&memo_path);
-    // Each node the report measured (`component/node`) → the shapes of its group (the first
-    // group that lists it).
-    let mut measured: BTreeMap<&str, &str> = BTreeMap::new();
-    for g in report.iter().flat_map(|r| &r.ops) {
-        for site in &g.nodes {
-            measured.entry(site.as_str()).or_insert(g.shapes.as_str());
-        }
-    }
+    let measured = measured_sites(report.as_ref());
     let mut nodes = 0;
     for comp in comps {
         let onnx = root.join(&comp.file.component.onnx);
@@ -86,64 +69,148 @@ pub fn lint(root: &Path, model: &str, comps: &[&Component], report: &Path) -> Re
         nodes += swept.len();
         let Some(report) = &report else { continue };
         let now = super::input_hash_with(root, comp, &graph.external_data, &mut memo)?;
-        match report.inputs.iter().find(|h| h.component == comp.name()) {
-            None => warnings.push(Warning::new(format!(
-                "{}: not measured by {shown}; run `{rerun}`",
-                comp.name()
-            ))),
-            Some(then) if *then != now => warnings.push(Warning::new(format!(
-                "{}: {shown} is stale: it measured {} with sha256 {} (and its external data), the file now has {}; run `{}`",
-                comp.name(),
-                then.onnx,
-                short(&then.sha256),
-                short(&now.sha256),
-                report.command
-            ))),
-            Some(_) => {}
-        }
-        // A node the report measured is judged by its own group's rows (its shapes); another
-        // by every row of its operator and attribute set.
-        let mut by_key: BTreeMap<(String, String, Option<String>), Vec<String>> = BTreeMap::new();
-        for i in swept {
-            let node = &graph.nodes[i];
-            let site = format!("{}/{}", comp.name(), node.name);
-            let shapes = measured.get(site.as_str()).map(|s| s.to_string());
-            by_key
-                .entry((op_label(node), attr_set(node), shapes))
-                .or_default()
-                .push(node.name.clone());
-        }
-        for ((op, attrs, shapes), names) in &by_key {
-            let rows: Vec<&Row> = report
-                .rows
-                .iter()
-                .filter(|r| &r.op == op && &r.attributes == attrs)
-                .filter(|r| shapes.as_ref().is_none_or(|s| &r.shapes == s))
-                .collect();
-            let what = format!(
-                "{}: {} node(s) {op} {{{attrs}}} ({}){}",
-                comp.name(),
-                names.len(),
-                sample(names),
-                match shapes {
-                    Some(s) => format!(" on {s}"),
-                    None => " (not measured as such; the figures of other shapes)".into(),
-                }
-            );
-            if rows.is_empty() {
-                warnings.push(Warning::new(format!(
-                    "{what}: not in {shown} (never measured)"
-                )));
-                continue;
-            }
-            warnings.extend(findings(&rows).into_iter().map(|(f, edge_only)| Warning {
-                text: format!("{what} {f}"),
-                edge_only,
-            }));
-        }
+        warnings.extend(staleness(comp, report, &now, &said));
+        let groups = node_groups(comp, &graph, swept, &measured);
+        warnings.extend(group_warnings(comp, report, &groups, &said));
     }
     memo.save(&memo_path)?;
     Ok(Lint { warnings, nodes })
+}
+
+/// How the warnings name the report (`shown`, relative to the project) and the command that
+/// measures it again (`rerun`).
+struct Said {
+    shown: String,
+    rerun: String,
+}
+
+/// The committed report, or None with a warning: without it every operator is unchecked, which
+/// must not stop a build.
+fn read_report(
+    path: &Path,
+    model: &str,
+    said: &Said,
+    warnings: &mut Vec<Warning>,
+) -> Option<ConformanceReport> {
+    let Said { shown, rerun } = said;
+    if !path.is_file() {
+        warnings.push(Warning::new(format!(
+            "no conformance report at {shown}: operators are unchecked; run `{rerun}`"
+        )));
+        return None;
+    }
+    match ConformanceReport::read(path, model) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            warnings.push(Warning::new(format!(
+                "{shown} is unreadable ({e:#}): operators are unchecked; run `{rerun}`"
+            )));
+            None
+        }
+    }
+}
+
+/// Each node the report measured (`component/node`) → the shapes of its group (the first
+/// group that lists it).
+fn measured_sites(report: Option<&ConformanceReport>) -> BTreeMap<&str, &str> {
+    let mut measured: BTreeMap<&str, &str> = BTreeMap::new();
+    for g in report.iter().flat_map(|r| &r.ops) {
+        for site in &g.nodes {
+            measured.entry(site.as_str()).or_insert(g.shapes.as_str());
+        }
+    }
+    measured
+}
+
+/// A warning when the report did not measure this component, or measured other bytes than
+/// the ONNX (and external data) on disk now.
+fn staleness(
+    comp: &Component,
+    report: &ConformanceReport,
+    now: &InputHash,
+    said: &Said,
+) -> Option<Warning> {
+    let Said { shown, rerun } = said;
+    match report.inputs.iter().find(|h| h.component == comp.name()) {
+        None => Some(Warning::new(format!(
+            "{}: not measured by {shown}; run `{rerun}`",
+            comp.name()
+        ))),
+        Some(then) if then != now => Some(Warning::new(format!(
+            "{}: {shown} is stale: it measured {} with sha256 {} (and its external data), the file now has {}; run `{}`",
+            comp.name(),
+            then.onnx,
+            short(&then.sha256),
+            short(&now.sha256),
+            report.command
+        ))),
+        Some(_) => None,
+    }
+}
+
+/// The swept nodes of a graph by (operator, attribute set, shapes of the group the report
+/// measured them in, if it did), with their names.
+type NodeGroups = BTreeMap<(String, String, Option<String>), Vec<String>>;
+
+/// A node the report measured is judged by its own group's rows (its shapes); another by every
+/// row of its operator and attribute set.
+fn node_groups(
+    comp: &Component,
+    graph: &OnnxSummary,
+    swept: Vec<usize>,
+    measured: &BTreeMap<&str, &str>,
+) -> NodeGroups {
+    let mut by_key = NodeGroups::new();
+    for i in swept {
+        let node = &graph.nodes[i];
+        let site = format!("{}/{}", comp.name(), node.name);
+        let shapes = measured.get(site.as_str()).map(|s| s.to_string());
+        by_key
+            .entry((op_label(node), attr_set(node), shapes))
+            .or_default()
+            .push(node.name.clone());
+    }
+    by_key
+}
+
+/// The warnings of each node group: never measured, or the report's findings for it.
+fn group_warnings(
+    comp: &Component,
+    report: &ConformanceReport,
+    groups: &NodeGroups,
+    said: &Said,
+) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    for ((op, attrs, shapes), names) in groups {
+        let rows: Vec<&Row> = report
+            .rows
+            .iter()
+            .filter(|r| &r.op == op && &r.attributes == attrs)
+            .filter(|r| shapes.as_ref().is_none_or(|s| &r.shapes == s))
+            .collect();
+        let what = format!(
+            "{}: {} node(s) {op} {{{attrs}}} ({}){}",
+            comp.name(),
+            names.len(),
+            sample(names),
+            match shapes {
+                Some(s) => format!(" on {s}"),
+                None => " (not measured as such; the figures of other shapes)".into(),
+            }
+        );
+        if rows.is_empty() {
+            warnings.push(Warning::new(format!(
+                "{what}: not in {} (never measured)",
+                said.shown
+            )));
+            continue;
+        }
+        warnings.extend(findings(&rows).into_iter().map(|(f, edge_only)| Warning {
+            text: format!("{what} {f}"),
+            edge_only,
+        }));
+    }
+    warnings
 }
 
 /// Per backend, the worst finding among `rows` (one operator and attribute set), as

@@ -48,8 +48,24 @@ pub struct SweepJob<'a> {
     pub command: String,
 }
 
+/// The sweep as steps: every component's graph collected into operator groups (with the
+/// hashes of the files measured), every group measured on every backend, then the report.
 pub fn sweep(job: &SweepJob<'_>) -> Result<ConformanceReport> {
     let started = Instant::now();
+    let (groups, hashes) = collect_groups(job)?;
+    crate::outln!(
+        "conformance {}: {} operator group(s) from {} component(s)",
+        job.model.file.model.name,
+        groups.len(),
+        job.comps.len()
+    );
+    let rows = measure_groups(job, &groups)?;
+    Ok(assemble(job, &groups, hashes, rows, started))
+}
+
+/// The operator groups of every component (in order, a node joining the first group of its
+/// key) and the hashes of each component's ONNX and external data.
+fn collect_groups(job: &SweepJob<'_>) -> Result<(Vec<Group>, Vec<InputHash>)> {
     let model_name = &job.model.file.model.name;
     let mut groups = Vec::new();
     let mut hashes = Vec::new();
@@ -68,11 +84,11 @@ pub fn sweep(job: &SweepJob<'_>) -> Result<ConformanceReport> {
         )?);
     }
     memo.save(&memo_path)?;
-    crate::outln!(
-        "conformance {model_name}: {} operator group(s) from {} component(s)",
-        groups.len(),
-        job.comps.len()
-    );
+    Ok((groups, hashes))
+}
+
+/// Every group's rows, with one progress line per group (each backend's summary).
+fn measure_groups(job: &SweepJob<'_>, groups: &[Group]) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for (i, group) in groups.iter().enumerate() {
         let found = measure(job, group)?;
@@ -92,8 +108,22 @@ pub fn sweep(job: &SweepJob<'_>) -> Result<ConformanceReport> {
         );
         rows.extend(found);
     }
+    Ok(rows)
+}
+
+/// The report: what reproduces it (command, seed, tools, HTP, input hashes), the input sets
+/// and bounds it judged by, each group with its repro command, and the rows.
+fn assemble(
+    job: &SweepJob<'_>,
+    groups: &[Group],
+    hashes: Vec<InputHash>,
+    rows: Vec<Row>,
+    started: Instant,
+) -> ConformanceReport {
+    let model_name = &job.model.file.model.name;
     let htp_used = job.backends.contains(&crate::vocab::BackendKind::Htp);
-    Ok(ConformanceReport {
+    ConformanceReport {
+        schema_version: <ConformanceReport as crate::record::Versioned>::SCHEMA,
         model: model_name.clone(),
         command: job.command.clone(),
         seed: job.seed,
@@ -121,7 +151,7 @@ pub fn sweep(job: &SweepJob<'_>) -> Result<ConformanceReport> {
             .collect(),
         rows,
         seconds: started.elapsed().as_secs_f64(),
-    })
+    }
 }
 
 /// `cpu ok` or `cpu DEVIATES on real, random (worst max-abs 1.2e-3)`.
@@ -177,9 +207,134 @@ pub fn seed_flag(seed: u64) -> String {
 }
 
 /// Every row of one group: per backend, per input set (one `-` row when the backend refused
-/// the operator).
+/// the operator). The reference opens first: when it cannot, no backend can be judged.
 fn measure(job: &SweepJob<'_>, g: &Group) -> Result<Vec<Row>> {
-    let row = |backend: BackendKind, set: &str, j: Judged| Row {
+    let comp = job
+        .comps
+        .iter()
+        .find(|c| c.name() == g.component)
+        .expect("a group's component is one of the job's");
+    let mut reference = match job.rt.open(&g.model_path, &Backend::OrtCpu) {
+        Ok(s) => s,
+        Err(e) => {
+            let text = format!(
+                "the reference (ORT CPU EP) cannot open it: {}",
+                short_reason(job.root, &e)
+            );
+            return Ok(job
+                .backends
+                .iter()
+                .map(|b| {
+                    row(
+                        job,
+                        g,
+                        *b,
+                        "-",
+                        Judged::failed(Verdict::Error, text.clone()),
+                    )
+                })
+                .collect());
+        }
+    };
+    let mut sessions = open_backends(job, g, comp)?;
+    let mut rows = refused_rows(job, g, &sessions);
+    let sets: Vec<&str> = if g.data.is_empty() {
+        vec!["real"]
+    } else {
+        inputs::INPUT_SETS.iter().map(|(n, _)| *n).collect()
+    };
+    for set in sets {
+        rows.extend(measure_set(job, g, set, &mut reference, &mut sessions));
+    }
+    Ok(rows)
+}
+
+/// One session per backend measured, or why the backend refused the operator (one line).
+type Sessions = Vec<(
+    BackendKind,
+    std::result::Result<crate::runtime::session::CheckedSession, String>,
+)>;
+
+/// The group's single-node model opened on each backend of the job.
+fn open_backends(job: &SweepJob<'_>, g: &Group, comp: &Component) -> Result<Sessions> {
+    let mut sessions = Vec::new();
+    for b in &job.backends {
+        let backend = crate::runtime::backend_for_component(job.model, comp, *b)?;
+        let session = job.rt.open(&g.model_path, &backend);
+        sessions.push((*b, session.map_err(|e| short_reason(job.root, &e))));
+    }
+    Ok(sessions)
+}
+
+/// The `-` row of each backend that refused the operator.
+fn refused_rows(job: &SweepJob<'_>, g: &Group, sessions: &Sessions) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for (name, session) in sessions {
+        if let Err(reason) = session {
+            let text = format!("not supported on {name}: {reason}");
+            rows.push(row(
+                job,
+                g,
+                *name,
+                "-",
+                Judged::failed(Verdict::Unsupported, text),
+            ));
+        }
+    }
+    rows
+}
+
+/// The rows of one input set: the reference run once, then each backend that opened judged
+/// against it (on the HTP, a deviation is checked against fp16-rounded inputs too).
+fn measure_set(
+    job: &SweepJob<'_>,
+    g: &Group,
+    set: &str,
+    reference: &mut crate::runtime::session::CheckedSession,
+    sessions: &mut Sessions,
+) -> Vec<Row> {
+    let why = |e: anyhow::Error| short_reason(job.root, &e);
+    let inputs = feeds(g, set, job.seed);
+    let expected = match reference.run(&inputs) {
+        Ok(out) => out,
+        Err(e) => {
+            let text = format!("the reference (ORT CPU EP) failed: {}", why(e));
+            return sessions
+                .iter()
+                .filter(|(_, s)| s.is_ok())
+                .map(|(name, _)| {
+                    row(
+                        job,
+                        g,
+                        *name,
+                        set,
+                        Judged::failed(Verdict::Error, text.clone()),
+                    )
+                })
+                .collect();
+        }
+    };
+    let mut rows = Vec::new();
+    for (name, session) in sessions.iter_mut() {
+        let Ok(session) = session else { continue };
+        let judged = match session.run(&inputs) {
+            Ok(actual) => {
+                let mut judged = worst_output(*name, &expected, &actual);
+                if *name == BackendKind::Htp && judged.verdict == Verdict::Deviates {
+                    judged.wrong += &fp16_inputs_explain(reference, &inputs, &actual);
+                }
+                judged
+            }
+            Err(e) => Judged::failed(Verdict::Error, format!("run failed on {name}: {}", why(e))),
+        };
+        rows.push(row(job, g, *name, set, judged));
+    }
+    rows
+}
+
+/// One row of the report: the group's key, the backend and input set, what was judged.
+fn row(job: &SweepJob<'_>, g: &Group, backend: BackendKind, set: &str, j: Judged) -> Row {
+    Row {
         op: g.op.clone(),
         attributes: g.attributes.clone(),
         shapes: g.shapes.clone(),
@@ -191,75 +346,7 @@ fn measure(job: &SweepJob<'_>, g: &Group) -> Result<Vec<Row>> {
         non_finite: j.non_finite,
         verdict: j.verdict,
         wrong: crate::project::scrub(job.root, &j.wrong),
-    };
-    let comp = job
-        .comps
-        .iter()
-        .find(|c| c.name() == g.component)
-        .expect("a group's component is one of the job's");
-    let why = |e: anyhow::Error| short_reason(job.root, &e);
-    let mut reference = match job.rt.open(&g.model_path, &Backend::OrtCpu) {
-        Ok(s) => s,
-        Err(e) => {
-            let text = format!("the reference (ORT CPU EP) cannot open it: {}", why(e));
-            return Ok(job
-                .backends
-                .iter()
-                .map(|b| row(*b, "-", Judged::failed(Verdict::Error, text.clone())))
-                .collect());
-        }
-    };
-    let mut sessions = Vec::new();
-    for b in &job.backends {
-        let backend = crate::runtime::backend_for_component(job.model, comp, *b)?;
-        sessions.push((*b, job.rt.open(&g.model_path, &backend).map_err(why)));
     }
-    let sets: Vec<&str> = if g.data.is_empty() {
-        vec!["real"]
-    } else {
-        inputs::INPUT_SETS.iter().map(|(n, _)| *n).collect()
-    };
-    let mut rows = Vec::new();
-    for (name, session) in &sessions {
-        if let Err(reason) = session {
-            let text = format!("not supported on {name}: {reason}");
-            rows.push(row(*name, "-", Judged::failed(Verdict::Unsupported, text)));
-        }
-    }
-    for set in sets {
-        let inputs = feeds(g, set, job.seed);
-        let expected = match reference.run(&inputs) {
-            Ok(out) => out,
-            Err(e) => {
-                let text = format!("the reference (ORT CPU EP) failed: {}", why(e));
-                for (name, _) in sessions.iter().filter(|(_, s)| s.is_ok()) {
-                    rows.push(row(
-                        *name,
-                        set,
-                        Judged::failed(Verdict::Error, text.clone()),
-                    ));
-                }
-                continue;
-            }
-        };
-        for (name, session) in sessions.iter_mut() {
-            let Ok(session) = session else { continue };
-            let judged = match session.run(&inputs) {
-                Ok(actual) => {
-                    let mut judged = worst_output(*name, &expected, &actual);
-                    if *name == BackendKind::Htp && judged.verdict == Verdict::Deviates {
-                        judged.wrong += &fp16_inputs_explain(&mut reference, &inputs, &actual);
-                    }
-                    judged
-                }
-                Err(e) => {
-                    Judged::failed(Verdict::Error, format!("run failed on {name}: {}", why(e)))
-                }
-            };
-            rows.push(row(*name, set, judged));
-        }
-    }
-    Ok(rows)
 }
 
 /// The worst-judged output of the node (most severe verdict, then largest rel-L2).

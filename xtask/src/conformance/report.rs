@@ -1,20 +1,26 @@
 //! The conformance report: `reports/<model>/conformance.{json,md}`, committed so that `lint`
 //! (and `build-ctx` through it) can warn about a graph's operators before anything is built.
 //! It carries what makes its figures reproducible: the exact command, the seed, the tool
-//! versions and the hashes of the ONNX files it measured.
+//! versions and the hashes of the ONNX files it measured. The JSON is a versioned record
+//! (`record::Versioned`), read back through its type.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::judge::{Bound, Verdict};
-use crate::parity::metrics::f64_or_nan;
+use crate::recipe::gate::f64_or_nan;
+use crate::record::Versioned;
 use crate::report::{ToolVersions, md_table};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ConformanceReport {
+    /// `ConformanceReport::SCHEMA` (`record::Versioned`; 0 when read from a report written
+    /// before, such as the committed `reports/tiny/conformance.json`).
+    #[serde(default)]
+    pub schema_version: u32,
     pub model: String,
     /// The command that reproduces every figure below.
     pub command: String,
@@ -83,12 +89,19 @@ pub struct Row {
     pub wrong: String,
 }
 
+/// v1: the first numbered schema; reports written before it carry every field but the number
+/// and are read as they are.
+impl Versioned for ConformanceReport {
+    const KIND: &'static str = "conformance report";
+    const SCHEMA: u32 = 1;
+    const READS_OLDER: &'static [u32] = &[0];
+}
+
 impl ConformanceReport {
-    pub fn read(path: &Path) -> Result<Self> {
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        serde_json::from_slice(&bytes)
-            .with_context(|| format!("{} is not a conformance report", path.display()))
+    /// The report at `path` (written for `model`), read through its type; another schema is
+    /// refused with the command that measures it again.
+    pub fn read(path: &Path, model: &str) -> Result<Self> {
+        crate::record::read(path, &format!("cargo xtask conformance --model {model}"))
     }
 
     /// The rows that are findings (see `Verdict::is_finding`).
@@ -116,7 +129,24 @@ fn cosine(r: &Row) -> String {
     }
 }
 
+/// The report as Markdown: how to reproduce it and with what, the files measured, the bounds,
+/// the input sets, then the findings before the operators and every row.
 pub fn markdown(r: &ConformanceReport) -> String {
+    let mut md = header(r);
+    md.push_str(&inputs_table(r));
+    md.push_str(&bounds_section(r));
+    md.push_str(&input_sets_section(r));
+    md.push_str(&findings_section(r));
+    let _ = writeln!(md, "\n## Operators ({})\n", r.ops.len());
+    md.push_str(&ops_table(&r.ops));
+    let _ = writeln!(md, "\n## Every row ({})\n", r.rows.len());
+    table(&mut md, &r.rows.iter().collect::<Vec<_>>());
+    md
+}
+
+/// The title, what was measured against what, the command that reproduces it, the tools and
+/// the HTP (emulated or a device).
+fn header(r: &ConformanceReport) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# Operator conformance: `{}`\n", r.model);
     let _ = writeln!(
@@ -138,7 +168,13 @@ pub fn markdown(r: &ConformanceReport) -> String {
             ))
             .unwrap_or_default()
     );
-    md.push_str(&md_table(
+    md
+}
+
+/// The ONNX files measured and their external data, with their sha256 (what `lint` compares
+/// with the files on disk).
+fn inputs_table(r: &ConformanceReport) -> String {
+    md_table(
         &["component", "ONNX", "sha256"],
         r.inputs.iter().flat_map(|i| {
             std::iter::once(vec![
@@ -152,8 +188,12 @@ pub fn markdown(r: &ConformanceReport) -> String {
                 }),
             )
         }),
-    ));
-    md.push_str("\n## Bounds\n\n");
+    )
+}
+
+/// Each backend's bound with the reason for it, and what deviating means.
+fn bounds_section(r: &ConformanceReport) -> String {
+    let mut md = String::from("\n## Bounds\n\n");
     md.push_str(&md_table(
         &["backend", "precision", "atol", "rtol", "rel-L2", "why"],
         r.bounds.iter().map(|b| {
@@ -171,6 +211,11 @@ pub fn markdown(r: &ConformanceReport) -> String {
         md,
         "\nAn output deviates when max-abs > atol + rtol · max|reference| or rel-L2 > the bound, or when NaN/Inf appear on one side only; integer outputs must match exactly. `range`: the reference exceeds fp16's 65504, which the HTP cannot hold (not an operator fault). `lint` warns about DEVIATES, UNSUPPORTED and ERROR rows.\n"
     );
+    md
+}
+
+fn input_sets_section(r: &ConformanceReport) -> String {
+    let mut md = String::new();
     let _ = writeln!(
         md,
         "## Input sets\n\nOnly float data inputs change; integer inputs keep the graph's values, constants stay as the graph holds them.\n"
@@ -178,6 +223,12 @@ pub fn markdown(r: &ConformanceReport) -> String {
     for s in &r.input_sets {
         let _ = writeln!(md, "- `{}`: {}", s.name, s.what);
     }
+    md
+}
+
+/// The rows `lint` warns about, or the sentence that there are none.
+fn findings_section(r: &ConformanceReport) -> String {
+    let mut md = String::new();
     let findings: Vec<&Row> = r.findings().collect();
     let _ = writeln!(md, "\n## Findings ({})\n", findings.len());
     if findings.is_empty() {
@@ -188,10 +239,14 @@ pub fn markdown(r: &ConformanceReport) -> String {
     } else {
         table(&mut md, &findings);
     }
-    let _ = writeln!(md, "\n## Operators ({})\n", r.ops.len());
-    md.push_str(&md_table(
+    md
+}
+
+/// Each operator group with the nodes it stands for and the command that measures it again.
+fn ops_table(ops: &[OpGroup]) -> String {
+    md_table(
         &["op", "attributes", "shapes", "nodes", "reproduce"],
-        r.ops.iter().map(|o| {
+        ops.iter().map(|o| {
             vec![
                 o.op.clone(),
                 o.attributes.clone(),
@@ -200,10 +255,7 @@ pub fn markdown(r: &ConformanceReport) -> String {
                 format!("`{}`", o.repro),
             ]
         }),
-    ));
-    let _ = writeln!(md, "\n## Every row ({})\n", r.rows.len());
-    table(&mut md, &r.rows.iter().collect::<Vec<_>>());
-    md
+    )
 }
 
 fn table(md: &mut String, rows: &[&Row]) {
@@ -239,20 +291,76 @@ fn table(md: &mut String, rows: &[&Row]) {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn committed_dir() -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../reports/tiny")
+    }
+
+    /// The committed report (written before reports carried a schema number: read as schema 0).
+    fn committed() -> ConformanceReport {
+        ConformanceReport::read(&committed_dir().join("conformance.json"), "tiny").unwrap()
+    }
+
     /// The committed report's Markdown is exactly what its JSON renders to (nothing edited by
     /// hand, and the table writer did not change what it says).
     #[test]
     fn the_committed_markdown_is_the_rendering_of_the_committed_json() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../reports/tiny");
-        let report = super::ConformanceReport::read(&dir.join("conformance.json")).unwrap();
+        let dir = committed_dir();
+        let report = committed();
+        assert_eq!(
+            report.schema_version, 0,
+            "the committed report has no number"
+        );
         // `XTASK_BLESS=1` re-renders the committed Markdown after a change of the renderer.
         if std::env::var_os("XTASK_BLESS").is_some() {
-            std::fs::write(dir.join("conformance.md"), super::markdown(&report)).unwrap();
+            std::fs::write(dir.join("conformance.md"), markdown(&report)).unwrap();
         }
         let committed = std::fs::read_to_string(dir.join("conformance.md")).unwrap();
+        assert!(markdown(&report) == committed, "conformance.md differs");
+    }
+
+    #[test]
+    fn the_conformance_report_round_trips_through_its_type_nan_included() {
+        let mut r = committed();
+        r.schema_version = ConformanceReport::SCHEMA;
+        r.rows[0].cosine = f64::NAN;
+        r.rows[0].max_abs = f64::NAN;
+        r.rows[1].rel_l2 = f64::NAN;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conformance.json");
+        crate::record::write(&path, &r).unwrap();
+        let back = ConformanceReport::read(&path, "tiny").unwrap();
+        assert_eq!(back.schema_version, ConformanceReport::SCHEMA);
+        assert!(back.rows[0].cosine.is_nan() && back.rows[0].max_abs.is_nan());
+        assert!(back.rows[1].rel_l2.is_nan());
+        assert_eq!(back.inputs, r.inputs);
+        assert_eq!(back.bounds, r.bounds);
+        // Re-serialised, the two are the same document, and render the same Markdown.
+        assert_eq!(
+            serde_json::to_string(&back).unwrap(),
+            serde_json::to_string(&r).unwrap()
+        );
+        assert_eq!(markdown(&back), markdown(&r));
+    }
+
+    #[test]
+    fn a_conformance_report_of_a_newer_schema_is_refused_with_the_command() {
+        let mut json: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(committed_dir().join("conformance.json")).unwrap(),
+        )
+        .unwrap();
+        assert!(json.get("schema_version").is_none());
+        json["schema_version"] = 2.into();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conformance.json");
+        std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+        let err = format!("{:#}", ConformanceReport::read(&path, "tiny").unwrap_err());
         assert!(
-            super::markdown(&report) == committed,
-            "conformance.md differs"
+            err.contains("conformance.json")
+                && err.contains("schema 2, newer than this tool reads")
+                && err.contains("`cargo xtask conformance --model tiny` writes it again"),
+            "{err}"
         );
     }
 }

@@ -8,22 +8,19 @@
 //! too, since exposing intermediates can change what the QNN backend compiles.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::bisect_report::{BisectReport, TensorPoint, divergence};
-use super::probe::{Measure, Probe};
-use crate::onnx::proto::parse_model;
+use super::bisect_report::{BisectReport, Divergence, TensorPoint};
+use super::probe::{Measured, Probe, Round};
+use super::rank;
+use crate::onnx::proto::{OnnxSummary, parse_model};
 use crate::parity::component::GoldenIo;
 use crate::recipe::Component;
+use crate::report::fmt_cosine;
 use crate::runtime::{Backend, Runtime};
-
-/// (cosine, max abs error, rel-L2) of each measured candidate tensor, by candidate index.
-pub type Measured = BTreeMap<usize, Measure>;
-
-/// One round's result: a measure per picked tensor, None where not comparable.
-pub type Round = Result<Vec<Option<Measure>>>;
+use crate::tensor::Tensor;
 
 /// What one bisect needs: the component, its golden inputs, the backend, the search settings.
 pub struct BisectJob<'a> {
@@ -40,27 +37,19 @@ pub struct BisectJob<'a> {
     pub max_outputs: usize,
 }
 
+/// Every tensor a node writes, as (node index, tensor name), in topological order: what a
+/// bisect may expose and measure.
+type Candidates = Vec<(usize, String)>;
+
+/// The bisect of one component: the graph the build gives QNN, its untapped outputs, the
+/// candidate tensors measured (narrowed or all), then the report of what was found.
 pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
     // What the build gives QNN: the rewritten copy when the recipe asks for rewrites.
     let onnx_path = crate::rewritten::onnx_for(job.root, job.model, job.comp, job.backend)?;
     let bytes = std::fs::read(&onnx_path)?;
     let graph = parse_model(&bytes)?;
-    let candidates: Vec<(usize, String)> = graph
-        .nodes
-        .iter()
-        .enumerate()
-        .flat_map(|(i, n)| {
-            n.outputs
-                .iter()
-                .filter(|o| !o.is_empty())
-                .map(move |o| (i, o.clone()))
-        })
-        .collect();
-    let work = crate::project::scratch_dir(job.root, "bisect").join(format!(
-        "{}-{}",
-        job.model,
-        job.comp.name()
-    ));
+    let candidates = candidates(&graph);
+    let work = work_dir(job);
     let mut probe = Probe {
         rt: job.rt,
         backend: job.backend,
@@ -73,49 +62,8 @@ pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
         tapped_outputs: BTreeMap::new(),
     };
     let untapped = probe.untapped()?;
-    // Ranking measures every tensor in rounds of max_outputs; narrowing takes fewer (a guess).
-    let rounds = candidates.len().div_ceil(job.max_outputs.max(1)).max(1);
-    let task = crate::ui::progress::Task::new(
-        &format!("bisect {} {}", job.comp.name(), job.backend.label()),
-        rounds,
-    );
-    let mut measure = |picked: &[usize]| -> Round {
-        let names: Vec<String> = picked.iter().map(|&i| candidates[i].1.clone()).collect();
-        task.working_on(&format!("{} tensor(s)", names.len()));
-        let round = probe.compare(&names);
-        task.step_done("a round", true);
-        round
-    };
-    let measured = match job.threshold {
-        Some(threshold) => {
-            let mut measured = narrow(candidates.len(), job.max_outputs, threshold, &mut measure)?;
-            let inputs_of = |bad: usize| -> Vec<usize> {
-                graph.nodes[candidates[bad].0]
-                    .inputs
-                    .iter()
-                    .filter_map(|inp| candidates.iter().position(|(_, n)| n == inp))
-                    .collect()
-            };
-            walk_back(&mut measured, threshold, inputs_of, &mut measure)?;
-            measured
-        }
-        None => super::rank::measure_all(candidates.len(), job.max_outputs, &mut measure)?,
-    };
-    let points: Vec<TensorPoint> = measured
-        .iter()
-        .map(|(&i, &(cosine, max_abs_err, rel_l2_err))| {
-            let node = &graph.nodes[candidates[i].0];
-            TensorPoint {
-                index: i,
-                tensor: candidates[i].1.clone(),
-                node: node.name.clone(),
-                op_type: node.op_type.clone(),
-                cosine,
-                max_abs_err,
-                rel_l2_err,
-            }
-        })
-        .collect();
+    let measured = measure_candidates(job, &graph, &candidates, &mut probe)?;
+    let points = points(&graph, &candidates, &measured);
     let shapes = probe.shapes();
     let first = job
         .threshold
@@ -130,10 +78,10 @@ pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
                 &shapes,
             )
         });
-    let exact_floor = super::rank::exact_floor(job.backend, job.comp.file.context.fp16);
+    let exact_floor = rank::exact_floor(job.backend, job.comp.file.context.fp16);
     let ranked = match job.threshold {
         Some(_) => Vec::new(),
-        None => super::rank::rank(
+        None => rank::rank(
             &graph,
             &candidates,
             &measured,
@@ -142,13 +90,9 @@ pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
             exact_floor,
         ),
     };
-    let taps_changed_outputs = untapped.iter().any(|(name, u)| {
-        probe
-            .tapped_outputs
-            .get(name)
-            .is_some_and(|t| (t - u).abs() > 1e-9)
-    });
+    let taps_changed_outputs = taps_changed(&untapped, &probe.tapped_outputs);
     let mut report = BisectReport {
+        schema_version: <BisectReport as crate::record::Versioned>::SCHEMA,
         model: job.model.to_string(),
         component: job.comp.name().into(),
         backend: job.backend.kind(),
@@ -168,6 +112,143 @@ pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
         report.verdict = Some(super::verdict::judge(&report));
     }
     Ok(report)
+}
+
+fn candidates(graph: &OnnxSummary) -> Candidates {
+    graph
+        .nodes
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| {
+            n.outputs
+                .iter()
+                .filter(|o| !o.is_empty())
+                .map(move |o| (i, o.clone()))
+        })
+        .collect()
+}
+
+/// The scratch folder of this bisect's exposed copies (one per model and component).
+fn work_dir(job: &BisectJob<'_>) -> PathBuf {
+    crate::project::scratch_dir(job.root, "bisect").join(format!(
+        "{}-{}",
+        job.model,
+        job.comp.name()
+    ))
+}
+
+/// Measures the candidates in rounds, each round a progress step: with a threshold, narrowed
+/// to where divergence starts and walked back over the divergent node's inputs; without one,
+/// every candidate (the ranking needs them all).
+fn measure_candidates(
+    job: &BisectJob<'_>,
+    graph: &OnnxSummary,
+    candidates: &Candidates,
+    probe: &mut Probe<'_>,
+) -> Result<Measured> {
+    // Ranking measures every tensor in rounds of max_outputs; narrowing takes fewer (a guess).
+    let rounds = candidates.len().div_ceil(job.max_outputs.max(1)).max(1);
+    let task = crate::ui::progress::Task::new(
+        &format!("bisect {} {}", job.comp.name(), job.backend.label()),
+        rounds,
+    );
+    let mut measure = |picked: &[usize]| -> Round {
+        let names: Vec<String> = picked.iter().map(|&i| candidates[i].1.clone()).collect();
+        task.working_on(&format!("{} tensor(s)", names.len()));
+        let round = probe.compare(&names);
+        task.step_done("a round", true);
+        round
+    };
+    let Some(threshold) = job.threshold else {
+        return rank::measure_all(candidates.len(), job.max_outputs, &mut measure);
+    };
+    let mut measured = narrow(candidates.len(), job.max_outputs, threshold, &mut measure)?;
+    let inputs_of = |bad: usize| -> Vec<usize> {
+        graph.nodes[candidates[bad].0]
+            .inputs
+            .iter()
+            .filter_map(|inp| candidates.iter().position(|(_, n)| n == inp))
+            .collect()
+    };
+    walk_back(&mut measured, threshold, inputs_of, &mut measure)?;
+    Ok(measured)
+}
+
+/// The measured candidates as the report's points, with the node that wrote each.
+fn points(graph: &OnnxSummary, candidates: &Candidates, measured: &Measured) -> Vec<TensorPoint> {
+    measured
+        .iter()
+        .map(|(&i, &(cosine, max_abs_err, rel_l2_err))| {
+            let node = &graph.nodes[candidates[i].0];
+            TensorPoint {
+                index: i,
+                tensor: candidates[i].1.clone(),
+                node: node.name.clone(),
+                op_type: node.op_type.clone(),
+                cosine,
+                max_abs_err,
+                rel_l2_err,
+            }
+        })
+        .collect()
+}
+
+/// Whether exposing intermediates moved a graph output's cosine by more than 1e-9.
+fn taps_changed(untapped: &BTreeMap<String, f64>, tapped: &BTreeMap<String, f64>) -> bool {
+    untapped
+        .iter()
+        .any(|(name, u)| tapped.get(name).is_some_and(|t| (t - u).abs() > 1e-9))
+}
+
+/// The first divergent tensor's node, with its attributes and what is known of each input.
+fn divergence(
+    graph: &OnnxSummary,
+    candidates: &[(usize, String)],
+    p: &TensorPoint,
+    measured: &Measured,
+    golden: &BTreeMap<String, Tensor>,
+    shapes: &BTreeMap<String, Vec<usize>>,
+) -> Divergence {
+    let node = &graph.nodes[candidates[p.index].0];
+    let state_of = |name: &str| -> String {
+        if golden.contains_key(name) {
+            return "graph input".into();
+        }
+        if graph.initializers.iter().any(|w| w == name) {
+            return "weight".into();
+        }
+        candidates
+            .iter()
+            .position(|(_, n)| n == name)
+            .and_then(|i| measured.get(&i))
+            .map_or("not compared".into(), |m| {
+                format!("cosine {}", fmt_cosine(m.0))
+            })
+    };
+    let shape_of = |name: &str| {
+        golden
+            .get(name)
+            .map(|t| t.shape())
+            .or_else(|| shapes.get(name).cloned())
+            .unwrap_or_default()
+    };
+    Divergence {
+        node: node.name.clone(),
+        op_type: node.op_type.clone(),
+        attributes: node
+            .attributes
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_string()))
+            .collect(),
+        output: p.tensor.clone(),
+        cosine: p.cosine,
+        inputs: node
+            .inputs
+            .iter()
+            .filter(|i| !i.is_empty())
+            .map(|i| (i.clone(), shape_of(i), state_of(i)))
+            .collect(),
+    }
 }
 
 /// Narrows `count` candidate tensors (topological order) in rounds of at most `max_outputs`

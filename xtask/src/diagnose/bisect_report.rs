@@ -1,52 +1,102 @@
-//! The bisect report: the tensors compared, the first divergent operator with its attributes
-//! and what is known of its inputs; as JSON, Markdown and a self-contained HTML page.
+//! The bisect report, `reports/<model>/bisect-<component>-<backend>.{json,md,html}`: a versioned
+//! record (`record::Versioned`) of the tensors compared, the first divergent operator with its
+//! attributes and what is known of its inputs, or the operators ranked with the verdict; and
+//! its renderings as terminal lines, Markdown and a self-contained HTML page.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::Path;
 
-use serde::Serialize;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
-use crate::onnx::proto::OnnxSummary;
+use super::rank::Ranked;
+use crate::recipe::gate::{f64_or_nan, map_f64_or_nan};
+use crate::record::Versioned;
 use crate::report::{fmt_cosine, md_table};
-use crate::tensor::Tensor;
 
-#[derive(Debug, Clone, Serialize)]
+/// One measured tensor, in topological order (NaN figures are written as null).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TensorPoint {
     pub index: usize,
     pub tensor: String,
     pub node: String,
     pub op_type: String,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub cosine: f64,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub max_abs_err: f64,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub rel_l2_err: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// The first tensor below the threshold, with the node that wrote it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Divergence {
     pub node: String,
     pub op_type: String,
     pub attributes: Vec<(String, String)>,
     pub output: String,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub cosine: f64,
     /// Each input with its shape and what is known of it: `cosine …`, `weight`, or
     /// `graph input` (fed identically to both).
     pub inputs: Vec<(String, Vec<usize>, String)>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// What a ranking concludes (`diagnose::verdict` decides it), as the report writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum VerdictKind {
+    /// Nothing deviates beyond rounding.
+    #[serde(rename = "rounding")]
+    Rounding,
+    /// One operator introduces the error.
+    #[serde(rename = "one culprit")]
+    OneCulprit,
+    /// The error is spread over the graph.
+    #[serde(rename = "spread")]
+    Spread,
+}
+
+impl VerdictKind {
+    /// The word the report and the page use.
+    pub fn label(self) -> &'static str {
+        match self {
+            VerdictKind::Rounding => "rounding",
+            VerdictKind::OneCulprit => "one culprit",
+            VerdictKind::Spread => "spread",
+        }
+    }
+}
+
+/// One bisect's conclusion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub kind: VerdictKind,
+    pub sentence: String,
+    /// The command to run next.
+    pub next: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BisectReport {
+    /// `BisectReport::SCHEMA` (`record::Versioned`; 0 when read from a report written before).
+    #[serde(default)]
+    pub schema_version: u32,
     pub model: String,
     pub component: String,
     pub backend: crate::vocab::BackendKind,
     /// The cosine threshold of the first-divergence mode; None in ranking mode.
     pub threshold: Option<f64>,
     /// Ranking mode: the operators that introduce the most error, largest first.
-    pub ranked: Vec<super::rank::Ranked>,
+    pub ranked: Vec<Ranked>,
     /// What an exact input counts as in the ranking (fp32 epsilon, or fp16's on an fp16 HTP).
     pub exact_floor: f64,
     /// Cosine of each graph output with the graph as written (nothing exposed)…
+    #[serde(deserialize_with = "map_f64_or_nan")]
     pub output_cosine_untapped: BTreeMap<String, f64>,
     /// …and the worst over the rounds with intermediates exposed as outputs.
+    #[serde(deserialize_with = "map_f64_or_nan")]
     pub output_cosine_tapped: BTreeMap<String, f64>,
     /// The two differ by more than 1e-9: exposing intermediates changed the backend's numerics,
     /// so the intermediate figures describe a slightly different compiled graph.
@@ -57,57 +107,48 @@ pub struct BisectReport {
     pub first_divergence: Option<Divergence>,
     /// Ranking mode: what the ranking means (rounding only, one culprit, or spread), with the
     /// next command (`diagnose::verdict`).
-    pub verdict: Option<super::verdict::Verdict>,
+    pub verdict: Option<Verdict>,
 }
 
-pub fn divergence(
-    graph: &OnnxSummary,
-    candidates: &[(usize, String)],
-    p: &TensorPoint,
-    measured: &super::bisect::Measured,
-    golden: &BTreeMap<String, Tensor>,
-    shapes: &BTreeMap<String, Vec<usize>>,
-) -> Divergence {
-    let node = &graph.nodes[candidates[p.index].0];
-    let state_of = |name: &str| -> String {
-        if golden.contains_key(name) {
-            return "graph input".into();
-        }
-        if graph.initializers.iter().any(|w| w == name) {
-            return "weight".into();
-        }
-        candidates
-            .iter()
-            .position(|(_, n)| n == name)
-            .and_then(|i| measured.get(&i))
-            .map_or("not compared".into(), |m| {
-                format!("cosine {}", fmt_cosine(m.0))
-            })
-    };
-    let shape_of = |name: &str| {
-        golden
-            .get(name)
-            .map(|t| t.shape())
-            .or_else(|| shapes.get(name).cloned())
-            .unwrap_or_default()
-    };
-    Divergence {
-        node: node.name.clone(),
-        op_type: node.op_type.clone(),
-        attributes: node
-            .attributes
-            .iter()
-            .map(|(k, v)| (k.clone(), v.to_string()))
-            .collect(),
-        output: p.tensor.clone(),
-        cosine: p.cosine,
-        inputs: node
-            .inputs
-            .iter()
-            .filter(|i| !i.is_empty())
-            .map(|i| (i.clone(), shape_of(i), state_of(i)))
-            .collect(),
+/// v1: the first numbered schema; reports written before it carry every field but the number
+/// (and the verdict's kind as the same words) and are read as they are.
+impl Versioned for BisectReport {
+    const KIND: &'static str = "bisect report";
+    const SCHEMA: u32 = 1;
+    const READS_OLDER: &'static [u32] = &[0];
+}
+
+impl BisectReport {
+    /// The file stem: `bisect-<component>-<backend>`.
+    pub fn stem(&self) -> String {
+        stem(&self.component, self.backend)
     }
+
+    /// The report of `component` on `backend` in `dir` (`reports/<model>/`), read through its
+    /// type; a missing file, or one of another schema, is refused with the command that
+    /// writes it again.
+    pub fn read(
+        dir: &Path,
+        model: &str,
+        component: &str,
+        backend: crate::vocab::BackendKind,
+    ) -> Result<BisectReport> {
+        crate::record::read(
+            &dir.join(format!("{}.json", stem(component, backend))),
+            &format!("cargo xtask bisect {component} --backend {backend} --model {model}"),
+        )
+    }
+
+    /// Whether the ranking says more than rounding (a ranking of pure rounding is not shown).
+    fn ranking_meaningful(&self) -> bool {
+        self.verdict
+            .as_ref()
+            .is_none_or(|v| v.kind != VerdictKind::Rounding)
+    }
+}
+
+fn stem(component: &str, backend: crate::vocab::BackendKind) -> String {
+    format!("bisect-{component}-{}", backend.label())
 }
 
 fn describe(d: &Divergence) -> String {
@@ -200,6 +241,8 @@ fn output_lines(r: &BisectReport) -> Vec<String> {
     lines
 }
 
+/// The terminal lines: the mode, the divergence or the verdict and ranking, each graph output,
+/// the next command and where the page is.
 pub fn print_summary(r: &BisectReport, html: &str) {
     crate::outln!(
         "bisect {} on {}: {} tensors compared in {} round(s), {}",
@@ -215,7 +258,7 @@ pub fn print_summary(r: &BisectReport, html: &str) {
                 crate::outln!("verdict: {}", v.sentence);
             }
             // Only a real deviation makes the ranking meaningful (all 1.0: ranked rounding).
-            if r.verdict.as_ref().is_none_or(|v| v.kind != "rounding") {
+            if r.ranking_meaningful() {
                 crate::outln!("operators by error introduced (largest first):");
                 ranked_lines(r).iter().for_each(|l| crate::outln!("  {l}"));
             }
@@ -230,6 +273,8 @@ pub fn print_summary(r: &BisectReport, html: &str) {
     crate::outln!("report {html}");
 }
 
+/// The report as Markdown: the mode, each graph output, the divergence or the verdict, then
+/// the ranking (when it says more than rounding) and every tensor compared.
 pub fn markdown(r: &BisectReport) -> String {
     let mut md = format!(
         "# bisect `{}` ({}) on `{}`\n\n{} · {} tensors compared in {} round(s)\n\n",
@@ -249,40 +294,50 @@ pub fn markdown(r: &BisectReport) -> String {
     if let Some(v) = &r.verdict {
         let _ = writeln!(md, "**Verdict:** {}\n\nNext: `{}`\n", v.sentence, v.next);
     }
-    let meaningful = r.verdict.as_ref().is_none_or(|v| v.kind != "rounding");
-    if r.threshold.is_none() && meaningful {
+    if r.threshold.is_none() && r.ranking_meaningful() {
         md.push_str("## Operators by error introduced\n\n");
-        md.push_str(&md_table(
-            &[
-                "rank",
-                "op",
-                "node",
-                "output",
-                "introduced",
-                "rel L2",
-                "cosine",
-                "worst input",
-                "its rel L2",
-            ],
-            r.ranked.iter().enumerate().map(|(i, x)| {
-                vec![
-                    (i + 1).to_string(),
-                    x.op_type.clone(),
-                    format!("`{}`", x.node),
-                    format!("`{}`", x.tensor),
-                    format!("{:.3e}", x.introduced),
-                    format!("{:.3e}", x.rel_l2_err),
-                    fmt_cosine(x.cosine),
-                    x.worst_input
-                        .as_deref()
-                        .map_or("-".into(), |w| format!("`{w}`")),
-                    format!("{:.3e}", x.worst_input_rel_l2),
-                ]
-            }),
-        ));
+        md.push_str(&ranked_table(&r.ranked));
         md.push_str("\n## Every tensor\n\n");
     }
-    md.push_str(&md_table(
+    md.push_str(&points_table(&r.points));
+    md
+}
+
+/// The ranked operators as a table, largest error introduced first.
+fn ranked_table(ranked: &[Ranked]) -> String {
+    md_table(
+        &[
+            "rank",
+            "op",
+            "node",
+            "output",
+            "introduced",
+            "rel L2",
+            "cosine",
+            "worst input",
+            "its rel L2",
+        ],
+        ranked.iter().enumerate().map(|(i, x)| {
+            vec![
+                (i + 1).to_string(),
+                x.op_type.clone(),
+                format!("`{}`", x.node),
+                format!("`{}`", x.tensor),
+                format!("{:.3e}", x.introduced),
+                format!("{:.3e}", x.rel_l2_err),
+                fmt_cosine(x.cosine),
+                x.worst_input
+                    .as_deref()
+                    .map_or("-".into(), |w| format!("`{w}`")),
+                format!("{:.3e}", x.worst_input_rel_l2),
+            ]
+        }),
+    )
+}
+
+/// Every tensor compared, in topological order.
+fn points_table(points: &[TensorPoint]) -> String {
+    md_table(
         &[
             "#",
             "node",
@@ -292,7 +347,7 @@ pub fn markdown(r: &BisectReport) -> String {
             "max abs err",
             "rel L2",
         ],
-        r.points.iter().map(|p| {
+        points.iter().map(|p| {
             vec![
                 p.index.to_string(),
                 format!("`{}`", p.node),
@@ -303,10 +358,10 @@ pub fn markdown(r: &BisectReport) -> String {
                 format!("{:.3e}", p.rel_l2_err),
             ]
         }),
-    ));
-    md
+    )
 }
 
+/// The page: the verdict box, the cosine along the graph, then the Markdown's tables.
 pub fn html(r: &BisectReport) -> String {
     use crate::report::html::{Series, html_page, markdown_body, svg_series, verdict_box};
     let labels: Vec<String> = r
@@ -328,8 +383,12 @@ pub fn html(r: &BisectReport) -> String {
     );
     let top = match (&r.verdict, &r.first_divergence) {
         (Some(v), _) => verdict_box(
-            if v.kind == "rounding" { "pass" } else { "fail" },
-            v.kind,
+            if v.kind == VerdictKind::Rounding {
+                "pass"
+            } else {
+                "fail"
+            },
+            v.kind.label(),
             &v.sentence,
             &[format!("next: `{}`", v.next)],
         ),
@@ -344,4 +403,114 @@ pub fn html(r: &BisectReport) -> String {
         &format!("bisect {} ({}) on {}", r.component, r.model, r.backend),
         &body,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocab::BackendKind;
+
+    /// A ranking-mode report with every kind of figure, NaN where the tool can write one.
+    fn report() -> BisectReport {
+        let point = |index: usize, cosine: f64| TensorPoint {
+            index,
+            tensor: format!("t{index}"),
+            node: format!("n{index}"),
+            op_type: "Resize".into(),
+            cosine,
+            max_abs_err: 0.5,
+            rel_l2_err: if cosine.is_nan() { f64::NAN } else { 1e-3 },
+        };
+        let mut report = BisectReport {
+            schema_version: BisectReport::SCHEMA,
+            model: "planted_op".into(),
+            component: "graph".into(),
+            backend: BackendKind::Cpu,
+            threshold: None,
+            ranked: vec![Ranked {
+                tensor: "t1".into(),
+                node: "n1".into(),
+                op_type: "Resize".into(),
+                attributes: vec![("mode".into(), "\"nearest\"".into())],
+                cosine: f64::NAN,
+                rel_l2_err: f64::NAN,
+                worst_input: Some("t0".into()),
+                worst_input_rel_l2: 0.0,
+                introduced: 2.5e4,
+            }],
+            exact_floor: super::super::rank::EXACT_FLOOR,
+            output_cosine_untapped: BTreeMap::from([("y".into(), f64::NAN)]),
+            output_cosine_tapped: BTreeMap::from([("y".into(), 0.25)]),
+            taps_changed_outputs: true,
+            rounds: 2,
+            tensors_compared: 2,
+            points: vec![point(0, 1.0), point(1, f64::NAN)],
+            first_divergence: Some(Divergence {
+                node: "n1".into(),
+                op_type: "Resize".into(),
+                attributes: Vec::new(),
+                output: "t1".into(),
+                cosine: f64::NAN,
+                inputs: vec![("t0".into(), vec![1, 2], "cosine 1.0".into())],
+            }),
+            verdict: None,
+        };
+        report.verdict = Some(super::super::verdict::judge(&report));
+        report
+    }
+
+    fn write(dir: &Path, r: &BisectReport) -> std::path::PathBuf {
+        let path = dir.join(format!("{}.json", r.stem()));
+        crate::record::write(&path, r).unwrap();
+        path
+    }
+
+    #[test]
+    fn the_bisect_report_round_trips_through_its_type_nan_included() {
+        let r = report();
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path(), &r);
+        assert!(
+            path.ends_with("bisect-graph-cpu.json"),
+            "{}",
+            path.display()
+        );
+        let back = BisectReport::read(dir.path(), "planted_op", "graph", BackendKind::Cpu).unwrap();
+        assert_eq!(back.schema_version, BisectReport::SCHEMA);
+        assert!(back.points[1].cosine.is_nan() && back.points[1].rel_l2_err.is_nan());
+        assert!(back.ranked[0].cosine.is_nan() && back.output_cosine_untapped["y"].is_nan());
+        assert!(back.first_divergence.as_ref().unwrap().cosine.is_nan());
+        assert_eq!(back.verdict, r.verdict);
+        assert_eq!(back.verdict.as_ref().unwrap().kind, VerdictKind::OneCulprit);
+        // Re-serialised, the two are the same document, and render the same pages.
+        assert_eq!(
+            serde_json::to_string(&back).unwrap(),
+            serde_json::to_string(&r).unwrap()
+        );
+        assert_eq!(markdown(&back), markdown(&r));
+        assert_eq!(html(&back), html(&r));
+    }
+
+    #[test]
+    fn a_bisect_report_without_a_schema_number_is_read_and_a_newer_one_refused() {
+        let r = report();
+        let mut json = serde_json::to_value(&r).unwrap();
+        json.as_object_mut().unwrap().remove("schema_version");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bisect-graph-cpu.json");
+        std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+        let read = || BisectReport::read(dir.path(), "planted_op", "graph", BackendKind::Cpu);
+        let old = read().unwrap();
+        assert_eq!((old.schema_version, old.points.len()), (0, 2));
+        assert_eq!(old.verdict.unwrap().kind.label(), "one culprit");
+        json["schema_version"] = 99.into();
+        std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+        let err = format!("{:#}", read().unwrap_err());
+        assert!(
+            err.contains("bisect-graph-cpu.json")
+                && err.contains("newer than this tool reads")
+                && err.contains("cargo xtask bisect graph --backend cpu --model planted_op"),
+            "{err}"
+        );
+    }
 }

@@ -31,6 +31,13 @@ pub struct Probe<'a> {
 /// (cosine, max abs error, relative L2 error) of one tensor against the reference.
 pub type Measure = (f64, f64, f64);
 
+/// The measure of each measured candidate tensor, by candidate index (what `bisect` narrows
+/// and `rank` ranks).
+pub type Measured = BTreeMap<usize, Measure>;
+
+/// One round's result: a measure per picked tensor, None where not comparable.
+pub type Round = Result<Vec<Option<Measure>>>;
+
 impl Probe<'_> {
     /// One round: a copy of the graph exposing `names`, run on the reference and the backend;
     /// (cosine, max abs error, rel-L2) per name, None for non-float tensors.

@@ -7,10 +7,11 @@
 use std::collections::BTreeMap;
 
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::bisect::{Measured, Round};
+use super::probe::{Measured, Round};
 use crate::onnx::proto::OnnxSummary;
+use crate::recipe::gate::f64_or_nan;
 use crate::tensor::Tensor;
 
 /// What "exact" is worth in the ratio's denominator on a backend computing in fp32: fp32's
@@ -32,19 +33,24 @@ pub fn exact_floor(backend: &crate::runtime::Backend, fp16: bool) -> f64 {
     }
 }
 
-/// One operator's output, ranked by the error it introduced.
-#[derive(Debug, Clone, Serialize)]
+/// One operator's output, ranked by the error it introduced. Figures that are NaN (or, for
+/// `introduced`, infinite) are written as JSON null and read back as NaN.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Ranked {
     pub tensor: String,
     pub node: String,
     pub op_type: String,
     pub attributes: Vec<(String, String)>,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub cosine: f64,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub rel_l2_err: f64,
     /// The measured input with the largest rel-L2 (None: no measured float input).
     pub worst_input: Option<String>,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub worst_input_rel_l2: f64,
     /// `rel_l2_err / max(worst_input_rel_l2, floor)` (`exact_floor`).
+    #[serde(deserialize_with = "f64_or_nan")]
     pub introduced: f64,
 }
 

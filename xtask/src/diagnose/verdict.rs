@@ -1,20 +1,9 @@
 //! What a bisect concludes, in one of three sentences, with the command to run next. A ranking
 //! alone reads as "these operators are wrong" even when every cosine is 1.0; the verdict says
-//! first whether anything deviates beyond rounding at all.
+//! first whether anything deviates beyond rounding at all. The verdict itself is part of the
+//! report's record (`bisect_report::Verdict`); this module decides it from the report.
 
-use serde::Serialize;
-
-use super::bisect_report::BisectReport;
-
-/// One bisect's conclusion.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Verdict {
-    /// `rounding`, `one culprit` or `spread`.
-    pub kind: &'static str,
-    pub sentence: String,
-    /// The command to run next.
-    pub next: String,
-}
+use super::bisect_report::{BisectReport, Verdict, VerdictKind};
 
 /// rel-L2 an output may reach from rounding alone: the conformance bounds (fp32 backends 1e-5,
 /// the fp16 HTP 1e-2).
@@ -45,7 +34,7 @@ pub fn judge(r: &BisectReport) -> Verdict {
         .filter(|top| top.introduced >= MIN_CULPRIT && top.introduced >= DOMINANT * second);
     if culprit.is_none() && worst <= bound {
         return Verdict {
-            kind: "rounding",
+            kind: VerdictKind::Rounding,
             sentence: format!(
                 "nothing deviates beyond rounding: the worst of {} tensors has rel-L2 {worst:.1e} (≤ {bound:.0e}{}); no operator is at fault",
                 r.points.len(),
@@ -56,7 +45,7 @@ pub fn judge(r: &BisectReport) -> Verdict {
     }
     match culprit {
         Some(top) => Verdict {
-            kind: "one culprit",
+            kind: VerdictKind::OneCulprit,
             sentence: format!(
                 "one culprit: {} `{}` multiplies its inputs' error by {:.3e} (the next operator by {second:.3e}; its output rel-L2 {:.1e}, cosine {})",
                 top.op_type,
@@ -71,7 +60,7 @@ pub fn judge(r: &BisectReport) -> Verdict {
             ),
         },
         _ => Verdict {
-            kind: "spread",
+            kind: VerdictKind::Spread,
             sentence: if fp16 {
                 format!(
                     "error spread evenly (fp16): no operator stands out; the worst tensor's rel-L2 {worst:.1e} is fp16 rounding accumulated over the graph"

@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 
-use super::proto::{Fields, Wire};
+use super::wire::{Fields, Wire, packed_varints};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum AttrValue {
@@ -63,7 +63,7 @@ pub(super) fn parse_attribute(bytes: &[u8]) -> Result<(String, AttrValue)> {
                     .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
             ),
             (8, Wire::Varint(i)) => ints.push(i as i64),
-            (8, Wire::Bytes(packed)) => ints.extend(super::proto::packed_varints(packed)?),
+            (8, Wire::Bytes(packed)) => ints.extend(packed_varints(packed)?),
             (9, Wire::Bytes(b)) => strs.push(String::from_utf8_lossy(b).into_owned()),
             (20, Wire::Varint(k)) => kind = k,
             _ => {}

@@ -10,8 +10,8 @@ use anyhow::{Context, Result};
 
 use super::builder::raw_initializer;
 pub use super::proto::elem_type_of;
-use super::proto::{Fields, Wire, packed_varints};
 use super::rewrite::{put_bytes, rewrite_fields};
+use super::wire::{Fields, Wire, packed_varints};
 use super::writer::{WrapperTensor, value_info_typed};
 use crate::tensor::Tensor;
 

@@ -7,6 +7,7 @@ pub mod epcontext;
 pub mod extract;
 pub mod proto;
 pub mod rewrite;
+mod wire;
 pub mod writer;
 
 /// Places an ONNX's external-data file `from` at `to`, beside a copy of the model: a hard link

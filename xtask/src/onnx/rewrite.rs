@@ -4,7 +4,8 @@
 
 use anyhow::{Result, bail};
 
-use super::proto::{Fields, Wire, parse_attribute, parse_node};
+use super::proto::{parse_attribute, parse_node};
+use super::wire::{Fields, Wire};
 
 /// Returns a copy of the model with the string attribute `attr` of every node of type
 /// `op_type` set to `value` (used to point an EPContext wrapper at its renamed `.bin`).

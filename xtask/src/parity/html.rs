@@ -2,7 +2,8 @@
 //! output first, then each component output's cosine against its gate, then the Markdown
 //! report's tables (per component).
 
-use super::report::{ParityReport, parity_markdown};
+use super::markdown::parity_markdown;
+use super::report::ParityReport;
 use crate::report::html::{Series, html_page, markdown_body, svg_series, verdict_box};
 
 pub fn html(r: &ParityReport) -> String {

@@ -4,8 +4,10 @@
 pub mod component;
 pub mod gate;
 pub mod html;
+pub mod markdown;
 pub mod metrics;
 pub mod report;
+pub mod report_files;
 pub mod runner;
 
 /// The bisect command to suggest when a gate fails.

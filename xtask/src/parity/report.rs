@@ -1,7 +1,7 @@
 //! Parity reports: a table per component on the terminal, and `reports/<model>/parity-<backend>`
-//! as JSON (every figure, tool versions, input hashes) and Markdown (the model card's table).
+//! as JSON (every figure, tool versions, input hashes), Markdown (the model card's table,
+//! `markdown`) and HTML (`html`); `report_files` writes the three.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::parity::component::ComponentResult;
 use crate::record::{Unreadable, Versioned};
-use crate::report::{ToolVersions, md_table, now_unix, write_json_and_markdown};
+use crate::report::{ToolVersions, now_unix};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ParityReport {
@@ -178,153 +178,6 @@ impl ParityReport {
     }
 }
 
-pub fn write_parity_report(dir: &Path, report: &ParityReport) -> Result<()> {
-    write_json_and_markdown(dir, &report.stem(), report, &parity_markdown(report))?;
-    crate::atomic::write_atomic(
-        &dir.join(format!("{}.html", report.stem())),
-        super::html::html(report).as_bytes(),
-    )
-}
-
-pub fn parity_markdown(r: &ParityReport) -> String {
-    let mut md = String::new();
-    let _ = writeln!(md, "# Parity: `{}` on backend `{}`\n", r.model, r.backend);
-    let _ = writeln!(md, "{}", r.versions.summary());
-    if let Some(device) = &r.device {
-        let _ = writeln!(md, "\nHTP: on a device over ssh. {device}");
-    }
-    if let Some(h) = &r.htp {
-        let _ = writeln!(md, "\nHTP: {}", h.latency_label());
-    }
-    let _ = writeln!(
-        md,
-        "\nThe gates are the cosine and the scale (| |y|/|golden| - 1 | within its bound); `within_tol` is informational.\n"
-    );
-    md.push_str(&md_table(
-        &["context", "output", "cosine"],
-        r.components.iter().map(|c| {
-            let component = if c.from_earlier_run {
-                format!("`{}` (earlier run, not re-measured)", c.component)
-            } else {
-                format!("`{}`", c.component)
-            };
-            if c.outputs.is_empty() {
-                let why = c.error.as_deref().unwrap_or("?");
-                return vec![component, "—".into(), format!("**FAIL**: {why}")];
-            }
-            let names: Vec<&str> = c.outputs.iter().map(|o| o.name.as_str()).collect();
-            let cos: Vec<String> = c.outputs.iter().map(|o| o.metrics.shown_cosine()).collect();
-            let status = if c.pass { "" } else { " **FAIL**" };
-            vec![
-                component,
-                names.join(" / "),
-                format!("{}{status}", cos.join(" / ")),
-            ]
-        }),
-    ));
-    md.push_str("\n## Details\n\n");
-    md.push_str(&md_table(
-        &[
-            "context",
-            "output",
-            "cosine",
-            "gate",
-            "|y|/|golden|",
-            "scale gate",
-            "max abs err (at)",
-            "mean abs err",
-            "rel L2",
-            "within_tol",
-            "NaN/Inf",
-            "result",
-        ],
-        r.components.iter().flat_map(|c| {
-            c.outputs.iter().map(|o| {
-                let m = &o.metrics;
-                vec![
-                    format!("`{}`", c.component),
-                    o.name.clone(),
-                    m.shown_cosine(),
-                    o.gate.min_cosine.to_string(),
-                    format!("{:.6}", m.norm_ratio),
-                    format!("±{}", o.gate.max_norm_ratio_error),
-                    format!("{:.3e} {:?}", m.max_abs_err, o.max_abs_at),
-                    format!("{:.3e}", m.mean_abs_err),
-                    format!("{:.3e}", m.rel_l2_err),
-                    m.within_tol.to_string(),
-                    format!("{}/{}", m.nan_actual, m.inf_actual),
-                    if o.verdict.pass {
-                        "pass".to_string()
-                    } else {
-                        format!("FAIL: {}", o.verdict.reasons.join("; "))
-                    },
-                ]
-            })
-        }),
-    ));
-    let waivers: Vec<String> = r
-        .components
-        .iter()
-        .flat_map(|c| {
-            c.outputs.iter().filter_map(move |o| {
-                o.gate.waiver.as_ref().map(|w| {
-                    format!(
-                        "- `{}` {} (gate {}): {w}",
-                        c.component, o.name, o.gate.min_cosine
-                    )
-                })
-            })
-        })
-        .collect();
-    if !waivers.is_empty() {
-        let _ = writeln!(md, "\n## Waivers\n\n{}", waivers.join("\n"));
-    }
-    let rewritten: Vec<String> = r
-        .components
-        .iter()
-        .filter(|c| c.session_model.starts_with(crate::project::REWRITE_DIR))
-        .map(|c| {
-            format!(
-                "- `{}` ran `{}`, the copy its recipe's `[rewrite]` makes for QNN",
-                c.component, c.session_model
-            )
-        })
-        .collect();
-    if !rewritten.is_empty() {
-        let _ = writeln!(md, "\n## Rewritten graphs\n\n{}", rewritten.join("\n"));
-    }
-    let timed: Vec<&ComponentResult> = r
-        .components
-        .iter()
-        .filter(|c| c.latency.is_some())
-        .collect();
-    if !timed.is_empty() {
-        md.push_str("\n## Execute time (profiled qnn-net-run)\n\n");
-        md.push_str(&md_table(
-            &[
-                "context", "source", "samples", "min µs", "p50 µs", "p90 µs", "max µs",
-            ],
-            timed.iter().filter_map(|c| {
-                let l = c.latency.as_ref()?;
-                let mut row = vec![
-                    c.component.clone(),
-                    l.timing_source.to_string(),
-                    l.samples.to_string(),
-                ];
-                row.extend([l.min_us, l.p50_us, l.p90_us, l.max_us].map(|x| format!("{x:.1}")));
-                Some(row)
-            }),
-        ));
-    }
-    let _ = writeln!(md, "\n## Inputs\n");
-    for c in &r.components {
-        for (name, sha) in &c.input_sha256 {
-            let _ = writeln!(md, "- `{}` {name}: sha256 `{sha}`", c.component);
-        }
-    }
-    md
-}
-
 /// The terminal table for one component.
 pub fn print_component(c: &ComponentResult) {
     print_component_table(c);
@@ -399,5 +252,129 @@ fn print_component_table(c: &ComponentResult) {
                 o.max_abs_at
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parity::component::OutputResult;
+    use crate::parity::gate::{Gate, Verdict};
+    use crate::vocab::BackendKind;
+
+    /// A report of two components, one with NaN figures (a NaN cosine, an empty profile).
+    fn report() -> ParityReport {
+        let gate = Gate {
+            min_cosine: 0.999,
+            max_norm_ratio_error: f64::NAN,
+            atol: 1e-3,
+            rtol: 1e-2,
+            waiver: Some("fp16 rounding".into()),
+        };
+        let metrics = crate::parity::metrics::compare(&[1.0, 2.0], &[1.0, 2.5], 1e-3, 1e-2);
+        let component = |name: &str, cosine: f64| ComponentResult {
+            component: name.into(),
+            backend: BackendKind::Cpu,
+            session_model: format!("onnx/tiny/{name}.onnx"),
+            input_sha256: [("x".to_string(), "ab".repeat(32))].into(),
+            golden_sha256: "cd".repeat(32),
+            placement: None,
+            run_seconds: 0.5,
+            latency: Some(crate::report::latency::ExecuteStats::of("NETRUN", &[])),
+            outputs: vec![OutputResult {
+                name: "y".into(),
+                shape: vec![2],
+                gate: gate.clone(),
+                metrics: crate::parity::metrics::Metrics {
+                    cosine,
+                    ..metrics.clone()
+                },
+                max_abs_at: vec![1],
+                verdict: Verdict {
+                    pass: cosine >= 0.999,
+                    reasons: Vec::new(),
+                },
+            }],
+            pass: cosine >= 0.999,
+            error: None,
+            measured_unix: 1,
+            from_earlier_run: false,
+        };
+        let components = vec![component("vision", 1.0), component("action_step", f64::NAN)];
+        ParityReport {
+            schema_version: ParityReport::SCHEMA,
+            model: "tiny".into(),
+            backend: BackendKind::Cpu,
+            created_unix: 2,
+            versions: ToolVersions {
+                xtask: "0.1.0".into(),
+                onnxruntime: "1.24.4".into(),
+                qnn_build: None,
+                qnn_plugin: "onnxruntime-qnn==2.3.0".into(),
+                runtime_source: "embedded".into(),
+                data_root: None,
+                unverified_inputs: None,
+            },
+            htp_emulated: None,
+            htp: None,
+            device: None,
+            pass: false,
+            components,
+        }
+    }
+
+    #[test]
+    fn the_parity_report_round_trips_through_its_type_nan_included() {
+        let r = report();
+        let dir = tempfile::tempdir().unwrap();
+        crate::parity::report_files::write_parity_report(dir.path(), &r).unwrap();
+        let back = ParityReport::read(dir.path(), BackendKind::Cpu)
+            .unwrap()
+            .expect("the report was written");
+        assert_eq!(back.schema_version, ParityReport::SCHEMA);
+        let y = |r: &ParityReport, c: usize| r.components[c].outputs[0].clone();
+        assert!(y(&back, 1).metrics.cosine.is_nan());
+        assert!(y(&back, 0).gate.max_norm_ratio_error.is_nan());
+        assert!(back.components[0].latency.as_ref().unwrap().p50_us.is_nan());
+        assert_eq!(y(&back, 0).metrics, y(&r, 0).metrics);
+        // Re-serialised, the two are the same document, and render the same Markdown.
+        assert_eq!(
+            serde_json::to_string(&back).unwrap(),
+            serde_json::to_string(&r).unwrap()
+        );
+        assert_eq!(
+            crate::parity::markdown::parity_markdown(&back),
+            crate::parity::markdown::parity_markdown(&r)
+        );
+    }
+
+    #[test]
+    fn a_parity_report_without_a_schema_number_is_read_and_a_newer_one_refused() {
+        let mut json = serde_json::to_value(report()).unwrap();
+        json.as_object_mut().unwrap().remove("schema_version");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("parity-cpu.json");
+        std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+        let old = ParityReport::read(dir.path(), BackendKind::Cpu)
+            .unwrap()
+            .unwrap();
+        assert_eq!((old.schema_version, old.components.len()), (0, 2));
+        json["schema_version"] = 2.into();
+        std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+        let err = format!(
+            "{:#}",
+            ParityReport::read(dir.path(), BackendKind::Cpu).unwrap_err()
+        );
+        assert!(
+            err.contains("parity-cpu.json")
+                && err.contains("newer than this tool reads")
+                && err.contains("cargo xtask parity --backend cpu"),
+            "{err}"
+        );
+        assert!(
+            ParityReport::read(dir.path(), BackendKind::Htp)
+                .unwrap()
+                .is_none()
+        );
     }
 }

@@ -9,7 +9,8 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::component::{ComponentResult, GoldenIo, failed_component};
-use super::report::{ParityReport, print_component, write_parity_report};
+use super::report::{ParityReport, print_component};
+use super::report_files::write_parity_report;
 use crate::recipe::{Component, Model};
 use crate::runtime::Runtime;
 use crate::vocab::{BackendKind, Outcome};

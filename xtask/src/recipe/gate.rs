@@ -36,7 +36,19 @@ pub fn vec_f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Er
         .collect())
 }
 
-/// `f64_or_nan` for the values of a map (per-component load times).
+/// `f64_or_nan` for the values of a map (per-output cosines).
+pub fn map_f64_or_nan<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<std::collections::BTreeMap<String, f64>, D::Error> {
+    Ok(
+        std::collections::BTreeMap::<String, Option<f64>>::deserialize(d)?
+            .into_iter()
+            .map(|(k, v)| (k, v.unwrap_or(f64::NAN)))
+            .collect(),
+    )
+}
+
+/// `f64_or_nan` for the lists of a map (per-component load times).
 pub fn map_vec_f64_or_nan<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<std::collections::BTreeMap<String, Vec<f64>>, D::Error> {

@@ -9,7 +9,9 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
-use super::validate::{at, at_entry, check_cosine, check_relative, check_tolerance};
+use super::validate::{
+    at, at_entry, check_cosine, check_norm_ratio_map, check_relative, check_tolerance,
+};
 use super::{HostSection, ModelSection};
 
 /// The `norm_mode` values the chain implements.
@@ -304,7 +306,7 @@ pub(super) fn check_host(
     })?;
     check_relative(&at(path, text, "host.gate", "rtol", 0), gate.rtol)
         .map_err(|e| anyhow::anyhow!("{e} ([host.gate] rtol must be a finite number in [0, 1])"))?;
-    super::load::check_norm_ratio_map(
+    check_norm_ratio_map(
         path,
         text,
         "host.gate.max_norm_ratio_error",

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use super::host::check_host;
 use super::names::check_recipe_name;
 use super::paths::require_inside;
-use super::validate::{at, at_entry, check_cosine, check_relative, check_tolerance};
+use super::validate::{at, check_cosine, check_norm_ratio_map, check_relative, check_tolerance};
 use super::{Component, ComponentFile, GateOverride, Model, ModelFile};
 use crate::vocab::BackendKind;
 
@@ -296,23 +296,6 @@ fn check_overrides(
                 path.display()
             );
         }
-    }
-    Ok(())
-}
-
-/// A per-backend scale gate map (`{ htp = 0.05 }`): known backends, bounds in [0, 1].
-pub(super) fn check_norm_ratio_map(
-    path: &Path,
-    text: &str,
-    table: &str,
-    map: &std::collections::BTreeMap<String, f64>,
-) -> Result<()> {
-    for (backend, value) in map {
-        let where_ = at_entry(path, text, table, backend);
-        if let Err(e) = backend.parse::<BackendKind>() {
-            bail!("{where_}: {e}");
-        }
-        check_relative(&where_, *value)?;
     }
     Ok(())
 }

@@ -119,6 +119,23 @@ fn check_bounded(where_: &str, value: f64, max: f64, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// A per-backend scale gate map (`{ htp = 0.05 }`): known backends, bounds in [0, 1].
+pub fn check_norm_ratio_map(
+    path: &Path,
+    text: &str,
+    table: &str,
+    map: &std::collections::BTreeMap<String, f64>,
+) -> Result<()> {
+    for (backend, value) in map {
+        let where_ = at_entry(path, text, table, backend);
+        if let Err(e) = backend.parse::<crate::vocab::BackendKind>() {
+            bail!("{where_}: {e}");
+        }
+        check_relative(&where_, *value)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -86,10 +86,16 @@ pub struct ExecuteStats {
     /// Which rows were read (`NETRUN` for `qnn-net-run`, see `toolchain::sdk::profile`).
     pub timing_source: String,
     pub samples: usize,
+    /// NaN without samples, written as null (read back as NaN).
+    #[serde(deserialize_with = "f64_or_nan")]
     pub min_us: f64,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub p50_us: f64,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub p90_us: f64,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub p99_us: f64,
+    #[serde(deserialize_with = "f64_or_nan")]
     pub max_us: f64,
 }
 

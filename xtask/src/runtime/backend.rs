@@ -3,6 +3,9 @@
 
 use crate::htp_target::HtpTarget;
 
+/// The name ORT gives the QNN execution provider (its plugin, its devices, its placement log).
+pub const QNN_EP: &str = "QNNExecutionProvider";
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Backend {
     /// ONNX Runtime's own CPU execution provider (the reference of `parity --backend ort`).

@@ -15,9 +15,10 @@ use anyhow::{Context, Result, bail};
 pub use super::device::QnnLibs;
 use super::device::QnnSearch;
 pub use super::platform::Platform;
+pub use super::platform::WheelPin;
 /// The x86_64 pins (the CI and developer machines); `Platform::ort_wheel` picks per platform.
 pub use super::platform::{ORT_WHEEL_X86_64 as ORT_WHEEL, QNN_WHEEL_X86_64 as QNN_WHEEL};
-pub use super::wheels::{RuntimeFile, WheelPin, verify_wheel_hash};
+pub use super::wheels::{RuntimeFile, verify_wheel_hash};
 use super::wheels::{fetch_verified_wheel, unpack_runtime};
 use crate::hashing::sha256_file;
 

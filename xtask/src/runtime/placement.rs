@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use super::session::QNN_EP;
+use super::backend::QNN_EP;
 
 /// Where each node of a session runs, from ORT's placement log.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]

@@ -6,7 +6,13 @@
 //! emulator). On Linux aarch64 (the IQ-9075 board) PyPI has ORT but no `onnxruntime-qnn`
 //! wheel: the QNN libraries and the ORT QNN plugin come from the user's QAIRT SDK.
 
-use super::wheels::WheelPin;
+/// One pinned wheel: the file pip must return and its sha256, committed with the code.
+#[derive(Debug)]
+pub struct WheelPin {
+    pub requirement: &'static str,
+    pub file: &'static str,
+    pub sha256: &'static str,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Platform {

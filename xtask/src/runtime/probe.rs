@@ -19,6 +19,16 @@ pub struct ProbeResult {
     pub qnn_build: Option<String>,
 }
 
+impl Runtime {
+    /// The QNN build version seen in any QNN session's log so far, probing a QNN CPU session
+    /// when none was opened yet. It lives with the probe (not with `Runtime` in `session`) so
+    /// that sessions never depend on the probe that opens them.
+    pub fn qnn_build_version(&self) -> Option<String> {
+        self.logged_qnn_build()
+            .or_else(|| probe_backend(self, &Backend::QnnCpu).qnn_build)
+    }
+}
+
 pub fn probe_backend(rt: &Runtime, backend: &Backend) -> ProbeResult {
     match run_probe(rt, backend) {
         Ok((detail, qnn_build)) => ProbeResult {
@@ -138,7 +148,7 @@ impl HtpKind {
 fn qnn_npu(rt: &Runtime) -> Option<String> {
     rt.env
         .devices()
-        .filter(|d| d.ep().is_ok_and(|ep| ep == super::session::QNN_EP))
+        .filter(|d| d.ep().is_ok_and(|ep| ep == super::backend::QNN_EP))
         .map(|d| d.hardware_device())
         .find(|h| h.ty() == ort::memory::DeviceType::NPU)
         .map(|h| h.vendor().unwrap_or("vendor not reported").to_string())

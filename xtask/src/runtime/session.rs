@@ -24,10 +24,9 @@ use super::values::{from_ort_value, input_view, outlet_contract};
 use crate::htp_target::HtpTarget;
 use crate::tensor::{DType, Tensor};
 
-pub const QNN_EP: &str = "QNNExecutionProvider";
 const CPU_EP: &str = "CPUExecutionProvider";
 
-pub use super::backend::Backend;
+pub use super::backend::{Backend, QNN_EP};
 
 /// The loaded ONNX Runtime with the QNN plugin registered.
 pub struct Runtime {
@@ -93,13 +92,10 @@ impl Runtime {
         })
     }
 
-    /// The QNN build version seen in any QNN session's log so far (probes a QNN CPU session
-    /// when none was opened yet).
-    pub fn qnn_build_version(&self) -> Option<String> {
-        if let Some(v) = self.qnn_build.lock().ok()?.clone() {
-            return Some(v);
-        }
-        super::probe::probe_backend(self, &Backend::QnnCpu).qnn_build
+    /// The QNN build version seen in any QNN session's log so far (`probe` asks a probe
+    /// session when there is none: `Runtime::qnn_build_version`).
+    pub(super) fn logged_qnn_build(&self) -> Option<String> {
+        self.qnn_build.lock().ok()?.clone()
     }
 
     fn remember_qnn_build(&self, log: &[String]) {

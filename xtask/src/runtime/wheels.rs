@@ -8,16 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::platform::Platform;
+use super::platform::{Platform, WheelPin};
 use crate::hashing::sha256_file;
-
-/// One pinned wheel: the file pip must return and its sha256, committed with the code.
-#[derive(Debug)]
-pub struct WheelPin {
-    pub requirement: &'static str,
-    pub file: &'static str,
-    pub sha256: &'static str,
-}
 
 /// A pip download that hangs (a dead proxy, a stalled index) is stopped after this long.
 const PIP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(900);

@@ -8,8 +8,9 @@ use anyhow::{Result, bail};
 
 use super::Rewrite;
 use crate::onnx::builder::{float_initializer, node_bytes, raw_initializer};
-use crate::onnx::proto::{Fields, OnnxNode, OnnxSummary, Wire, parse_node};
+use crate::onnx::proto::{OnnxNode, OnnxSummary, parse_node};
 use crate::onnx::rewrite::put_bytes;
+use crate::onnx::wire::{Fields, Wire};
 
 /// Fresh tensor and node names for expansions: `<base>/<rewrite>/<part>`, refused when the
 /// graph already uses the name (a silent clash would rewire the graph).

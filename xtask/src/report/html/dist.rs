@@ -15,6 +15,7 @@ pub struct Row<'a> {
     pub samples_ms: &'a [f64],
 }
 
+/// The plot: one row per entry on a shared ms axis scaled to the largest finite sample.
 pub fn svg_distribution(id: &str, title: &str, rows: &[Row]) -> String {
     let max = rows
         .iter()
@@ -29,8 +30,31 @@ pub fn svg_distribution(id: &str, title: &str, rows: &[Row]) -> String {
     // x axis: 5 ticks in ms.
     let axis_y = rows.len() as f64 * row_h + 22.0;
     super::x_grid(&mut s, left, scale, max, axis_y, "ms");
+    let lane = Lane {
+        left,
+        scale,
+        right_edge: w - right,
+    };
     for (i, r) in rows.iter().enumerate() {
-        let y = 24.0 + i as f64 * row_h;
+        lane.draw(&mut s, r, 24.0 + i as f64 * row_h);
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// Where a row's figures go: ms from `left` at `scale` px per ms; the sample count and badge
+/// right of `right_edge`.
+struct Lane {
+    left: f64,
+    scale: f64,
+    right_edge: f64,
+}
+
+impl Lane {
+    /// One row at height `y`: its name, the min–max line and the median tick, every sample as
+    /// a dot, its sample count, and the badge when there are few.
+    fn draw(&self, s: &mut String, r: &Row, y: f64) {
+        let (left, scale) = (self.left, self.scale);
         let mut v: Vec<f64> = r
             .samples_ms
             .iter()
@@ -46,7 +70,7 @@ pub fn svg_distribution(id: &str, title: &str, rows: &[Row]) -> String {
             esc(r.name)
         );
         let (Some(lo), Some(hi)) = (v.first(), v.last()) else {
-            continue;
+            return;
         };
         let med = v[v.len() / 2];
         let _ = write!(
@@ -60,6 +84,12 @@ pub fn svg_distribution(id: &str, title: &str, rows: &[Row]) -> String {
             y + 8.0,
             esc(r.name)
         );
+        self.samples(s, r, y);
+        self.count(s, v.len(), y);
+    }
+
+    /// Every finite sample as a dot with its run number.
+    fn samples(&self, s: &mut String, r: &Row, y: f64) {
         for (k, x) in r
             .samples_ms
             .iter()
@@ -71,33 +101,35 @@ pub fn svg_distribution(id: &str, title: &str, rows: &[Row]) -> String {
             let _ = write!(
                 s,
                 r##"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="#4c78a8" fill-opacity="0.7"><title>{} run {}: {x:.2} ms</title></circle>"##,
-                left + x * scale,
+                self.left + x * self.scale,
                 y + dy,
                 esc(r.name),
                 k + 1
             );
         }
-        let n = v.len();
+    }
+
+    /// `n = …`, and the "n < 10" badge: with few samples p90/p99 are just the largest ones.
+    fn count(&self, s: &mut String, n: usize, y: f64) {
+        let edge = self.right_edge;
         let label = format!("n = {n}");
         let _ = write!(
             s,
             r#"<text x="{:.1}" y="{:.1}" font-size="10">{label}</text>"#,
-            w - right + 8.0,
+            edge + 8.0,
             y + 4.0
         );
         if n < FEW {
             let _ = write!(
                 s,
                 r##"<g class="few"><rect x="{:.1}" y="{:.1}" width="44" height="14" rx="3" fill="#f2a93b"/><text x="{:.1}" y="{:.1}" font-size="10" fill="#fff">n &lt; {FEW}</text><title>only {n} sample(s): p90/p99 are the largest samples, not percentiles</title></g>"##,
-                w - right + 52.0,
+                edge + 52.0,
                 y - 7.0,
-                w - right + 57.0,
+                edge + 57.0,
                 y + 4.0
             );
         }
     }
-    s.push_str("</svg>");
-    s
 }
 
 #[cfg(test)]

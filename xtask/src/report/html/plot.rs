@@ -48,29 +48,79 @@ pub fn svg_series(
     series: &[Series],
     gate: Option<f64>,
 ) -> String {
-    let n = labels.len().max(2);
-    let (w, h, left, bottom, right) = (780.0, 330.0, 50.0, 120.0, 110.0);
-    let x = |i: usize| left + i as f64 * (w - left - right) / (n - 1) as f64;
-    let y = |v: f64| 20.0 + (12.0 - v) * (h - bottom - 20.0) / 12.0;
-    let mut s = super::svg_open(id, title, w, h);
-    for k in (0..=12).step_by(3) {
-        let yk = y(k as f64);
+    let f = Frame::new(labels.len());
+    let mut s = super::svg_open(id, title, f.w, f.h);
+    f.nines_axis(&mut s);
+    if let Some(g) = gate {
+        f.gate_line(&mut s, g);
+    }
+    f.x_labels(&mut s, labels);
+    f.legend(&mut s, series, gate.is_some());
+    for (k, se) in series.iter().enumerate() {
+        f.series(&mut s, k, se, labels);
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// The plot's geometry: its size, margins and the point positions of `n` labels.
+struct Frame {
+    n: usize,
+    w: f64,
+    h: f64,
+    left: f64,
+    bottom: f64,
+    right: f64,
+}
+
+impl Frame {
+    fn new(labels: usize) -> Frame {
+        let (w, h, left, bottom, right) = (780.0, 330.0, 50.0, 120.0, 110.0);
+        Frame {
+            n: labels.max(2),
+            w,
+            h,
+            left,
+            bottom,
+            right,
+        }
+    }
+
+    /// The x of the `i`th label.
+    fn x(&self, i: usize) -> f64 {
+        self.left + i as f64 * (self.w - self.left - self.right) / (self.n - 1) as f64
+    }
+
+    /// The y of `v` nines (0 at the bottom, 12 at the top).
+    fn y(&self, v: f64) -> f64 {
+        20.0 + (12.0 - v) * (self.h - self.bottom - 20.0) / 12.0
+    }
+
+    /// Grid lines every 3 nines, and the axis title.
+    fn nines_axis(&self, s: &mut String) {
+        let (w, h, left, right) = (self.w, self.h, self.left, self.right);
+        for k in (0..=12).step_by(3) {
+            let yk = self.y(k as f64);
+            let _ = write!(
+                s,
+                r##"<line x1="{left}" x2="{:.1}" y1="{yk:.1}" y2="{yk:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{k}</text>"##,
+                w - right,
+                left - 4.0,
+                yk + 3.0
+            );
+        }
         let _ = write!(
             s,
-            r##"<line x1="{left}" x2="{:.1}" y1="{yk:.1}" y2="{yk:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{k}</text>"##,
-            w - right,
-            left - 4.0,
-            yk + 3.0
+            r#"<text x="12" y="{:.1}" font-size="11" transform="rotate(-90 12 {:.1})">nines: -log10(1-cos)</text>"#,
+            h / 2.0,
+            h / 2.0
         );
     }
-    let _ = write!(
-        s,
-        r#"<text x="12" y="{:.1}" font-size="11" transform="rotate(-90 12 {:.1})">nines: -log10(1-cos)</text>"#,
-        h / 2.0,
-        h / 2.0
-    );
-    if let Some(g) = gate {
-        let yg = y(nines(g));
+
+    /// The gate as a dashed red line with its value.
+    fn gate_line(&self, s: &mut String, g: f64) {
+        let (w, left, right) = (self.w, self.left, self.right);
+        let yg = self.y(nines(g));
         let _ = write!(
             s,
             r##"<line class="gate" x1="{left}" x2="{:.1}" y1="{yg:.1}" y2="{yg:.1}" stroke="#d62728" stroke-width="1.5" stroke-dasharray="6 3"><title>gate: cosine ≥ {g}</title></line><text x="{:.1}" y="{:.1}" font-size="10" fill="#d62728">gate {g}</text>"##,
@@ -79,27 +129,40 @@ pub fn svg_series(
             yg + 3.0
         );
     }
-    for i in sampled(labels.len()) {
-        let (lx, ly) = (x(i), h - bottom + 14.0);
-        let _ = write!(
-            s,
-            r#"<text x="{lx:.1}" y="{ly:.1}" font-size="10" transform="rotate(40 {lx:.1} {ly:.1})">{}</text>"#,
-            esc(&short(&labels[i]))
-        );
+
+    /// The sampled x labels, slanted, cut short (`short`).
+    fn x_labels(&self, s: &mut String, labels: &[String]) {
+        for i in sampled(labels.len()) {
+            let (lx, ly) = (self.x(i), self.h - self.bottom + 14.0);
+            let _ = write!(
+                s,
+                r#"<text x="{lx:.1}" y="{ly:.1}" font-size="10" transform="rotate(40 {lx:.1} {ly:.1})">{}</text>"#,
+                esc(&short(&labels[i]))
+            );
+        }
     }
-    for (k, se) in series.iter().enumerate() {
-        let ly = 20.0 + 16.0 * k as f64 + if gate.is_some() { 16.0 } else { 0.0 };
-        let _ = write!(
-            s,
-            r#"<rect x="{:.1}" y="{ly:.1}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
-            w - right + 10.0,
-            se.color,
-            w - right + 24.0,
-            ly + 9.0,
-            esc(se.name)
-        );
+
+    /// One legend entry per series, below the gate's label when there is one.
+    fn legend(&self, s: &mut String, series: &[Series], gated: bool) {
+        let (w, right) = (self.w, self.right);
+        for (k, se) in series.iter().enumerate() {
+            let ly = 20.0 + 16.0 * k as f64 + if gated { 16.0 } else { 0.0 };
+            let _ = write!(
+                s,
+                r#"<rect x="{:.1}" y="{ly:.1}" width="10" height="10" fill="{}"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
+                w - right + 10.0,
+                se.color,
+                w - right + 24.0,
+                ly + 9.0,
+                esc(se.name)
+            );
+        }
     }
-    for (k, se) in series.iter().enumerate() {
+
+    /// The `k`th series: its line through the finite values, then a marker with a tooltip per
+    /// value. Later series are dashed, their markers hollow and larger, so a point under an
+    /// earlier one still shows.
+    fn series(&self, s: &mut String, k: usize, se: &Series, labels: &[String]) {
         let dash = if k == 0 {
             ""
         } else {
@@ -110,7 +173,7 @@ pub fn svg_series(
             .iter()
             .enumerate()
             .filter(|(_, v)| v.is_finite())
-            .map(|(i, v)| format!("{:.1},{:.1}", x(i), y(nines(*v))))
+            .map(|(i, v)| format!("{:.1},{:.1}", self.x(i), self.y(nines(*v))))
             .collect();
         let _ = write!(
             s,
@@ -118,7 +181,6 @@ pub fn svg_series(
             se.color,
             points.join(" ")
         );
-        // Later series: hollow and larger, so a point under an earlier one still shows.
         let (r, fill) = if k == 0 {
             (3.0, se.color)
         } else {
@@ -128,8 +190,8 @@ pub fn svg_series(
             let _ = write!(
                 s,
                 r#"<circle cx="{:.1}" cy="{:.1}" r="{r}" fill="{fill}" stroke="{}" stroke-width="1.5"><title>{} · {}: cosine {}</title></circle>"#,
-                x(i),
-                y(nines(*v)),
+                self.x(i),
+                self.y(nines(*v)),
                 se.color,
                 esc(labels.get(i).map_or("", String::as_str)),
                 esc(se.name),
@@ -137,8 +199,6 @@ pub fn svg_series(
             );
         }
     }
-    s.push_str("</svg>");
-    s
 }
 
 /// An axis label cut to 28 characters (the tooltip keeps the whole name).
