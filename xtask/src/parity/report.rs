@@ -299,6 +299,8 @@ mod tests {
             error: None,
             measured_unix: 1,
             from_earlier_run: false,
+            precision: None,
+            stage: None,
         };
         let components = vec![component("vision", 1.0), component("action_step", f64::NAN)];
         ParityReport {
