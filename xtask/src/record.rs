@@ -78,7 +78,7 @@ pub fn from_slice<T: Versioned>(bytes: &[u8], origin: &str, rebuild: &str) -> Re
     let found = serde_json::from_slice::<SchemaOnly>(bytes)
         .with_context(|| {
             format!(
-                "{origin} is not a JSON {}; rebuild it with `{rebuild}`",
+                "{origin} is not a JSON {}; `{rebuild}` writes it again",
                 T::KIND
             )
         })?
@@ -86,7 +86,7 @@ pub fn from_slice<T: Versioned>(bytes: &[u8], origin: &str, rebuild: &str) -> Re
     check_schema::<T>(found, origin, rebuild)?;
     serde_json::from_slice(bytes).with_context(|| {
         format!(
-            "{origin} is not a v{found} record ({}); rebuild it with `{rebuild}`",
+            "{origin} is not a schema {found} record ({}); `{rebuild}` writes it again",
             T::KIND
         )
     })
@@ -99,11 +99,11 @@ pub fn check_schema<T: Versioned>(found: u32, origin: &str, rebuild: &str) -> Re
     }
     let written = match found {
         0 => "was written before its kind carried a schema number".to_string(),
-        n if n > T::SCHEMA => format!("has schema v{n}, newer than this tool reads"),
-        n => format!("has schema v{n}"),
+        n if n > T::SCHEMA => format!("has schema {n}, newer than this tool reads"),
+        n => format!("has schema {n}"),
     };
     bail!(
-        "{origin}: this {} {written}; this tool reads v{}: rebuild it with `{rebuild}`",
+        "{origin}: this {} {written}; this tool reads schema {}: `{rebuild}` writes it again",
         T::KIND,
         T::SCHEMA
     )
@@ -155,12 +155,12 @@ mod tests {
             read::<Thing>(&path, "cargo xtask thing").unwrap_err()
         );
         assert!(err.contains("t.json") && err.contains("before its kind carried a schema"));
-        assert!(err.contains("rebuild it with `cargo xtask thing`"), "{err}");
+        assert!(err.contains("`cargo xtask thing` writes it again"), "{err}");
 
         std::fs::write(&path, r#"{"schema_version": 9, "figure": 1.0}"#).unwrap();
         let err = format!("{:#}", read::<Thing>(&path, "x").unwrap_err());
         assert!(
-            err.contains("schema v9, newer than this tool reads"),
+            err.contains("schema 9, newer than this tool reads"),
             "{err}"
         );
 

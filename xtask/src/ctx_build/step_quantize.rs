@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 
 use crate::ctx_build::artifacts::{Artifacts, Versions, section_hash};
 use crate::ctx_build::facts::{CalibrationFacts, FileHash, QuantizeFacts, StepFacts};
@@ -77,7 +77,7 @@ impl Quantize {
             .join(" ");
         Rendered::default().command(
             "quantize command",
-            format!("target/quant-venv/bin/python xtask/scripts/quantize/quantize.py {line}"),
+            format!("target/quant-venv/bin/python {SCRIPT_PATH} {line}"),
         )
     }
 
@@ -188,6 +188,9 @@ fn script_args(q: &QuantizeSection, out_dir: &str, stem: &str) -> Vec<std::ffi::
     args
 }
 
+/// Where the embedded `quantize.py` is written to run, relative to the project root.
+const SCRIPT_PATH: &str = "target/quant-venv/quantize.py";
+
 /// Runs `quantize.py`, its output in the step's log; its summary line.
 fn run_script(
     job: &StepJob<'_>,
@@ -195,18 +198,11 @@ fn run_script(
     python: &std::path::Path,
     samples: &std::path::Path,
 ) -> Result<ScriptSummary> {
-    let script = job.root.join("xtask/scripts/quantize/quantize.py");
-    let on_disk = std::fs::read(&script)
-        .with_context(|| format!("cannot read the quantize script {}", script.display()))?;
-    // The script run is the one the key names: a checkout whose script differs from the
-    // tool's own (an edit not yet built into the tool) is refused, not run.
-    if on_disk != crate::quantize::env::SCRIPT.as_bytes() {
-        bail!(
-            "{} differs from the script this build of the tool embeds: rebuild the tool \
-             (`cargo build --release -p xtask`) so that the step's key names what runs",
-            script.display()
-        );
-    }
+    // The script run is the one this build of the tool embeds (and its key names), written
+    // beside the environment it runs in: a project that is not the tool's checkout has none.
+    let script = job.root.join(SCRIPT_PATH);
+    crate::atomic::write_atomic(&script, crate::quantize::env::SCRIPT.as_bytes())
+        .with_context(|| format!("cannot write the quantize script {}", script.display()))?;
     let log = crate::project::reports_dir(job.root, &job.model.file.model.name)
         .join("logs")
         .join(format!("{}-quantize.log", job.comp.name()));

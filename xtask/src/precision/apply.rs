@@ -21,8 +21,7 @@ pub fn recipe_lines(model: &Model, a: &Assignment) -> Vec<String> {
             let p = *a.get(c.name())?;
             let had = c.file.quantize.is_some();
             let path = c.recipe_path.display();
-            (p.is_quantized() || had)
-                .then(|| format!("# {path}\n[quantize]\nprecision = \"{p}\""))
+            (p.is_quantized() || had).then(|| format!("# {path}\n[quantize]\nprecision = \"{p}\""))
         })
         .collect()
 }
@@ -76,10 +75,16 @@ mod tests {
         assert!(out.starts_with("# a recipe\n[component]"), "{out}");
         assert!(out.contains("[quantize]\nprecision = \"w8a16\""), "{out}");
         let again = with_precision(&out, Precision::W4a16).unwrap();
-        assert!(again.contains("precision = \"w4a16\"") && !again.contains("w8a16"), "{again}");
+        assert!(
+            again.contains("precision = \"w4a16\"") && !again.contains("w8a16"),
+            "{again}"
+        );
         assert_eq!(with_precision(text, Precision::Fp16).unwrap(), text);
         let kept = "[quantize]\nprecision = \"w8a8\" # tried\nsamples = 4\n";
         let out = with_precision(kept, Precision::Fp16).unwrap();
-        assert!(out.contains("precision = \"fp16\"") && out.contains("samples = 4"), "{out}");
+        assert!(
+            out.contains("precision = \"fp16\"") && out.contains("samples = 4"),
+            "{out}"
+        );
     }
 }

@@ -150,7 +150,11 @@ impl PrecisionReport {
                 .map(|p| p.label())
                 .collect::<Vec<_>>()
                 .join(", "),
-            if self.complete { "" } else { "**Incomplete (interrupted).**" },
+            if self.complete {
+                ""
+            } else {
+                "**Incomplete (interrupted).**"
+            },
             self.verdict()
         );
         if let Some(p) = &self.proposal {
@@ -197,7 +201,12 @@ impl PrecisionReport {
                     },
                     format!("{:.8}", m.actions_cosine),
                     if m.within_budget { "yes" } else { "no" }.into(),
-                    if self.frontier.contains(&i) { "●" } else { "" }.into(),
+                    if self.frontier.contains(&i) {
+                        "●"
+                    } else {
+                        ""
+                    }
+                    .into(),
                 ]
             }),
         ));
@@ -211,7 +220,11 @@ impl PrecisionReport {
             self.proposal_index,
             self.budget,
         );
-        let kind = if self.proposal.is_some() { "pass" } else { "fail" };
+        let kind = if self.proposal.is_some() {
+            "pass"
+        } else {
+            "fail"
+        };
         let word = if self.proposal.is_some() {
             "PROPOSED"
         } else {

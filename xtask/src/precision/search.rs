@@ -221,7 +221,11 @@ mod tests {
     fn model() -> Model {
         let mut bytes = BTreeMap::new();
         let mut error = BTreeMap::new();
-        for (c, size, e8, e4) in [("a", 100, 0.1, 0.9), ("b", 60, 0.1, 2.0), ("c", 10, 0.0, 0.0)] {
+        for (c, size, e8, e4) in [
+            ("a", 100, 0.1, 0.9),
+            ("b", 60, 0.1, 2.0),
+            ("c", 10, 0.0, 0.0),
+        ] {
             bytes.insert((c.to_string(), Precision::Fp16), size);
             bytes.insert((c.to_string(), Precision::W8a16), size / 2);
             bytes.insert((c.to_string(), Precision::W4a16), size / 4);
@@ -258,8 +262,10 @@ mod tests {
         assert_eq!(seen, out.tried.len());
         assert!(m.calls <= 1 + 3 * 2 + 3 + 1, "{}", m.calls);
         let f = frontier(&out.tried);
-        assert!(f.windows(2).all(|w| w[0].bytes <= w[1].bytes
-            && w[0].actions_max_abs > w[1].actions_max_abs));
+        assert!(
+            f.windows(2)
+                .all(|w| w[0].bytes <= w[1].bytes && w[0].actions_max_abs > w[1].actions_max_abs)
+        );
     }
 
     #[test]
