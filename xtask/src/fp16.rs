@@ -119,6 +119,15 @@ pub fn clamp_masks(
     comp: &Component,
     inputs: &BTreeMap<String, Tensor>,
 ) -> BTreeMap<String, Tensor> {
+    clamp_masks_at(comp, inputs, -FP16_MAX as f32)
+}
+
+/// Inputs with every `mask = true` tensor clamped to at least `floor`.
+pub fn clamp_masks_at(
+    comp: &Component,
+    inputs: &BTreeMap<String, Tensor>,
+    floor: f32,
+) -> BTreeMap<String, Tensor> {
     inputs
         .iter()
         .map(|(name, t)| {
@@ -128,7 +137,7 @@ pub fn clamp_masks(
                 .iter()
                 .any(|s| s.name.get_ref() == name && s.mask);
             let t = match t {
-                Tensor::F32(a) if marked => Tensor::F32(a.mapv(|v| v.max(-FP16_MAX as f32))),
+                Tensor::F32(a) if marked => Tensor::F32(a.mapv(|v| v.max(floor))),
                 other => other.clone(),
             };
             (name.clone(), t)

@@ -96,6 +96,11 @@ impl<'a> OnHost<'a> {
     ) -> Result<Self> {
         let models = session_models(root, rt, model, backend)?;
         let mut sessions = ChainSessions::new(rt, model, backend.clone(), models, opts.streaming);
+        if backend == &Backend::QnnCpu {
+            for comp in model.components.iter().filter(|c| c.precision().is_quantized()) {
+                sessions = sessions.with_backend_for(comp.name(), Backend::OrtCpu);
+            }
+        }
         let mut fp32_sessions = (!fp32.is_empty() || opts.attribute).then(|| {
             let onnx = model
                 .components
@@ -306,6 +311,13 @@ fn session_models(
     }
     let mut out = BTreeMap::new();
     for comp in &model.components {
+        if backend == &Backend::QnnCpu && comp.precision().is_quantized() {
+            out.insert(
+                comp.name().to_string(),
+                crate::ctx_build::fresh::fresh_qdq_model(root, rt, model, comp)?,
+            );
+            continue;
+        }
         // QNN's CPU backend runs what the build converts: the rewritten copy, if any.
         let path = crate::rewritten::onnx_for(root, &model.file.model.name, comp, backend)?;
         out.insert(comp.name().to_string(), path);

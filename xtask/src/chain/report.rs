@@ -96,6 +96,11 @@ pub struct RunInputs {
     pub boundaries: Vec<BoundaryParity>,
     /// Components that ran on ORT's CPU EP in fp32 instead of the backend (`--fp32`).
     pub fp32: Vec<String>,
+    /// The quantized components and their precision (empty: every component fp16). Every
+    /// boundary and the actions are still judged against the float golden; on `cpu` these
+    /// ran as their QDQ simulation on ORT's CPU EP (QNN's CPU backend cannot run QDQ).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub precisions: BTreeMap<String, crate::vocab::Precision>,
     /// `--attribute`: the components ranked by the error each removes in fp32.
     pub attribution: Option<super::whatif::Attribution>,
     #[serde(deserialize_with = "vec_f64_or_nan")]
@@ -117,6 +122,17 @@ pub struct RunInputs {
     /// Absent for a run on this host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<crate::device::figures::DeviceFigures>,
+}
+
+impl RunInputs {
+    /// `llm_split0 w8a16, vision w8a16` (empty when every component is fp16).
+    pub fn precisions_summary(&self) -> String {
+        self.precisions
+            .iter()
+            .map(|(c, p)| format!("{c} {p}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// What a chain run measured plus what it concludes (the JSON has the facts' fields inline).

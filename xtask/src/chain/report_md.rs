@@ -51,6 +51,18 @@ fn header(r: &RunReport) -> String {
             r.run.backend
         );
     }
+    if !r.run.precisions.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nQuantized: **{}**{}; the rest fp16. Every figure is against the float golden.",
+            r.run.precisions_summary(),
+            if r.run.backend == crate::vocab::BackendKind::Cpu {
+                " (as their QDQ simulation on ORT's CPU EP)"
+            } else {
+                ""
+            }
+        );
+    }
     if let Some(h) = &r.run.htp {
         let _ = writeln!(md, "\nHTP: {}", h.latency_label());
     }

@@ -34,6 +34,7 @@ fn report(boundaries: Vec<BoundaryParity>) -> RunReport {
         warmup: 0,
         boundaries,
         fp32: Vec::new(),
+        precisions: Default::default(),
         attribution: None,
         keys_per_layer_cosine: Vec::new(),
         values_per_layer_cosine: Vec::new(),

@@ -72,6 +72,14 @@ impl<'a> ChainRun<'a> {
 /// Runs the chain through `runner`, judges it, writes its report under `reports/<model>/` and
 /// prints it; the report says whether every gate passed.
 pub fn run_and_report(chain: &ChainRun<'_>, runner: &mut dyn ComponentRunner) -> Result<RunReport> {
+    let report = run_judged(chain, runner)?;
+    publish(chain.root, &report)?;
+    Ok(report)
+}
+
+/// Runs the chain through `runner` and judges it, writing nothing (the precision search
+/// keeps its configurations' runs in its own report).
+pub fn run_judged(chain: &ChainRun<'_>, runner: &mut dyn ComponentRunner) -> Result<RunReport> {
     let backend = runner.backend();
     let (first, chain_ms) = run_chains(chain, runner)?;
     let expected = expected_boundaries(chain.model, &chain.host, &chain.inputs)?;
@@ -94,7 +102,6 @@ pub fn run_and_report(chain: &ChainRun<'_>, runner: &mut dyn ComponentRunner) ->
         attribution,
         measured,
     ));
-    publish(chain.root, &report)?;
     Ok(report)
 }
 
@@ -188,6 +195,13 @@ fn run_inputs(
         warmup: chain.warmup,
         boundaries,
         fp32: measured.fp32,
+        precisions: chain
+            .model
+            .components
+            .iter()
+            .filter(|c| c.precision().is_quantized())
+            .map(|c| (c.name().to_string(), c.precision()))
+            .collect(),
         attribution,
         keys_per_layer_cosine: per_layer_cosine(&first.keys, trace.get("keys")),
         values_per_layer_cosine: per_layer_cosine(&first.values, trace.get("values")),

@@ -20,6 +20,9 @@ pub struct ChainSessions<'a> {
     model: &'a Model,
     backend: Backend,
     models: BTreeMap<String, PathBuf>,
+    /// Components that run on another backend than the chain's: a quantized component's QDQ
+    /// simulation on ORT's CPU EP in a chain on QNN's CPU backend (which cannot run QDQ).
+    other_backend: BTreeMap<String, Backend>,
     resident: BTreeMap<String, CheckedSession>,
     streaming: bool,
     pub recording: bool,
@@ -43,6 +46,7 @@ impl<'a> ChainSessions<'a> {
             model,
             backend,
             models,
+            other_backend: BTreeMap::new(),
             resident: BTreeMap::new(),
             streaming,
             recording: false,
@@ -52,13 +56,23 @@ impl<'a> ChainSessions<'a> {
         }
     }
 
+    /// Runs `name` on `backend` instead of the chain's.
+    pub fn with_backend_for(mut self, name: &str, backend: Backend) -> Self {
+        self.other_backend.insert(name.to_string(), backend);
+        self
+    }
+
+    fn backend_of(&self, name: &str) -> &Backend {
+        self.other_backend.get(name).unwrap_or(&self.backend)
+    }
+
     fn open(&mut self, name: &str) -> Result<CheckedSession> {
         let path = self
             .models
             .get(name)
             .with_context(|| format!("no model file for component `{name}`"))?;
         let started = Instant::now();
-        let session = self.rt.open(path, &self.backend)?;
+        let session = self.rt.open(path, self.backend_of(name))?;
         let took = ms(started);
         self.load_ms.entry(name.into()).or_default().push(took);
         if self.recording {
@@ -83,7 +97,7 @@ impl<'a> ChainSessions<'a> {
     ) -> Result<BTreeMap<String, Tensor>> {
         // On the HTP, `mask = true` inputs are clamped to fp16's range first, as on the device.
         let comp = self.model.components.iter().find(|c| c.name() == name);
-        let inputs = match (&self.backend, comp) {
+        let inputs = match (self.backend_of(name), comp) {
             (Backend::QnnHtp(_), Some(c)) => Cow::Owned(crate::fp16::clamp_masks(c, inputs)),
             _ => Cow::Borrowed(inputs),
         };

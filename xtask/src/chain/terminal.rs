@@ -47,6 +47,17 @@ impl RunReport {
             }
         );
         crate::outln!("  {}", self.run.layout.summary());
+        if !self.run.precisions.is_empty() {
+            crate::outln!(
+                "  quantized: {} (against the float golden{})",
+                self.run.precisions_summary(),
+                if self.run.backend == crate::vocab::BackendKind::Cpu {
+                    "; QDQ simulation on ORT's CPU EP"
+                } else {
+                    ""
+                }
+            );
+        }
         crate::outln!(
             "  {:<40} {:>12} {:>11} {:>14} {:>10}",
             "boundary",

@@ -158,3 +158,52 @@ fn wrapper_of(
     }
     Ok(Ok(root.join(&plan.artifacts.wrapper)))
 }
+
+/// A quantized component's QDQ ONNX, which its CPU stage runs on ORT's CPU EP (QNN's CPU
+/// backend does not execute QDQ graphs): refused when missing, or stale against the current
+/// ONNX, calibration set and `[quantize]` settings, with the build command.
+pub fn fresh_qdq_model(
+    root: &Path,
+    rt: &Runtime,
+    model: &Model,
+    comp: &Component,
+) -> Result<PathBuf> {
+    let soc = crate::htp_target::target_soc(model, None)?;
+    let name = &model.file.model.name;
+    let art = crate::ctx_build::plan::artifacts(name, comp.name(), &soc);
+    let versions = as_built(
+        runtime_versions(rt)?,
+        &ComponentRecord::load(&root.join(&art.record)),
+    );
+    let mut memo = HashMemo::full();
+    let plan = plan_component(root, model, comp, &soc, &versions, &mut memo)?;
+    let rebuild = format!(
+        "cargo xtask build-ctx --soc {} --model {name} --only {}",
+        soc.id,
+        comp.name()
+    );
+    let step = plan
+        .steps
+        .iter()
+        .find(|s| s.kind == StepKind::Quantize)
+        .with_context(|| format!("`{}` is not quantized", comp.name()))?;
+    let qdq = &plan.artifacts.qdq;
+    if !root.join(qdq).is_file() {
+        bail!(
+            "`{}` is {}: its QDQ model {} is missing (run `{rebuild}`)",
+            comp.name(),
+            comp.precision(),
+            qdq.display()
+        );
+    }
+    if let Freshness::Dirty(reasons) = &step.freshness {
+        bail!(
+            "`{}` is {}: its QDQ model {} is stale: {} (run `{rebuild}`)",
+            comp.name(),
+            comp.precision(),
+            qdq.display(),
+            reasons.join("; ")
+        );
+    }
+    Ok(root.join(qdq))
+}

@@ -125,7 +125,8 @@ fn step_detail(s: &StepOutcome) -> String {
     // Whether the recipe's graph_name was honoured is said once below the table, not per row.
     if let Some(g) = &s.detail.graph_name {
         parts.push(format!("graph `{g}`"));
-    } else if let Some(sum) = &s.detail.summary {
+    } else if let Some(sum) = s.detail.summary.as_ref().filter(|sum| !parts.contains(sum)) {
+        // The facts' summary and the detail's are often one sentence: shown once.
         parts.push(sum.clone());
     } else if !s.reasons.is_empty() {
         parts.push(s.reasons.join("; "));

@@ -1,12 +1,13 @@
 //! The embedded runtime as a parity executor: the session model chosen by backend (the ONNX
 //! for ORT; the rewritten copy the build converts for QNN's CPU backend; the fresh context
-//! wrapper on the HTP), run and judged.
+//! wrapper on the HTP; a quantized component's QDQ ONNX on ORT for the CPU stage), run and
+//! judged.
 
 use std::path::Path;
 
 use anyhow::Result;
 
-use crate::parity::component::{ComponentResult, GoldenIo, run_component};
+use crate::parity::component::{ComponentResult, GoldenIo, run_component, run_qdq_simulation};
 use crate::parity::runner::Executor;
 use crate::recipe::{Component, Model};
 use crate::runtime::{Backend, Runtime};
@@ -28,6 +29,14 @@ impl Executor for Embedded<'_> {
 
     fn run(&self, comp: &Component, golden: &GoldenIo) -> Result<ComponentResult> {
         let (root, model) = (self.root, self.model);
+        if self.backend == Backend::QnnCpu && comp.precision().is_quantized() {
+            // A quantized component's CPU stage is its QDQ simulation (QNN's CPU backend
+            // does not execute QDQ graphs), against the float golden.
+            let qdq = crate::ctx_build::fresh::fresh_qdq_model(root, self.rt, model, comp)?;
+            let mut result = run_qdq_simulation(self.rt, model, comp, golden, &qdq)?;
+            result.session_model = crate::project::rel(root, &qdq);
+            return Ok(result);
+        }
         let session_model = match &self.backend {
             Backend::QnnHtp(_) => {
                 crate::ctx_build::fresh::fresh_context_wrapper(root, self.rt, model, comp)?

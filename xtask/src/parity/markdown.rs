@@ -46,10 +46,11 @@ fn summary_table(r: &ParityReport) -> String {
     md_table(
         &["context", "output", "cosine"],
         r.components.iter().map(|c| {
+            let label = super::report::quantized_label(c);
             let component = if c.from_earlier_run {
-                format!("`{}` (earlier run, not re-measured)", c.component)
+                format!("`{}`{label} (earlier run, not re-measured)", c.component)
             } else {
-                format!("`{}`", c.component)
+                format!("`{}`{label}", c.component)
             };
             if c.outputs.is_empty() {
                 let why = c.error.as_deref().unwrap_or("?");

@@ -200,9 +200,19 @@ pub fn print_component(c: &ComponentResult) {
     }
 }
 
+/// ` w8a16 vs the float golden, QDQ simulation (ORT CPU EP)` for a quantized component.
+pub fn quantized_label(c: &ComponentResult) -> String {
+    match (&c.precision, &c.stage) {
+        (Some(p), Some(stage)) => format!(" {p} vs the float golden, {stage}"),
+        (Some(p), None) => format!(" {p} vs the float golden"),
+        (None, Some(stage)) => format!(" {stage}"),
+        (None, None) => String::new(),
+    }
+}
+
 fn print_component_table(c: &ComponentResult) {
     let head = crate::ui::verdict(if c.pass { "PASS" } else { "FAIL" }, c.pass);
-    crate::outln!("{head}  {} [{}]", c.component, c.backend);
+    crate::outln!("{head}  {} [{}]{}", c.component, c.backend, quantized_label(c));
     if let Some(err) = &c.error {
         crate::outln!("      error: {}", err.replace('\n', "\n      "));
         return;

@@ -9,6 +9,7 @@
 //! - a folder of `.npz` files inside the project, each one sample keyed by input name (e.g.
 //!   written from several episodes of the reference policy).
 //!
+//! Masks (`mask = true` inputs) calibrate clamped at `-MASK_CALIBRATION_FLOOR`.
 //! Every sample is checked against the recipe (names, shapes, dtypes, finite values), at most
 //! `samples` are kept, identical samples once. The set's hash (over every sample's tensors in
 //! order) is part of the quantize step's key and record: another set is another binary.
@@ -22,6 +23,14 @@ use crate::recipe::quantize::{CalibrationSource, QuantizeSection};
 use crate::recipe::tensor_names::{NEXT_TRAJECTORY, TIMESTEP, TRAJECTORY};
 use crate::recipe::{Component, Model};
 use crate::tensor::Tensor;
+
+/// How negative a `mask = true` input calibrates. An additive mask of -65504 (fp16's floor)
+/// calibrated as is stretches the 16-bit range of every tensor it is added to, the attention
+/// scores, to ~65,500: a step of 1.0 on logits of a few units (tiny's `llm_split0` at w8a16:
+/// cosine 0.9977; at real width 0.9947). Calibrated at -100 the masked logits still vanish in
+/// the softmax (e^-100 ≈ 4e-44) and the step is ~0.002; the quantized graph's input Q node
+/// then clamps the real mask to the same floor, in the QDQ simulation and on the HTP alike.
+pub const MASK_CALIBRATION_FLOOR: f32 = 100.0;
 
 /// One sample: every input of the component.
 pub type Sample = BTreeMap<String, Tensor>;
@@ -51,6 +60,9 @@ impl CalibrationSet {
         };
         dedupe(&mut found);
         found.truncate(q.samples);
+        for (_, sample) in found.iter_mut() {
+            *sample = crate::fp16::clamp_masks_at(comp, sample, -MASK_CALIBRATION_FLOOR);
+        }
         for (origin, sample) in &found {
             check_sample(comp, origin, sample)?;
         }
