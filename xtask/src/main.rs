@@ -51,6 +51,8 @@ enum Command {
     Cache(commands::cache::Cache),
     /// Run the whole chain end to end: chain parity and latency reports.
     Run(commands::run::Run),
+    /// Pick each component's precision by the chain's own action error against the float golden.
+    Precision(commands::precision::PrecisionCmd),
     /// The build plan; `--json` prints it as a CI matrix (one entry per component and SoC).
     Plan(commands::plan::Plan),
     /// Assemble the Hugging Face bundle (card, manifest, checksums) of a built model.
@@ -190,6 +192,7 @@ fn dispatch(command: Command, ctx: &commands::Ctx) -> anyhow::Result<xtask::voca
         Command::Release(cmd) => cmd.run(ctx),
         Command::Fetch(cmd) => cmd.run(ctx),
         Command::Plan(cmd) => cmd.run(ctx),
+        Command::Precision(cmd) => cmd.run(ctx),
         Command::Bisect(cmd) => cmd.run(ctx),
         Command::LintFp16(cmd) => cmd.run(ctx),
         Command::Conformance(cmd) => cmd.run(ctx),

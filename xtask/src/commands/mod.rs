@@ -14,6 +14,7 @@ pub mod package;
 pub mod parity;
 pub mod plan;
 pub mod release;
+pub mod precision;
 pub mod run;
 pub mod verify;
 

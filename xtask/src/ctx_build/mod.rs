@@ -82,6 +82,12 @@ impl BuildRequest<'_> {
 
 /// Plans the request, then prints it (dry run), judges it (`--require-fresh`) or executes it.
 pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
+    build_with(root, req, None)
+}
+
+/// `build` in a process that already holds the runtime (ORT allows one environment per
+/// process): the precision search builds its configurations beside its chain runs.
+pub fn build_with(root: &Path, req: &BuildRequest<'_>, rt: Option<&Runtime>) -> Result<Outcome> {
     req.validate()?;
     let memo_path = crate::hashing::HashMemo::path_in(root);
     // --require-fresh is a release-grade check: every file is re-hashed in full (an artifact
@@ -94,7 +100,7 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
     let outcome = if req.dry_run || req.require_fresh || req.print_keys {
         show_plan(root, req, &mut memo)?
     } else {
-        return execute_build(root, req, memo, &memo_path);
+        return execute_build(root, req, memo, &memo_path, rt);
     };
     memo.save(&memo_path)?;
     Ok(outcome)
@@ -146,13 +152,21 @@ fn execute_build(
     req: &BuildRequest<'_>,
     memo: HashMemo,
     memo_path: &Path,
+    rt: Option<&Runtime>,
 ) -> Result<Outcome> {
     let name = &req.model.file.model.name;
     let ctx_dir = crate::project::ctx_dir(root, name);
     let _lock = execute::lock_build_dir(&ctx_dir)?;
     execute::remove_stale_staging(&ctx_dir)?;
-    let rt = Runtime::load(ensure_runtime(root)?)?;
-    let mut versions = fresh::runtime_versions(&rt)?;
+    let loaded;
+    let rt = match rt {
+        Some(rt) => rt,
+        None => {
+            loaded = Runtime::load(ensure_runtime(root)?)?;
+            &loaded
+        }
+    };
+    let mut versions = fresh::runtime_versions(rt)?;
     let sdk;
     let toolchain: &dyn Toolchain = match req.toolchain {
         ToolchainKind::Embedded => {

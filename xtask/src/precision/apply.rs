@@ -50,7 +50,7 @@ pub fn apply(root: &Path, model: &Model, a: &Assignment) -> Result<Vec<String>> 
 }
 
 /// The recipe text with `[quantize] precision = p` (the table added when missing).
-fn with_precision(text: &str, p: Precision) -> Result<String> {
+pub(crate) fn with_precision(text: &str, p: Precision) -> Result<String> {
     let mut doc: toml_edit::DocumentMut = text.parse()?;
     if !p.is_quantized() && !doc.contains_key("quantize") {
         return Ok(text.to_string());

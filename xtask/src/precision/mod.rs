@@ -5,6 +5,7 @@
 //! proposal; `apply` writes the proposal into the recipes.
 
 pub mod apply;
+pub mod measure;
 pub mod plot;
 pub mod report;
 pub mod search;

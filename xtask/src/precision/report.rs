@@ -213,6 +213,33 @@ impl PrecisionReport {
         md
     }
 
+    /// The terminal's account: one line per configuration, the verdict, the recipe lines.
+    pub fn print(&self, dir: &str) {
+        crate::outln!(
+            "precision search on {} (budget: actions max |error| <= {:.0e} vs the float golden):",
+            self.backend.label(),
+            self.budget
+        );
+        for (i, m) in self.tried.iter().enumerate() {
+            crate::outln!(
+                "  {i:>2} {:<40} {:>9.3} MB  {}  {}{}",
+                short(&m.assignment),
+                m.bytes as f64 / 1e6,
+                match &m.error {
+                    Some(e) => format!("FAILED: {e}"),
+                    None => format!("max |err| {:.3e}  cosine {:.8}", m.actions_max_abs, m.actions_cosine),
+                },
+                if m.within_budget { "within" } else { "over" },
+                if self.frontier.contains(&i) { "  (frontier)" } else { "" }
+            );
+        }
+        crate::outln!("{}", self.verdict());
+        for line in &self.recipe_lines {
+            crate::outln!("{}", line.replace('\n', "  "));
+        }
+        crate::outln!("report {dir}/precision.html");
+    }
+
     fn html(&self, md: &str) -> String {
         let plot = super::plot::frontier_svg(
             &self.tried,

@@ -113,6 +113,21 @@ pub struct QuantizeSection {
     pub gates: BTreeMap<String, PrecisionGate>,
 }
 
+impl QuantizeSection {
+    /// `[quantize] precision = p` with every other setting at its default.
+    pub fn of(precision: Precision) -> Self {
+        QuantizeSection {
+            precision,
+            per_channel: yes(),
+            calibration: trace(),
+            samples: DEFAULT_SAMPLES,
+            method: CalibrationMethod::default(),
+            exclude: Vec::new(),
+            gates: BTreeMap::new(),
+        }
+    }
+}
+
 fn yes() -> bool {
     true
 }
