@@ -13,6 +13,21 @@ use crate::vocab::BackendKind;
 
 /// "fp16 HTP precision" when every context was built so, else the per-context mix.
 fn precision_summary(b: &BundleInfo) -> String {
+    let quantized: Vec<String> = b
+        .components
+        .iter()
+        .filter_map(|c| {
+            c.quantized
+                .as_ref()
+                .map(|q| format!("{} {}", c.name, q.precision))
+        })
+        .collect();
+    if !quantized.is_empty() {
+        return format!(
+            "quantized {} (every figure against the float golden), the rest fp16",
+            quantized.join(", ")
+        );
+    }
     let fp16 = b.components.iter().filter(|c| c.fp16).count();
     match (fp16, b.components.len()) {
         (f, n) if f == n => "fp16 HTP precision".into(),
@@ -22,6 +37,9 @@ fn precision_summary(b: &BundleInfo) -> String {
 }
 
 fn short_precision(b: &BundleInfo) -> &'static str {
+    if b.components.iter().any(|c| c.quantized.is_some()) {
+        return "mixed quantized/fp16";
+    }
     match b.components.iter().filter(|c| c.fp16).count() {
         f if f == b.components.len() => "fp16",
         0 => "fp32",
@@ -330,7 +348,17 @@ fn build_options(b: &BundleInfo, md: &mut String) {
             "| `{}` | {} | {} | O{} | {} | float{} | {} |",
             c.name,
             c.toolchain.label(),
-            if c.fp16 { "fp16" } else { "fp32 (fp16 off)" },
+            match &c.quantized {
+                Some(q) => format!(
+                    "{} (calibration `{}`, {} sample(s); CPU stage: {})",
+                    q.precision,
+                    &q.calibration_sha256[..q.calibration_sha256.len().min(16)],
+                    q.calibration_samples,
+                    q.cpu_stage
+                ),
+                None if c.fp16 => "fp16".into(),
+                None => "fp32 (fp16 off)".into(),
+            },
             c.optimization_level,
             match c.vtcm_mb {
                 0 => "default".to_string(),

@@ -81,11 +81,39 @@ pub fn bundle_component(
         onnx_sha256: memo.sha256(&root.join(&comp.file.component.onnx))?,
         golden_sha256: memo.sha256(&root.join(&comp.file.golden.file))?,
         waivers: waivers(model, comp),
+        quantized: quantized_facts(record, comp, &rebuild)?,
     })
 }
 
 /// The convert, cpu-parity and context facts of the record, for this SoC; `rebuild` words the
 /// refusal when one is missing, of the wrong kind, or about another SoC.
+/// A quantized component's quantize record, stated; a component whose recipe says it is
+/// quantized but whose record holds no quantize step is refused (it was built float).
+fn quantized_facts(
+    record: &ComponentRecord,
+    comp: &Component,
+    rebuild: &dyn Fn(&str) -> String,
+) -> Result<Option<super::info::QuantizedFacts>> {
+    let facts = record.step("quantize").ok().map(|r| &r.facts);
+    match (comp.precision().is_quantized(), facts) {
+        (false, _) => Ok(None),
+        (true, Some(StepFacts::Quantize(q))) => Ok(Some(super::info::QuantizedFacts {
+            precision: q.precision,
+            per_channel: q.per_channel,
+            calibration_sha256: q.calibration.sha256.clone(),
+            calibration_samples: q.calibration.origins.len(),
+            cpu_stage: crate::parity::component::QDQ_SIMULATION.into(),
+        })),
+        (true, _) => bail!(
+            "{}",
+            rebuild(&format!(
+                "its recipe says {} but its build record holds no quantize step",
+                comp.precision()
+            ))
+        ),
+    }
+}
+
 fn record_facts<'a>(
     record: &'a ComponentRecord,
     soc: &Soc,

@@ -81,6 +81,22 @@ pub struct BundleComponent {
     pub golden_sha256: String,
     /// Output name → (gate, reason) for every waived output.
     pub waivers: Vec<(String, f64, String)>,
+    /// A quantized context: its precision and calibration set, from its quantize record
+    /// (absent: float; its figures are then against the golden as always).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantized: Option<QuantizedFacts>,
+}
+
+/// What a quantized context was quantized with, as its quantize record states it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuantizedFacts {
+    pub precision: crate::vocab::Precision,
+    pub per_channel: bool,
+    /// sha256 over the calibration samples' tensors, and how many there were.
+    pub calibration_sha256: String,
+    pub calibration_samples: usize,
+    /// The CPU stage its `cpu_cosine` comes from (QNN's CPU backend cannot run QDQ).
+    pub cpu_stage: String,
 }
 
 /// What compiled the packaged binaries, each fact as their context records state it.

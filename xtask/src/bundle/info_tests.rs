@@ -36,6 +36,7 @@ pub(crate) fn component(name: &str, built_with: ToolVersions) -> BundleComponent
         onnx_sha256: "b".repeat(64),
         golden_sha256: "c".repeat(64),
         waivers: Vec::new(),
+        quantized: None,
     }
 }
 

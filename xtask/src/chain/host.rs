@@ -97,7 +97,11 @@ impl<'a> OnHost<'a> {
         let models = session_models(root, rt, model, backend)?;
         let mut sessions = ChainSessions::new(rt, model, backend.clone(), models, opts.streaming);
         if backend == &Backend::QnnCpu {
-            for comp in model.components.iter().filter(|c| c.precision().is_quantized()) {
+            for comp in model
+                .components
+                .iter()
+                .filter(|c| c.precision().is_quantized())
+            {
                 sessions = sessions.with_backend_for(comp.name(), Backend::OrtCpu);
             }
         }

@@ -32,6 +32,10 @@ pub struct Doctor {
     /// With --device: the QAIRT version to expect (default: the tiny model's `[target] qairt`).
     #[arg(long, requires = "device", default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
     model: String,
+    /// Also make (on first use) and check the quantizer's Python environment,
+    /// `target/quant-venv`, that `[quantize]` recipes need (about a minute, once).
+    #[arg(long)]
+    quantizer: bool,
     #[command(flatten)]
     pub json: super::JsonFlag,
 }
@@ -54,6 +58,18 @@ impl Doctor {
         let probed = probe_backends(&rt);
         let qnn_build = probed.qnn_build.clone();
         print_versions(&rt, platform, qnn_build.as_deref());
+        if self.quantizer {
+            let env = crate::quantize::env::ensure(&ctx.root)?;
+            crate::outln!(
+                "quantizer:   {} checked against its pins: {}",
+                crate::project::rel(&ctx.root, &env.dir),
+                env.packages
+                    .iter()
+                    .map(|(n, v)| format!("{n} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
         let qairt = qairt_vs_recipes(&ctx.root, qnn_build.as_deref(), sdk_version().as_deref());
         for line in &qairt {
             crate::outln!("{line}");

@@ -13,8 +13,8 @@ pub mod merge_reports;
 pub mod package;
 pub mod parity;
 pub mod plan;
-pub mod release;
 pub mod precision;
+pub mod release;
 pub mod run;
 pub mod verify;
 

@@ -69,9 +69,10 @@ impl PrecisionCmd {
         }
         let rt = Runtime::load(ensure_runtime_rehashed(&ctx.root)?)?;
         crate::recipe::target::check_qairt(&model, rt.qnn_build_version().as_deref())?;
-        let versions = crate::report::ToolVersions::of(&rt)
-            .with_provenance(&ctx.root, &model.file.model.name);
-        let cache = crate::ctx_build::step_cache::StepCache::from_flag_or_env(self.cache.as_deref())?;
+        let versions =
+            crate::report::ToolVersions::of(&rt).with_provenance(&ctx.root, &model.file.model.name);
+        let cache =
+            crate::ctx_build::step_cache::StepCache::from_flag_or_env(self.cache.as_deref())?;
         let mut measure =
             ChainMeasure::new(&ctx.root, &model, &rt, self.backend, &precisions, cache)?;
         let dir = crate::project::reports_dir(&ctx.root, &model.file.model.name);

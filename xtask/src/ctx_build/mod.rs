@@ -192,7 +192,7 @@ fn execute_build(
         model: req.model,
         soc: req.soc,
         toolchain,
-        rt: &rt,
+        rt,
         memo: &memo,
         progress: &progress,
         budget: &budget,
@@ -205,7 +205,7 @@ fn execute_build(
     memo.into_inner()
         .unwrap_or_else(|e| e.into_inner())
         .save(memo_path)?;
-    let report = write_report(root, req, &rt, &versions, results)?;
+    let report = write_report(root, req, rt, &versions, results)?;
     Ok(if report.pass {
         Outcome::Success
     } else {

@@ -175,6 +175,17 @@ pub struct ComponentBuild {
     pub cache_refused: Vec<String>,
 }
 
+impl ComponentBuild {
+    /// A quantized component's precision and calibration set (sha256), from its quantize
+    /// step's facts (None for a float component, or before its quantize step ran).
+    pub fn quantized(&self) -> Option<(crate::vocab::Precision, &str)> {
+        self.steps.iter().find_map(|s| match &s.facts {
+            Some(StepFacts::Quantize(q)) => Some((q.precision, q.calibration.sha256.as_str())),
+            _ => None,
+        })
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BuildReport {
     /// `BuildReport::SCHEMA` (`record::Versioned`; 0 when read from a report written before).
@@ -280,6 +291,15 @@ impl BuildReport {
             count(StepStatus::Skipped),
             self.soc.id
         );
+        for c in &self.components {
+            if let Some((p, calibration)) = c.quantized() {
+                crate::outln!(
+                    "  {} is {p} (calibration sha256:{}); its parity is against the float golden",
+                    c.component,
+                    &calibration[..calibration.len().min(16)]
+                );
+            }
+        }
         let kept: Vec<&str> = self
             .components
             .iter()

@@ -212,7 +212,12 @@ pub fn quantized_label(c: &ComponentResult) -> String {
 
 fn print_component_table(c: &ComponentResult) {
     let head = crate::ui::verdict(if c.pass { "PASS" } else { "FAIL" }, c.pass);
-    crate::outln!("{head}  {} [{}]{}", c.component, c.backend, quantized_label(c));
+    crate::outln!(
+        "{head}  {} [{}]{}",
+        c.component,
+        c.backend,
+        quantized_label(c)
+    );
     if let Some(err) = &c.error {
         crate::outln!("      error: {}", err.replace('\n', "\n      "));
         return;

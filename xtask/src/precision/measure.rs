@@ -96,10 +96,13 @@ impl<'a> ChainMeasure<'a> {
                 .iter()
                 .find(|c| c.name() == comp)
                 .with_context(|| format!("no component `{comp}`"))?;
-            crate::outln!("precision: building {comp} at {p} (model {})", m.file.model.name);
+            crate::outln!(
+                "precision: building {comp} at {p} (model {})",
+                m.file.model.name
+            );
             let req = BuildRequest {
                 model: m,
-                soc: self.soc.clone(),
+                soc: self.soc,
                 comps: vec![c],
                 jobs: 1,
                 max_memory_mb: None,

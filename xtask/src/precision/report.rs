@@ -227,10 +227,17 @@ impl PrecisionReport {
                 m.bytes as f64 / 1e6,
                 match &m.error {
                     Some(e) => format!("FAILED: {e}"),
-                    None => format!("max |err| {:.3e}  cosine {:.8}", m.actions_max_abs, m.actions_cosine),
+                    None => format!(
+                        "max |err| {:.3e}  cosine {:.8}",
+                        m.actions_max_abs, m.actions_cosine
+                    ),
                 },
                 if m.within_budget { "within" } else { "over" },
-                if self.frontier.contains(&i) { "  (frontier)" } else { "" }
+                if self.frontier.contains(&i) {
+                    "  (frontier)"
+                } else {
+                    ""
+                }
             );
         }
         crate::outln!("{}", self.verdict());
