@@ -343,3 +343,25 @@ pub fn pinned_python() -> &'static Path {
         PathBuf::from(run.stdout.trim())
     })
 }
+
+/// The repository's quantizer environment (`target/quant-venv`), made once per test process
+/// by `doctor --quantizer`, linked into `p` as its own: the quantized builds of several tests
+/// do not each install ten wheels. A venv that cannot be made fails them, never skips them.
+pub fn link_quantizer(p: &Scratch) {
+    static MADE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    MADE.get_or_init(|| {
+        let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+            .arg("--root")
+            .arg(repo_root())
+            .args(["doctor", "--quantizer", "--need", "ort"])
+            .output()
+            .unwrap();
+        let run = Run::from(out);
+        assert_eq!(run.code, 0, "doctor --quantizer failed\n{}", run.all());
+    });
+    std::os::unix::fs::symlink(
+        repo_root().join("target/quant-venv"),
+        p.path("target/quant-venv"),
+    )
+    .unwrap();
+}

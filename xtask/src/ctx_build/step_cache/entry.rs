@@ -161,8 +161,13 @@ impl StepCache {
         if entry.key != key || entry.record.key.key != key || entry.step != step {
             bail!("it is filed under another key or step");
         }
-        let listed: Vec<&str> = entry.files.iter().map(|f| f.artifact.as_str()).collect();
-        if listed != artifacts {
+        // The same files, whichever order the entry lists them in (a set, not a sequence:
+        // the quantize step's entry once came back sorted and was refused).
+        let mut listed: Vec<&str> = entry.files.iter().map(|f| f.artifact.as_str()).collect();
+        let mut wanted: Vec<&str> = artifacts.iter().map(String::as_str).collect();
+        listed.sort_unstable();
+        wanted.sort_unstable();
+        if listed != wanted {
             bail!("it holds {listed:?}, this step makes {artifacts:?}");
         }
         let mut staged = Vec::new();
