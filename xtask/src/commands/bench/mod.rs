@@ -8,6 +8,7 @@ mod cache;
 mod chain;
 mod hash;
 mod parity_engine;
+mod quantize;
 mod repro;
 
 use std::path::{Path, PathBuf};
@@ -37,6 +38,9 @@ enum Which {
     Hash(hash::BenchHash),
     /// The parity engine (read golden + compare every output) vs numpy: time and peak memory.
     Parity(parity_engine::BenchParity),
+    /// One component at fp16 and at w8a16 in the same run: bytes, compile and HTP run
+    /// seconds, cosine against the float golden, and their ratios.
+    Quantize(quantize::BenchQuantize),
     /// (internal) one timed parity-engine pass, printed as JSON for `bench parity`.
     #[command(hide = true)]
     ParityEngineOnce(parity_engine::ParityEngineOnce),
@@ -51,6 +55,7 @@ impl Bench {
             Which::Parity(b) => b.run(ctx),
             Which::Hash(b) => b.run(ctx),
             Which::Repro(b) => b.run(ctx),
+            Which::Quantize(b) => b.run(ctx),
             Which::ParityEngineOnce(b) => b.run(ctx),
         }
     }
