@@ -169,6 +169,24 @@ fn a_precision_outside_the_four_is_refused_with_its_line_before_anything_runs() 
         out.all()
     );
     assert!(!p.path("ctx/tiny").exists(), "nothing ran");
+    // A toolchain that cannot express a precision refuses it before anything runs.
+    let recipe = p.path("recipes/tiny/action_step.toml");
+    let text = std::fs::read_to_string(&recipe).unwrap();
+    std::fs::write(&recipe, text.replace("\"w4a3\"", "\"w8a16\"")).unwrap();
+    let sdk = p.run(&[
+        "build-ctx",
+        "--soc",
+        "77",
+        "--only",
+        "action_step",
+        "--toolchain",
+        "sdk",
+    ]);
+    sdk.assert_refused(
+        2,
+        "--toolchain sdk cannot build quantized components yet: action_step (w8a16)",
+    );
+    assert!(!p.path("ctx/tiny").exists(), "nothing ran");
 }
 
 #[test]
