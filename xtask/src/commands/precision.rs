@@ -26,7 +26,7 @@ pub struct PrecisionCmd {
     /// Where the chain runs: the built HTP context binaries (emulated here; the numbers that
     /// ship), or each quantized component's QDQ graph on ORT's CPU EP (the quantization
     /// error alone; fp16 components run in float there).
-    #[arg(long, value_enum, default_value = "htp")]
+    #[arg(long, value_enum, default_value_t = SearchBackend::Htp)]
     backend: SearchBackend,
     /// The precisions to try for each component (fp16 is always the baseline).
     #[arg(long, value_delimiter = ',', default_value = "w8a16,w4a16")]

@@ -91,7 +91,13 @@ pub fn step_keys(
         let key = match kind {
             StepKind::Quantize => match (&hashes.onnx, &hashes.calibration) {
                 (Some(onnx), Some(calibration)) => {
-                    Some(steps::Quantize::key(comp, versions, r, onnx, calibration))
+                    Some(crate::ctx_build::step_quantize::Quantize::key(
+                        comp,
+                        versions,
+                        r,
+                        onnx,
+                        calibration,
+                    ))
                 }
                 _ => None,
             },
@@ -148,7 +154,7 @@ pub fn plan_component(
     let rendered: Vec<Rendered> = kinds
         .iter()
         .map(|&kind| match kind {
-            StepKind::Quantize => steps::Quantize::render(comp, &art),
+            StepKind::Quantize => crate::ctx_build::step_quantize::Quantize::render(comp, &art),
             kind => toolchain.render(kind, comp, &target, &art),
         })
         .collect();
@@ -205,7 +211,9 @@ pub fn plan_component(
 /// external data: then the QDQ ONNX has it too).
 fn step_outputs(kind: StepKind, art: &Artifacts, external_data: bool) -> Vec<std::path::PathBuf> {
     match kind {
-        StepKind::Quantize => steps::Quantize::outputs(art, external_data),
+        StepKind::Quantize => {
+            crate::ctx_build::step_quantize::Quantize::outputs(art, external_data)
+        }
         StepKind::Convert => steps::Convert::outputs(art),
         StepKind::CpuParity => steps::CpuParity::outputs(art),
         StepKind::Context => steps::Context::outputs(art),

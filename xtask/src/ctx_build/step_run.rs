@@ -61,7 +61,7 @@ pub fn run_step(
     });
     let meter = crate::ctx_build::rss::StepMeter::start();
     let ran = match step.kind {
-        StepKind::Quantize => steps::Quantize::run(&job),
+        StepKind::Quantize => crate::ctx_build::step_quantize::Quantize::run(&job),
         StepKind::Convert => steps::Convert::run(env.toolchain, &job),
         StepKind::CpuParity => steps::CpuParity::run(env.toolchain, &job),
         StepKind::Context => steps::Context::run(env.toolchain, &job),

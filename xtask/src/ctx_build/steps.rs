@@ -53,8 +53,6 @@ pub struct StepRun {
     pub detail: StepDetail,
 }
 
-pub use crate::ctx_build::step_quantize::Quantize;
-
 /// ONNX → DLC.
 pub struct Convert;
 

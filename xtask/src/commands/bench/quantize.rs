@@ -82,7 +82,8 @@ impl BenchQuantize {
             &project,
             &["build-ctx", "--soc", "77", "--only", c, "--jobs", "1"],
         )?;
-        xtask_in(&project, &["parity", "--backend", "htp", "--only", c])?;
+        let htp = BackendKind::Htp.label();
+        xtask_in(&project, &["parity", "--backend", htp, "--only", c])?;
         let build = BuildReport::read(&project.join("reports/tiny/build-soc77.json"))?;
         let step = build
             .components

@@ -36,7 +36,7 @@ impl Toolchain for Embedded {
     ) -> Rendered {
         let r = Rendered::default();
         match kind {
-            // Not a toolchain's step: `steps::Quantize::render` says what it runs.
+            // Not a toolchain's step: `step_quantize::Quantize::render` says what it runs.
             StepKind::Quantize => r,
             StepKind::Convert => r.options(
                 "rendered QNN IR EP options",

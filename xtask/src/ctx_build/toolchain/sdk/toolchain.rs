@@ -65,7 +65,7 @@ impl Toolchain for Sdk {
         let line = |name: &str, args: Vec<String>| format!("{} {}", tool(name), args.join(" "));
         let r = Rendered::default();
         match kind {
-            // Not a toolchain's step: `steps::Quantize::render` says what it runs.
+            // Not a toolchain's step: `step_quantize::Quantize::render` says what it runs.
             StepKind::Quantize => r,
             StepKind::Convert => {
                 let dlc = staging.join(format!("{}.dlc", comp.name()));
