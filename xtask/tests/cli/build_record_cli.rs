@@ -77,7 +77,9 @@ fn a_record_of_another_schema_is_refused_with_rebuild_advice_never_filled_in() {
     let refused = p.package("dist/x", "action_context", &[]);
     refused.assert_code(2);
     assert!(
-        refused.stderr.contains("schema v1") && refused.stderr.contains("rebuild"),
+        refused.stderr.contains("has schema 1")
+            && refused.stderr.contains("cargo xtask build-ctx")
+            && refused.stderr.contains("writes it again"),
         "{}",
         refused.all()
     );
@@ -90,7 +92,7 @@ fn a_record_of_another_schema_is_refused_with_rebuild_advice_never_filled_in() {
     std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
     let dry = p.run(&["build-ctx", "--only", "action_context", "--dry-run"]);
     assert!(
-        dry.stdout.contains("is not a v2 record") && dry.stdout.contains("target"),
+        dry.stdout.contains("is not a schema 2 record") && dry.stdout.contains("target"),
         "{}",
         dry.all()
     );
