@@ -14,8 +14,14 @@ pub(crate) fn generate(rt: &Runtime, a: &BTreeMap<String, String>, corrupt: bool
     let htp: xtask::htp_target::HtpBackendConfig =
         serde_json::from_slice(&std::fs::read(htp_path)?)
             .with_context(|| format!("{htp_path}: not an HTP backend-extension config"))?;
-    let target = HtpTarget::from_sdk_config(&htp)?;
+    let mut target = HtpTarget::from_sdk_config(&htp)?;
     let (graph, flags) = read_dlc(need(a, "--dlc_path")?)?;
+    // A quantized DLC's graph is QDQ: with preserved (float) I/O its graph-I/O quantization
+    // is compiled into the binary; without, the binary's I/O stays fixed point (the utility
+    // reports the DLC's UFIXED types).
+    if let Some(g) = &mut target.graph {
+        g.quantized = flags["quantizer"]["preserve_io_datatype"] == true;
+    }
     let tmp = tempfile::tempdir()?;
     let graph_path = tmp.path().join("graph.onnx");
     std::fs::write(&graph_path, &graph)?;

@@ -1,4 +1,4 @@
-//! TEST DOUBLE of the QAIRT SDK's tools (`qairt-converter`, `qnn-net-run`,
+//! TEST DOUBLE of the QAIRT SDK's tools (`qairt-converter`, `qairt-quantizer`, `qnn-net-run`,
 //! `qnn-context-binary-generator`, `qnn-context-binary-utility`, `qnn-profile-viewer`), used
 //! only by the tests through the scripts in `test-doubles/qairt-sdk-root/bin/`. The
 //! real SDK cannot be installed here; this binary stands in for it and computes real numbers
@@ -20,6 +20,22 @@
 //!   `--source_model_input_datatype NAME DTYPE` (repeatable, converters.html [C]) gives input
 //!   NAME the type DTYPE in the DLC (`int32`, `float32`, `bool` reproduced).
 //!   `--onnx_skip_simplification` is accepted (quic/efficient-transformers passes it [O]).
+//! - `qairt-converter --quantization_overrides FILE` reads AIMET encodings
+//!   (`activation_encodings` / `param_encodings`: tensor → list of `{bitwidth, min, max, scale,
+//!   offset, …}`, the QAIRT Quantization Specification, doc 80-63442-10 "applyencodings" [C]); a
+//!   file that is not that is an error. `qairt-quantizer --input_dlc D --output_dlc Q
+//!   --input_list L` quantizes the tensors without an encoding ("fill in the gaps") calibrated on
+//!   L's samples, one line per sample of `name:=path` float32 raws (`--use_native_input_files`:
+//!   the DLC's types), qairt_quantizer.html [C]. `--weights_bitwidth` {4, 8}, `--act_bitwidth`
+//!   {8, 16}, `--bias_bitwidth` {8, 32} (defaults 8), `--use_per_channel_quantization`,
+//!   `--act_quantizer_calibration` {min-max, sqnr, entropy, mse, percentile} (sqnr and mse
+//!   refused as not reproduced), `--preserve_io_datatype` (without it the float I/O becomes
+//!   `UFIXED_POINT_<act bits>`); the flag set is the one public scripts pass (e.g.
+//!   `--weights_bitwidth 8 --act_bitwidth 16 --bias_bitwidth 32 --use_per_channel_quantization
+//!   --preserve_io_datatype` [O]). Which numbers the real quantizer picks is not reproduced:
+//!   the double computes the QDQ graph with ONNX Runtime's QNN quantization tooling in the
+//!   project's `target/quant-venv`, activations' ranges fixed by the overrides, parameters
+//!   calibrated from their data at the overrides' bit widths (`quantizer.py`).
 //! - `qnn-net-run` (Qualcomm docs and sample apps [C]): the input list has one line per
 //!   inference of space-separated `name:=path`; outputs go to
 //!   `<output_dir>/Result_<i>/<raw tensor name>.raw`, a `/` in a name making subfolders.
@@ -80,6 +96,7 @@ mod dtypes;
 mod net_run;
 mod onnx_edit;
 mod profile;
+mod quantizer;
 
 use context::*;
 use converter::*;
@@ -87,6 +104,7 @@ use dtypes::*;
 use net_run::*;
 use onnx_edit::*;
 use profile::*;
+use quantizer::*;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -105,6 +123,8 @@ use xtask::tensor::{DType, Tensor};
 pub(crate) const GRAPH_MEMBER: &str = "xtask-test-double/graph.onnx";
 /// The converter's flags and the DLC's I/O (names, QNN data types, dims).
 pub(crate) const FLAGS_MEMBER: &str = "xtask-test-double/converter.json";
+/// The converter's `--quantization_overrides` (AIMET encodings), when it was given them.
+pub(crate) const OVERRIDES_MEMBER: &str = "xtask-test-double/quantization_overrides.json";
 /// Where the generator records what the utility reports, by sha256 of the binary's bytes.
 pub(crate) const CONTEXTS: &str = "target/qairt-sdk-test-double/contexts";
 
@@ -131,8 +151,25 @@ fn run(tool: &str, raw_args: &[String]) -> Result<()> {
                 "--output_path",
                 "--float_bitwidth",
                 "--float_bias_bitwidth",
+                "--quantization_overrides",
             ],
             &["--preserve_io_datatype", "--onnx_skip_simplification"],
+        ),
+        "qairt-quantizer" => (
+            &[
+                "--input_dlc",
+                "--output_dlc",
+                "--input_list",
+                "--weights_bitwidth",
+                "--act_bitwidth",
+                "--bias_bitwidth",
+                "--act_quantizer_calibration",
+            ],
+            &[
+                "--use_per_channel_quantization",
+                "--preserve_io_datatype",
+                "--use_native_input_files",
+            ],
         ),
         "qnn-net-run" => (
             &[
@@ -163,14 +200,12 @@ fn run(tool: &str, raw_args: &[String]) -> Result<()> {
         "qnn-profile-viewer" => (&["--input_log", "--output"], &[]),
         other => bail!("{other}: not a tool this test double stands in for"),
     };
-    if tool == "qairt-converter" {
-        // A Python script whose first imports are `qti.aisw.converters…`: nothing runs, not
+    if tool == "qairt-converter" || tool == "qairt-quantizer" {
+        // Python scripts whose first imports are `qti.aisw.converters…`: nothing runs, not
         // even `--help`, without the SDK's environment.
-        converter_environment()?;
+        converter_environment(tool)?;
         if raw_args == ["--help"] {
-            println!(
-                "usage: qairt-converter --input_network INPUT_NETWORK [--output_path OUTPUT_PATH] ... (test double)"
-            );
+            println!("usage: {tool} ... (test double)");
             return Ok(());
         }
     }
@@ -198,6 +233,7 @@ fn run(tool: &str, raw_args: &[String]) -> Result<()> {
     let rt = Runtime::load(ensure_runtime(&root)?)?;
     match tool {
         "qairt-converter" => convert(&rt, &args),
+        "qairt-quantizer" => quantize(&rt, &args),
         "qnn-net-run" => net_run(&rt, &args),
         _ => generate(&rt, &args, mode == "corrupt"),
     }
@@ -207,7 +243,7 @@ fn run(tool: &str, raw_args: &[String]) -> Result<()> {
 /// `PYTHONPATH`) and its compiled modules load the SDK's libraries from `$SDK/lib/<arch>`
 /// (`LD_LIBRARY_PATH`), both set by the SDK's `bin/envsetup.sh`. Without them Python stops at
 /// the first import with a traceback and exit status 1, which this reproduces.
-fn converter_environment() -> Result<()> {
+fn converter_environment(tool: &str) -> Result<()> {
     let root = PathBuf::from(std::env::var_os("QAIRT_DOUBLE_SDK_ROOT").unwrap_or_default());
     let entries = |var: &str| -> Vec<PathBuf> {
         std::env::var(var)
@@ -229,14 +265,14 @@ fn converter_environment() -> Result<()> {
         .any(|e| same(e, &root.join("lib/x86_64-linux-clang")));
     if !python {
         eprintln!(
-            "Traceback (most recent call last):\n  File \"{}/bin/x86_64-linux-clang/qairt-converter\", line 16, in <module>\n    from qti.aisw.converters.common.utils import code_to_message\nModuleNotFoundError: No module named 'qti'",
+            "Traceback (most recent call last):\n  File \"{}/bin/x86_64-linux-clang/{tool}\", line 16, in <module>\n    from qti.aisw.converters.common.utils import code_to_message\nModuleNotFoundError: No module named 'qti'",
             root.display()
         );
         std::process::exit(1);
     }
     if !libs {
         eprintln!(
-            "Traceback (most recent call last):\n  File \"{}/bin/x86_64-linux-clang/qairt-converter\", line 20, in <module>\n    from qti.aisw.converters.qnn_backend.ir_to_dlc import DLCBackend\nImportError: libQnnIr.so: cannot open shared object file: No such file or directory (LD_LIBRARY_PATH lacks {}/lib/x86_64-linux-clang)",
+            "Traceback (most recent call last):\n  File \"{}/bin/x86_64-linux-clang/{tool}\", line 20, in <module>\n    from qti.aisw.converters.qnn_backend.ir_to_dlc import DLCBackend\nImportError: libQnnIr.so: cannot open shared object file: No such file or directory (LD_LIBRARY_PATH lacks {}/lib/x86_64-linux-clang)",
             root.display(),
             root.display()
         );

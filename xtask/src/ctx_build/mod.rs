@@ -76,20 +76,16 @@ impl BuildRequest<'_> {
         if self.jobs == 0 {
             bail!("--jobs must be at least 1");
         }
-        let quantized: Vec<String> = self
-            .comps
-            .iter()
-            .filter(|c| c.precision().is_quantized())
-            .map(|c| format!("{} ({})", c.name(), c.precision()))
-            .collect();
-        if self.toolchain == ToolchainKind::Sdk && !quantized.is_empty() {
-            // Refused before anything runs: the SDK's quantized path (qairt-converter
-            // --quantization_overrides, qairt-quantizer --input_list) is not built, and a
-            // float DLC from the SDK under a quantized recipe would be a lie.
-            bail!(
-                "--toolchain sdk cannot build quantized components yet: {}; build them with the embedded toolchain (the default) or remove their [quantize] table",
-                quantized.join(", ")
-            );
+        if self.toolchain == ToolchainKind::Sdk {
+            // Refused before anything runs: what the SDK's quantizer cannot express.
+            let refused: Vec<String> = self
+                .comps
+                .iter()
+                .filter_map(|c| crate::ctx_build::toolchain::sdk::quantizer::cannot_express(c))
+                .collect();
+            if !refused.is_empty() {
+                bail!("--toolchain sdk cannot build {}", refused.join("; "));
+            }
         }
         execute::refuse_weight_sharing_groups(&self.comps)
     }

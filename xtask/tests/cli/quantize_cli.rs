@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use crate::common::{Scratch, link_quantizer, read_json};
+use crate::common::{Scratch, double_root, link_quantizer, read_json, run_sdk};
 
 fn quantize(p: &Scratch, component: &str, table: &str) {
     let path = p.path(&format!("recipes/tiny/{component}.toml"));
@@ -169,10 +169,12 @@ fn a_precision_outside_the_four_is_refused_with_its_line_before_anything_runs() 
         out.all()
     );
     assert!(!p.path("ctx/tiny").exists(), "nothing ran");
-    // A toolchain that cannot express a precision refuses it before anything runs.
+    // What a toolchain cannot express is refused before anything runs: the SDK's quantizer
+    // has no way to keep `exclude`d operators in float.
     let recipe = p.path("recipes/tiny/action_step.toml");
     let text = std::fs::read_to_string(&recipe).unwrap();
-    std::fs::write(&recipe, text.replace("\"w4a3\"", "\"w8a16\"")).unwrap();
+    let text = text.replace("\"w4a3\"", "\"w8a16\"\nexclude = [\"MatMul\"]");
+    std::fs::write(&recipe, text).unwrap();
     let sdk = p.run(&[
         "build-ctx",
         "--soc",
@@ -184,9 +186,54 @@ fn a_precision_outside_the_four_is_refused_with_its_line_before_anything_runs() 
     ]);
     sdk.assert_refused(
         2,
-        "--toolchain sdk cannot build quantized components yet: action_step (w8a16)",
+        "--toolchain sdk cannot build action_step: `exclude` keeps operators in float",
     );
     assert!(!p.path("ctx/tiny").exists(), "nothing ran");
+}
+
+#[test]
+fn a_quantized_component_on_the_sdk_toolchain_runs_the_double_with_the_quantizer_flags() {
+    let p = Scratch::tiny();
+    link_quantizer(&p);
+    quantize(&p, "action_step", "precision = \"w8a16\"");
+    let sdk = |args: &[&str]| {
+        let mut all = vec!["build-ctx", "--soc", "77", "--only", "action_step"];
+        all.extend_from_slice(args);
+        all.extend(["--toolchain", "sdk"]);
+        run_sdk(&p, &double_root(), &all, &[])
+    };
+    let plan = sdk(&["--dry-run"]);
+    plan.assert_code(0);
+    for wanted in [
+        "--output_path STAGING/action_step.float.dlc",
+        "--quantization_overrides ctx/tiny/action_step.encodings.json",
+        "qairt-quantizer --input_dlc STAGING/action_step.float.dlc --output_dlc STAGING/action_step.dlc --input_list STAGING/calibration/input_list.txt --weights_bitwidth 8 --act_bitwidth 16 --bias_bitwidth 32 --act_quantizer_calibration min-max --preserve_io_datatype --use_per_channel_quantization",
+    ] {
+        assert!(plan.stdout.contains(wanted), "{wanted}\n{}", plan.all());
+    }
+    let build = sdk(&["--jobs", "1"]);
+    build.assert_code(0);
+    assert!(
+        build.stdout.contains("action_step is w8a16"),
+        "{}",
+        build.all()
+    );
+    // The double's quantizer saw the calibration set and the bit widths (its log).
+    let log =
+        std::fs::read_to_string(p.path("reports/tiny/logs/action_step-quantize-dlc.log")).unwrap();
+    assert!(
+        log.contains("weights 8-bit, activations 16-bit, per channel")
+            && !log.contains(" 0 activation override(s)"),
+        "{log}"
+    );
+    // The SDK's quantized binary, loaded by the embedded runtime, against the float golden.
+    let htp = p.run(&["parity", "--backend", "htp", "--only", "action_step"]);
+    htp.assert_code(0);
+    let report = read_json(&p.path("reports/tiny/parity-htp.json"));
+    let c = &report["components"][0];
+    assert_eq!(c["precision"], "w8a16", "{c}");
+    let cosine = c["outputs"][0]["metrics"]["cosine"].as_f64().unwrap();
+    assert!((0.999..1.0).contains(&cosine), "{cosine}");
 }
 
 #[test]

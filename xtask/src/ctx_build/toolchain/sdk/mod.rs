@@ -16,6 +16,7 @@ use crate::tensor::DType;
 pub mod context_info;
 pub mod env;
 pub mod profile;
+pub mod quantizer;
 pub mod raw;
 pub mod steps;
 pub mod toolchain;

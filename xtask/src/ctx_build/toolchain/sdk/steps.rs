@@ -37,7 +37,7 @@ pub struct Job<'a> {
 
 impl Job<'_> {
     /// Runs one SDK tool for this component, its output kept in the step's log.
-    fn run(&self, tool: &str, args: &[String], step: &str) -> Result<()> {
+    pub(super) fn run(&self, tool: &str, args: &[String], step: &str) -> Result<()> {
         run_tool(
             self.sdk,
             &self.sdk.tool(tool)?,
@@ -57,9 +57,13 @@ pub fn log_path(root: &Path, model: &str, comp: &str, step: &str) -> PathBuf {
 }
 
 /// `onnx` (the recipe's, or its rewritten copy: its external data is the same) → DLC with
-/// `qairt-converter`; returns the staged DLC.
-pub fn convert(job: &Job<'_>, onnx: &Path) -> Result<PathBuf> {
-    let dlc = job.staging.join(format!("{}.dlc", job.comp.name()));
+/// `qairt-converter`; returns the staged DLC. With `overrides` (a quantized component's
+/// encodings) the DLC is the quantizer's input, `<component>.float.dlc`.
+pub fn convert(job: &Job<'_>, onnx: &Path, overrides: Option<&Path>) -> Result<PathBuf> {
+    let dlc = match overrides {
+        Some(_) => super::quantizer::float_dlc(job.staging, job.comp),
+        None => job.staging.join(format!("{}.dlc", job.comp.name())),
+    };
     let onnx_rel = &job.comp.file.component.onnx;
     let mut external_bytes = 0;
     for ext in crate::ctx_build::artifacts::external_data(job.root, onnx_rel)? {
@@ -67,12 +71,15 @@ pub fn convert(job: &Job<'_>, onnx: &Path) -> Result<PathBuf> {
             .with_context(|| format!("external data {} of {}", ext.display(), onnx_rel.display()))?
             .len();
     }
-    let args = converter_args(
+    let mut args = converter_args(
         job.comp,
         onnx,
         &dlc,
         skip_simplification(job.comp, Some(external_bytes)),
     );
+    if let Some(o) = overrides {
+        args.extend(["--quantization_overrides".into(), o.display().to_string()]);
+    }
     job.run("qairt-converter", &args, "convert")?;
     if !dlc.is_file() {
         bail!("qairt-converter exited 0 but wrote no {}", dlc.display());

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Result, bail};
 
+use super::quantizer;
 use super::steps::{Job, context_configs};
 use super::{
     HOST, NativeIo, SKIP_SIMPLIFICATION_ABOVE_BYTES, Sdk, context_generator_args, converter_args,
@@ -72,10 +73,19 @@ impl Toolchain for Sdk {
                 // An unset `onnx_skip_simplification` is decided when the step runs, from the
                 // external data's size (whose hashes are key parts): rendered as the rule.
                 let explicit = comp.file.convert.onnx_skip_simplification;
+                let quantize = comp
+                    .file
+                    .quantize
+                    .as_ref()
+                    .filter(|q| q.precision.is_quantized());
+                let converted = match quantize {
+                    Some(_) => quantizer::float_dlc(staging, comp),
+                    None => dlc.clone(),
+                };
                 let mut args = converter_args(
                     comp,
                     &crate::ctx_build::toolchain::rendered_qnn_onnx(comp, art),
-                    &dlc,
+                    &converted,
                     explicit == Some(true),
                 );
                 if explicit.is_none() {
@@ -84,10 +94,32 @@ impl Toolchain for Sdk {
                         SKIP_SIMPLIFICATION_ABOVE_BYTES >> 30
                     ));
                 }
-                r.command(
+                if quantize.is_some() {
+                    args.extend([
+                        "--quantization_overrides".into(),
+                        art.encodings.display().to_string(),
+                    ]);
+                }
+                let r = r.command(
                     "rendered qairt-converter command",
                     line("qairt-converter", args),
-                )
+                );
+                match quantize {
+                    Some(q) => {
+                        let args = quantizer::quantizer_args(
+                            comp,
+                            q,
+                            &converted,
+                            &dlc,
+                            &quantizer::calibration_list(staging),
+                        );
+                        r.command(
+                            "rendered qairt-quantizer command",
+                            line("qairt-quantizer", args),
+                        )
+                    }
+                    None => r,
+                }
             }
             StepKind::CpuParity => {
                 let args = net_run_args(
@@ -133,8 +165,22 @@ impl Toolchain for Sdk {
         }
     }
 
+    /// A float component's ONNX → DLC; a quantized one's float ONNX → DLC with the quantize
+    /// step's encodings as overrides → `qairt-quantizer` on its calibration set.
     fn convert(&self, job: &StepJob<'_>) -> Result<Staged> {
-        let dlc = super::steps::convert(&self.job(job), &job.onnx.path)?;
+        let sdk_job = self.job(job);
+        let dlc = if job.comp.precision().is_quantized() {
+            let float = crate::ctx_build::toolchain::QnnOnnx::float(
+                job.root,
+                &job.model.file.model.name,
+                job.comp,
+            )?;
+            let encodings = job.root.join(&job.artifacts.encodings);
+            let converted = super::steps::convert(&sdk_job, &float.path, Some(&encodings))?;
+            quantizer::quantize(&sdk_job, job.model, &converted)?
+        } else {
+            super::steps::convert(&sdk_job, &job.onnx.path, None)?
+        };
         Ok(Staged {
             files: vec![dlc],
             detail: StepDetail {
