@@ -137,6 +137,7 @@ impl EntryInputs<'_> {
             bytes.as_ref().map(|b| (b.weights, b.total)),
             model.file.estimate.get(name),
             comp.file.context.optimization_level,
+            comp.precision(),
         );
         let choice = self.runners.choose(&est);
         Ok(PlanEntry {

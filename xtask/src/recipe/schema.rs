@@ -49,6 +49,11 @@ pub struct ComponentEstimate {
     /// when present, `plan --json` sizes the job from them instead of the size model.
     #[serde(default)]
     pub measured: Option<MeasuredAtRealSize>,
+    /// The same figures for a quantized build (`[estimate.<c>.quantized.w8a16]`): used when
+    /// the component's `[quantize] precision` is that one. `dlc_bytes` then counts the QDQ
+    /// ONNX and the quantized DLC, `build_s` the quantize step too.
+    #[serde(default)]
+    pub quantized: BTreeMap<crate::vocab::Precision, MeasuredAtRealSize>,
 }
 
 /// One component measured at the real size on a named machine; `plan --json` scales the

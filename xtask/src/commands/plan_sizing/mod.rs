@@ -61,11 +61,40 @@ pub struct Estimate {
 
 /// `recipe_level` is the O level the component's recipe compiles at (a measured build at
 /// another level is corrected with the per-layer compile estimate).
+/// `precision` is the component's (`[quantize]`): a quantized one is sized from its own
+/// measured figures when the recipe has them, else from the float ones, said in the basis.
 pub fn estimate(
     bytes: Option<(u64, u64)>,
     per_layer: Option<&ComponentEstimate>,
     recipe_level: u8,
+    precision: crate::vocab::Precision,
 ) -> Estimate {
+    let mut est = float_estimate(bytes, per_layer, recipe_level, precision);
+    if precision.is_quantized() && !est.basis.iter().any(|b| b.starts_with(precision.label())) {
+        est.basis.insert(
+            0,
+            format!(
+                "the float build's figures: {precision} not measured at the real size (quantized builds measured 0.05-0.52× the float's compile seconds and 0.11-0.13× its HTP parity: an upper bound)"
+            ),
+        );
+    }
+    est
+}
+
+fn float_estimate(
+    bytes: Option<(u64, u64)>,
+    per_layer: Option<&ComponentEstimate>,
+    recipe_level: u8,
+    precision: crate::vocab::Precision,
+) -> Estimate {
+    if let Some(e) = per_layer
+        && let Some(m) = e.quantized.get(&precision)
+    {
+        let mut est = measured::from_measured(bytes, e, m, recipe_level);
+        est.basis
+            .insert(0, format!("{precision} build measured at the real size"));
+        return est;
+    }
     if let Some(e) = per_layer
         && let Some(m) = &e.measured
     {
@@ -254,6 +283,7 @@ impl Runners {
 mod tests {
     use super::*;
     use crate::recipe::MeasuredAtRealSize;
+    use crate::vocab::Precision;
 
     fn measured(layers: u32, htp_parity_s: Option<f64>) -> ComponentEstimate {
         ComponentEstimate {
@@ -261,6 +291,7 @@ mod tests {
             htp_compile_s_per_layer: Some(1.0),
             htp_parity_s_per_layer: None,
             basis: "per-layer guess".into(),
+            quantized: Default::default(),
             measured: Some(MeasuredAtRealSize {
                 layers,
                 onnx_bytes: 400_000_000,
@@ -277,7 +308,7 @@ mod tests {
 
     #[test]
     fn measured_figures_replace_the_size_model_and_scale_to_the_components_layers() {
-        let e = estimate(None, Some(&measured(2, Some(120.0))), 3);
+        let e = estimate(None, Some(&measured(2, Some(120.0))), 3, Precision::Fp16);
         // 5 x: 2 GB of ONNX (inputs counted twice), 3 GB of outputs, 5 x 4 GB RSS x 1.25
         assert_eq!(e.memory_gb, Some(25.0));
         assert_eq!(e.disk_gb, Some(2.0 + 2.0 * 2.0 + 3.0));
@@ -289,11 +320,37 @@ mod tests {
     }
 
     #[test]
+    fn a_quantized_component_is_sized_from_its_own_precisions_figures_or_says_it_is_not() {
+        let mut e = measured(10, Some(1000.0));
+        let float = estimate(None, Some(&e), 3, Precision::W8a16);
+        assert_eq!(
+            float.minutes,
+            estimate(None, Some(&e), 3, Precision::Fp16).minutes
+        );
+        assert!(
+            float.basis[0].starts_with("the float build's figures: w8a16 not measured"),
+            "{:?}",
+            float.basis
+        );
+        let mut q = e.measured.clone().unwrap();
+        q.build_s = 60.0;
+        q.htp_parity_s = Some(100.0);
+        e.quantized.insert(Precision::W8a16, q);
+        let w8 = estimate(None, Some(&e), 3, Precision::W8a16);
+        assert_eq!(w8.minutes, Some(SETUP_MINUTES + 160.0 / 60.0));
+        assert_eq!(w8.basis[0], "w8a16 build measured at the real size");
+        // Another precision has no figures of its own: the float ones, said so.
+        let w4 = estimate(None, Some(&e), 3, Precision::W4a16);
+        assert!(w4.basis[0].contains("w4a16 not measured"), "{:?}", w4.basis);
+    }
+
+    #[test]
     fn without_measured_htp_parity_the_duration_is_a_lower_bound() {
         let e = estimate(
             Some((2_000_000_000, 2_100_000_000)),
             Some(&measured(10, None)),
             3,
+            Precision::Fp16,
         );
         assert!(e.minutes_partial);
         assert_eq!(e.timeout_minutes(), MAX_JOB_MINUTES);
@@ -304,7 +361,7 @@ mod tests {
     fn a_per_layer_htp_parity_completes_a_build_measured_without_one() {
         let mut e = measured(10, None);
         e.htp_parity_s_per_layer = Some(30.0);
-        let est = estimate(None, Some(&e), 3);
+        let est = estimate(None, Some(&e), 3, Precision::Fp16);
         assert!(!est.minutes_partial);
         assert_eq!(est.minutes, Some(SETUP_MINUTES + (600.0 + 300.0) / 60.0));
         let text = est.basis.join("\n");
@@ -316,7 +373,7 @@ mod tests {
         let mut own = measured(10, Some(60.0));
         own.htp_parity_s_per_layer = Some(30.0);
         assert_eq!(
-            estimate(None, Some(&own), 3).minutes,
+            estimate(None, Some(&own), 3, Precision::Fp16).minutes,
             Some(SETUP_MINUTES + 660.0 / 60.0)
         );
     }
@@ -325,7 +382,7 @@ mod tests {
     fn over_six_hours_blocks_hosted_runners_and_names_the_one_that_would_run_it() {
         let mut e = measured(10, None);
         e.htp_parity_s_per_layer = Some(2400.0);
-        let est = estimate(None, Some(&e), 3);
+        let est = estimate(None, Some(&e), 3, Precision::Fp16);
         let choice = Runners { large: None }.choose(&est);
         let blocker = choice.blocker.expect("over 6 h");
         assert!(blocker.contains("self-hosted runner"), "{blocker}");
@@ -335,7 +392,7 @@ mod tests {
     fn a_build_measured_at_another_o_level_adds_the_recipe_levels_compile() {
         let mut e = measured(10, Some(60.0));
         e.measured.as_mut().unwrap().optimization_level = Some(2);
-        let o3 = estimate(None, Some(&e), 3);
+        let o3 = estimate(None, Some(&e), 3, Precision::Fp16);
         assert_eq!(
             o3.minutes,
             Some(SETUP_MINUTES + (600.0 + 60.0 + 10.0) / 60.0)
@@ -350,11 +407,11 @@ mod tests {
         );
         // The recipe at the measured level: nothing added.
         assert_eq!(
-            estimate(None, Some(&e), 2).minutes,
+            estimate(None, Some(&e), 2, Precision::Fp16).minutes,
             Some(SETUP_MINUTES + 660.0 / 60.0)
         );
         // No per-layer compile figure: the duration is only a lower bound.
         e.htp_compile_s_per_layer = None;
-        assert!(estimate(None, Some(&e), 3).minutes_partial);
+        assert!(estimate(None, Some(&e), 3, Precision::Fp16).minutes_partial);
     }
 }
