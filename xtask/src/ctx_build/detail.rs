@@ -55,6 +55,10 @@ pub struct StepDetail {
     pub peak_rss_mb: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_start_mb: Option<f64>,
+    /// The largest child process's peak resident memory during the step (MB), when known
+    /// (see `rss::StepCost::child_peak_rss_mb`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_peak_rss_mb: Option<f64>,
     /// CPU seconds of the process (children included) during the step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_s: Option<f64>,

@@ -141,6 +141,9 @@ fn step_detail(s: &StepOutcome) -> String {
     if let Some(mb) = s.detail.peak_rss_mb {
         parts.push(format!("{rss_label} {mb:.0} MB"));
     }
+    if let Some(mb) = s.detail.child_peak_rss_mb {
+        parts.push(format!("child process peak RSS {mb:.0} MB"));
+    }
     if let Some(cpu) = s.detail.cpu_s {
         parts.push(format!("{cpu_label} {cpu:.0} s"));
     }

@@ -16,6 +16,7 @@ static STARTED: AtomicU64 = AtomicU64::new(0);
 /// One step's measurement, from `start` to `finish`.
 pub struct StepMeter {
     rss_start_mb: Option<f64>,
+    children_peak_start_mb: Option<f64>,
     cpu_start_s: Option<f64>,
     others_at_start: usize,
     started_seq: u64,
@@ -26,6 +27,11 @@ pub struct StepCost {
     pub peak_rss_mb: Option<f64>,
     pub rss_start_mb: Option<f64>,
     pub cpu_s: Option<f64>,
+    /// The largest peak resident memory of a child process waited for during the step (the
+    /// quantizer's Python, the SDK's tools), MB. The kernel keeps only the largest child's
+    /// peak of the whole process, so this is known only when a child of this step exceeded
+    /// every earlier one; otherwise absent (not zero).
+    pub child_peak_rss_mb: Option<f64>,
     /// Another step of this process ran during this one: `cpu_s` is an upper bound of this
     /// step's and `peak_rss_mb` is not this step's alone.
     pub beside_other_steps: bool,
@@ -39,6 +45,7 @@ impl StepMeter {
         reset_peak();
         StepMeter {
             rss_start_mb: current_mb(),
+            children_peak_start_mb: children_peak_mb(),
             cpu_start_s: cpu_seconds(),
             others_at_start,
             started_seq,
@@ -56,12 +63,17 @@ impl StepMeter {
         let cpu_s = cpu_seconds()
             .zip(self.cpu_start_s)
             .map(|(end, start)| end - start);
+        let child_peak_rss_mb = match (children_peak_mb(), self.children_peak_start_mb) {
+            (Some(now), Some(before)) if now > before => Some(now),
+            _ => None,
+        };
         RUNNING.fetch_sub(1, Ordering::SeqCst);
         let started_since = STARTED.load(Ordering::SeqCst) != self.started_seq;
         StepCost {
             peak_rss_mb,
             rss_start_mb: self.rss_start_mb,
             cpu_s,
+            child_peak_rss_mb,
             beside_other_steps: self.others_at_start > 0 || started_since,
         }
     }
@@ -82,6 +94,17 @@ pub fn cpu_seconds() -> Option<f64> {
         Some(secs(ru.ru_utime) + secs(ru.ru_stime))
     };
     Some(used(libc::RUSAGE_SELF)? + used(libc::RUSAGE_CHILDREN)?)
+}
+
+/// The largest peak resident set of any child process waited for so far (getrusage
+/// `RUSAGE_CHILDREN` `ru_maxrss`, KB on Linux), MB.
+pub fn children_peak_mb() -> Option<f64> {
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a writable rusage; RUSAGE_CHILDREN is valid.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+        return None;
+    }
+    Some(ru.ru_maxrss as f64 / 1024.0)
 }
 
 /// Starts a new peak measurement (best effort: without `/proc`, the peak is the process's).

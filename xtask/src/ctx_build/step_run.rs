@@ -77,6 +77,7 @@ pub fn run_step(
     detail.peak_rss_mb = cost.peak_rss_mb;
     detail.rss_start_mb = cost.rss_start_mb;
     detail.cpu_s = cost.cpu_s;
+    detail.child_peak_rss_mb = cost.child_peak_rss_mb;
     detail.beside_other_steps = cost.beside_other_steps;
     detail.compile_stages = compiled.map(|c| c.stages);
     let outputs = outputs

@@ -63,6 +63,23 @@ fn a_w8a16_component_is_smaller_passes_the_htp_against_the_float_golden_and_says
         q.all()
     );
     assert_eq!(status_of(&p, "action_step", "quantize"), "ran");
+    // The quantizer's Python is a child process: its own peak is reported beside the tool's.
+    let report = read_json(&p.path("reports/tiny/build-soc77.json"));
+    let quantize_step = report["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["component"] == "action_step")
+        .and_then(|c| {
+            c["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["step"] == "quantize")
+        })
+        .unwrap();
+    let child_mb = quantize_step["detail"]["child_peak_rss_mb"].as_f64();
+    assert!(child_mb.is_some_and(|mb| mb > 50.0), "{quantize_step}");
     for step in ["convert", "cpu parity", "context binary"] {
         assert_eq!(status_of(&p, "action_context", step), "fresh", "{step}");
     }
