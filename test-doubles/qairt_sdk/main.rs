@@ -10,7 +10,9 @@
 //! - `qairt-converter` is a Python script importing `qti.aisw.converters…` at its top (2.25
 //!   mirror `qdsp6sw/qualcomm-ai-engine-direct-sdk`, `bin/arm64x-windows-msvc/qairt-converter`
 //!   [C]); those modules live in `$SDK/lib/python` and load `$SDK/lib/x86_64-linux-clang`,
-//!   put on `PYTHONPATH` / `LD_LIBRARY_PATH` by the SDK's `bin/envsetup.sh` [C]. Without them
+//!   put on `PYTHONPATH` / `LD_LIBRARY_PATH` by the SDK's `bin/envsetup.sh` [C], which also
+//!   exports `QAIRT_SDK_ROOT` [C] (the Python tools' failure without it is the double's
+//!   assumption [?]: exit 1 naming the variable). Without them
 //!   (even for `--help`) it exits 1 with Python's traceback (`No module named 'qti'`); the
 //!   wording of the library-path failure is illustrative.
 //! - `qairt-converter --float_bitwidth 16` stores fp16 weights: every float32 initializer of
@@ -266,6 +268,17 @@ fn converter_environment(tool: &str) -> Result<()> {
     if !python {
         eprintln!(
             "Traceback (most recent call last):\n  File \"{}/bin/x86_64-linux-clang/{tool}\", line 16, in <module>\n    from qti.aisw.converters.common.utils import code_to_message\nModuleNotFoundError: No module named 'qti'",
+            root.display()
+        );
+        std::process::exit(1);
+    }
+    // `envsetup.sh` exports QAIRT_SDK_ROOT, which the SDK's Python tools read to find the SDK
+    // (the double's assumption of how they fail without it: exit 1 with a reason).
+    let sdk_root = std::env::var_os("QAIRT_SDK_ROOT").map(PathBuf::from);
+    if !sdk_root.as_deref().is_some_and(|r| same(r, &root)) {
+        eprintln!(
+            "{tool}: ERROR: QAIRT_SDK_ROOT is {} (expected {}: source the SDK's bin/envsetup.sh)",
+            sdk_root.map_or("not set".to_string(), |r| format!("{}", r.display())),
             root.display()
         );
         std::process::exit(1);

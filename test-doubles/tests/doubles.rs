@@ -12,6 +12,7 @@ fn sdk_double(args: &[&str]) -> std::process::Output {
         .args(args)
         .env("QAIRT_DOUBLE_SDK_ROOT", &root)
         .env("PYTHONPATH", root.join("lib/python"))
+        .env("QAIRT_SDK_ROOT", &root)
         .env("LD_LIBRARY_PATH", root.join("lib/x86_64-linux-clang"))
         .output()
         .unwrap()

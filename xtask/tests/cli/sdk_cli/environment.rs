@@ -78,7 +78,7 @@ fn the_converter_needs_the_sdk_environment_and_the_tool_provides_it() {
         "32",
     ];
     // Without envsetup.sh's variables the real converter cannot import qti.aisw (exit 1).
-    for unset in ["PYTHONPATH", "LD_LIBRARY_PATH"] {
+    for unset in ["PYTHONPATH", "LD_LIBRARY_PATH", "QAIRT_SDK_ROOT"] {
         let mut cmd = std::process::Command::new(
             double_root().join("bin/x86_64-linux-clang/qairt-converter"),
         );
@@ -86,6 +86,7 @@ fn the_converter_needs_the_sdk_environment_and_the_tool_provides_it() {
             .current_dir(p.dir.path())
             .env("QAIRT_DOUBLE_BIN", crate::common::sdk_double_bin())
             .env("PYTHONPATH", double_root().join("lib/python"))
+            .env("QAIRT_SDK_ROOT", double_root())
             .env(
                 "LD_LIBRARY_PATH",
                 double_root().join("lib/x86_64-linux-clang"),
@@ -93,7 +94,12 @@ fn the_converter_needs_the_sdk_environment_and_the_tool_provides_it() {
             .env_remove(unset);
         let run = Run::from(cmd.output().unwrap());
         run.assert_code(1);
-        assert!(run.stderr.contains("Traceback"), "{}", run.all());
+        let reason = if unset == "QAIRT_SDK_ROOT" {
+            "QAIRT_SDK_ROOT is not set"
+        } else {
+            "Traceback"
+        };
+        assert!(run.stderr.contains(reason), "{unset}: {}", run.all());
         assert!(!p.path("ctx/tiny/action_context.dlc").exists());
     }
     // The tool sets them from QAIRT_SDK_ROOT alone (run_sdk clears both) and records them.

@@ -23,6 +23,7 @@ fn tool(p: &Scratch, name: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
         .current_dir(p.dir.path())
         .env("QAIRT_DOUBLE_BIN", crate::common::sdk_double_bin())
         .env("PYTHONPATH", root.join("lib/python"))
+        .env("QAIRT_SDK_ROOT", &root)
         .env("LD_LIBRARY_PATH", root.join("lib/x86_64-linux-clang"))
         .env_remove("QAIRT_DOUBLE_FAIL");
     for (k, v) in env {

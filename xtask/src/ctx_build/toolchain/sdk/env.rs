@@ -8,7 +8,8 @@
 //! - `PATH=$SDK/bin/x86_64-linux-clang:$PATH`;
 //! - `LD_LIBRARY_PATH=$SDK/lib/x86_64-linux-clang:$LD_LIBRARY_PATH` (the converter's compiled
 //!   modules and the tools load the SDK's libraries);
-//! - `QNN_SDK_ROOT=$SDK`.
+//! - `QAIRT_SDK_ROOT=$SDK` and `QNN_SDK_ROOT=$SDK` (the script exports both; the SDK's Python
+//!   tools locate the SDK from them).
 //!
 //! The user only names the root (`QAIRT_SDK_ROOT`); sourcing `envsetup.sh` is not needed.
 
@@ -41,6 +42,7 @@ impl Sdk {
                 "LD_LIBRARY_PATH".into(),
                 prepend(&[root.join("lib").join(HOST)], "LD_LIBRARY_PATH"),
             ),
+            ("QAIRT_SDK_ROOT".into(), root.display().to_string()),
             ("QNN_SDK_ROOT".into(), root.display().to_string()),
         ]
     }
@@ -124,6 +126,7 @@ mod tests {
             "{env:?}"
         );
         assert_eq!(env["QNN_SDK_ROOT"], root);
+        assert_eq!(env["QAIRT_SDK_ROOT"], root);
         std::fs::create_dir_all(t.path().join("benchmarks/QNN")).unwrap();
         let rec = sdk.env_record();
         assert_eq!(
