@@ -222,3 +222,77 @@ fn plan_sizes_entries_from_bytes_and_measurements() {
             .contains("more than the larger runner `big`")
     );
 }
+
+/// The workflow's first step maps a tag `<model>-v<version>` to that model (its script run as
+/// GitHub runs it, with `bash -e`), refuses a tag that names no model, and the release's
+/// concurrency group is the model's; `HF_TOKEN` is in no workflow- or job-level env, only in
+/// the steps that talk to the Hub.
+#[test]
+fn a_tag_names_its_model_and_the_hub_token_stays_in_the_hub_steps() {
+    let text =
+        std::fs::read_to_string(common::repo_root().join(".github/workflows/regenerate.yml"))
+            .unwrap();
+    let yaml: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let steps = yaml["jobs"]["plan"]["steps"].as_sequence().unwrap();
+    let script = steps
+        .iter()
+        .find(|s| s["id"] == "model")
+        .and_then(|s| s["run"].as_str())
+        .expect("the plan job's `model` step");
+    let run = |ref_type: &str, ref_name: &str, input: &str| {
+        let out_file = tempfile::NamedTempFile::new().unwrap();
+        let out = std::process::Command::new("bash")
+            .args(["-e", "-c", script])
+            .current_dir(common::repo_root())
+            .env("GITHUB_REF_TYPE", ref_type)
+            .env("GITHUB_REF_NAME", ref_name)
+            .env("INPUT_MODEL", input)
+            .env("GITHUB_OUTPUT", out_file.path())
+            .output()
+            .unwrap();
+        let written = std::fs::read_to_string(out_file.path()).unwrap();
+        (
+            out.status.code(),
+            written,
+            String::from_utf8_lossy(&out.stdout).to_string(),
+        )
+    };
+    let (code, out, _) = run("tag", "molmoact2-libero-lp-vtp-sd-v1.2.0", "");
+    assert_eq!(
+        (code, out.as_str()),
+        (Some(0), "model=molmoact2-libero-lp-vtp-sd\n")
+    );
+    let (code, out, _) = run("tag", "tiny-v0.3", "");
+    assert_eq!((code, out.as_str()), (Some(0), "model=tiny\n"));
+    for bad in ["v1.0", "nosuchmodel-v1.0"] {
+        let (code, out, said) = run("tag", bad, "");
+        assert_eq!(code, Some(1), "{bad}");
+        assert!(
+            out.is_empty() && said.contains("names no model"),
+            "{bad}: {said}"
+        );
+    }
+    let (code, out, _) = run("branch", "main", "");
+    assert_eq!((code, out.as_str()), (Some(0), "model=tiny\n"));
+    let (_, out, _) = run("branch", "main", "molmoact2-libero-lp-vtp-sd");
+    assert_eq!(out, "model=molmoact2-libero-lp-vtp-sd\n");
+
+    let release = &yaml["jobs"]["release"];
+    assert_eq!(
+        release["concurrency"]["group"],
+        "release-${{ needs.plan.outputs.model }}"
+    );
+    assert!(yaml["env"].get("HF_TOKEN").is_none(), "workflow-level env");
+    for (name, job) in yaml["jobs"].as_mapping().unwrap() {
+        assert!(job["env"].get("HF_TOKEN").is_none(), "job {name:?}");
+        for step in job["steps"].as_sequence().unwrap() {
+            if step["env"].get("HF_TOKEN").is_some() {
+                let run = step["run"].as_str().unwrap_or_default();
+                assert!(
+                    run.contains("hf download") || run.contains("fetch") || run.contains("release"),
+                    "job {name:?}: HF_TOKEN in a step that does not talk to the Hub: {run}"
+                );
+            }
+        }
+    }
+}
