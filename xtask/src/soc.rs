@@ -78,6 +78,34 @@ pub const KNOWN_SOCS: &[Soc] = &[
     },
 ];
 
+impl Soc {
+    /// The SDK's folder of this SoC's DSP-side libraries (`lib/hexagon-v73/unsigned`): what
+    /// `ADSP_LIBRARY_PATH` names on a board.
+    pub fn dsp_lib_dir(&self) -> String {
+        format!("lib/hexagon-v{}/unsigned", self.htp_arch)
+    }
+
+    /// The HTP skeleton library the DSP loads (`libQnnHtpV73Skel.so`).
+    pub fn skel_lib(&self) -> String {
+        format!("libQnnHtpV{}Skel.so", self.htp_arch)
+    }
+
+    /// The host-side stub that reaches the DSP (`libQnnHtpV73Stub.so`).
+    pub fn stub_lib(&self) -> String {
+        format!("libQnnHtpV{}Stub.so", self.htp_arch)
+    }
+}
+
+/// The board the card's bundle is for (IQ-9075, soc 77): what a command that names no model's
+/// SoC looks for on a board.
+pub fn board() -> Soc {
+    KNOWN_SOCS
+        .iter()
+        .copied()
+        .find(|s| s.id == 77)
+        .expect("the table lists the card's board")
+}
+
 /// Parses `77`, `QCS9075`, `qcs9100`, … into a known SoC; anything else lists the known ones.
 pub fn parse_soc(text: &str) -> Result<Soc> {
     let wanted = text.trim();
@@ -134,6 +162,22 @@ fn known_list() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every SoC of the table names its own folder and libraries (v75's board never gets v73's).
+    #[test]
+    fn each_soc_names_its_own_dsp_folder_and_libraries() {
+        for soc in KNOWN_SOCS {
+            let v = soc.htp_arch;
+            assert_eq!(
+                soc.dsp_lib_dir(),
+                format!("lib/hexagon-v{v}/unsigned"),
+                "{soc}"
+            );
+            assert_eq!(soc.skel_lib(), format!("libQnnHtpV{v}Skel.so"), "{soc}");
+            assert_eq!(soc.stub_lib(), format!("libQnnHtpV{v}Stub.so"), "{soc}");
+        }
+        assert_eq!(board().htp_arch, 73);
+    }
 
     #[test]
     fn id_and_chip_name_resolve_to_the_same_soc() {

@@ -13,7 +13,7 @@ use super::{Ctx, Outcome};
 use crate::runtime::bootstrap::{
     PINNED_ORT_VERSION, PINNED_QNN_VERSION, Platform, ensure_runtime, runtime_dir,
 };
-use crate::runtime::device::{Finding, QnnSearch, WHAT_TO_SET, looked_text};
+use crate::runtime::device::{Finding, QnnSearch, looked_text, what_to_set};
 use crate::runtime::probe::{HtpKind, probe_backend};
 use crate::runtime::{Backend, HtpTarget, Runtime};
 
@@ -46,11 +46,9 @@ impl Doctor {
     /// verdict (exit 1 when a needed backend is unusable or a recipe wants another QAIRT).
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         if let Some(url) = &self.device {
-            let qairt = crate::recipe::load_model(&ctx.root, &self.model)?
-                .file
-                .target
-                .qairt;
-            return crate::device::doctor::report(url, &qairt);
+            let model = crate::recipe::load_model(&ctx.root, &self.model)?;
+            let soc = crate::htp_target::target_soc(&model, None)?;
+            return crate::device::doctor::report(url, &model.file.target.qairt, soc);
         }
         let platform = Platform::host();
         let rt = self.load_runtime(&ctx.root)?;
@@ -75,7 +73,7 @@ impl Doctor {
             crate::outln!("{line}");
         }
         if rt.qnn_unavailable().is_some() {
-            crate::outln!("to use QNN:   {WHAT_TO_SET}");
+            crate::outln!("to use QNN:   {}", what_to_set(&crate::soc::board()));
         }
         check_pins(
             &rt.ort_version,
@@ -411,7 +409,7 @@ mod tests {
         );
         let skel = line("libQnnHtpV73Skel.so");
         assert!(
-            skel.starts_with("MISSING") && skel.contains("hexagon-v73/unsigned"),
+            skel.starts_with("MISSING") && skel.contains(&crate::soc::board().dsp_lib_dir()),
             "{skel}"
         );
         assert!(

@@ -35,7 +35,7 @@ pub fn connect_and_run(
         bail!("--iters must be at least 1");
     }
     let rt = Runtime::load(crate::runtime::bootstrap::ensure_runtime(root)?)?;
-    let device = Device::connect(url)?;
+    let device = Device::connect(url, crate::htp_target::target_soc(model, None)?)?;
     device.require_runnable(&model.file.target.qairt)?;
     let chain = ChainRun::prepare(root, model, &rt, iters, warmup)?;
     let mut runner = OnBoard::new(root, &rt, model, &device, iters, warmup)?;

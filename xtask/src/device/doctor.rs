@@ -2,13 +2,13 @@
 
 use anyhow::Result;
 
-use super::{Device, SDK_FILES};
+use super::{Device, sdk_files};
 use crate::vocab::Outcome;
 
 /// Prints the device's arch, SDK, HTP libraries and free disk; a gate failure when it cannot
 /// run `qairt` context binaries (connection errors are errors).
-pub fn report(url: &str, qairt: &str) -> Result<Outcome> {
-    let device = Device::connect(url)?;
+pub fn report(url: &str, qairt: &str, soc: crate::soc::Soc) -> Result<Outcome> {
+    let device = Device::connect(url, soc)?;
     let i = &device.info;
     crate::outln!("device        {}", i.url);
     crate::outln!(
@@ -30,11 +30,11 @@ pub fn report(url: &str, qairt: &str) -> Result<Outcome> {
             ),
         }
     );
-    for f in SDK_FILES {
+    for f in sdk_files(&device.soc) {
         crate::outln!(
             "  {:<48} {}",
-            i.file(f),
-            if i.has(f) { "present" } else { "MISSING" }
+            i.file(&f),
+            if i.has(&f) { "present" } else { "MISSING" }
         );
     }
     crate::outln!("SDK lib folders searched (HTP stubs in each):");
@@ -55,7 +55,8 @@ pub fn report(url: &str, qairt: &str) -> Result<Outcome> {
     }
     match &i.dsp_library_path {
         Some(v) => crate::outln!(
-            "DSP_LIBRARY_PATH is set on the device ({v}): fastrpc uses it instead of ADSP_LIBRARY_PATH (quic/fastrpc apps_std_imp.c); runs set both, the SDK's hexagon-v73/unsigned first"
+            "DSP_LIBRARY_PATH is set on the device ({v}): fastrpc uses it instead of ADSP_LIBRARY_PATH (quic/fastrpc apps_std_imp.c); runs set both, the SDK's {} first",
+            device.soc.dsp_lib_dir()
         ),
         None => crate::outln!(
             "DSP_LIBRARY_PATH unset on the device; runs set it and ADSP_LIBRARY_PATH (fastrpc prefers DSP_LIBRARY_PATH when set)"

@@ -40,14 +40,17 @@ use crate::ctx_build::toolchain::sdk::profile::{ExecuteStats, TIMING_SOURCE, exe
 use crate::recipe::Component;
 use crate::tensor::Tensor;
 
-/// Files of the device SDK that `doctor --device` reports (`{a}` = the arch folder).
-const SDK_FILES: [&str; 5] = [
-    "bin/{a}/qnn-net-run",
-    "bin/{a}/qnn-profile-viewer",
-    "lib/{a}/libQnnHtp.so",
-    "lib/{a}/libQnnHtpV73Stub.so",
-    "lib/hexagon-v73/unsigned/libQnnHtpV73Skel.so",
-];
+/// Files of the device SDK that `doctor --device` reports for a board of `soc` (`{a}` = the
+/// arch folder): the tools, the HTP backend, and the SoC's stub and DSP-side skel.
+pub fn sdk_files(soc: &crate::soc::Soc) -> [String; 5] {
+    [
+        "bin/{a}/qnn-net-run".to_string(),
+        "bin/{a}/qnn-profile-viewer".to_string(),
+        "lib/{a}/libQnnHtp.so".to_string(),
+        format!("lib/{{a}}/{}", soc.stub_lib()),
+        format!("{}/{}", soc.dsp_lib_dir(), soc.skel_lib()),
+    ]
+}
 const ARCH_DIRS: [&str; 3] = [
     "aarch64-oe-linux-gcc11.2",
     "aarch64-ubuntu-gcc9.4",
@@ -111,6 +114,8 @@ impl DeviceInfo {
 pub struct Device {
     ssh: Ssh,
     pub info: DeviceInfo,
+    /// The SoC whose binaries run here: its stub, skel and DSP folder are the ones looked for.
+    pub soc: crate::soc::Soc,
     uploads: Cell<usize>,
     runs: Cell<usize>,
 }
@@ -133,13 +138,13 @@ fn transfer_timeout() -> Duration {
 }
 
 impl Device {
-    /// Connects (one shared connection) and asks the device about itself.
-    pub fn connect(url: &str) -> Result<Device> {
+    /// Connects (one shared connection) and asks the device about itself, a board of `soc`.
+    pub fn connect(url: &str, soc: crate::soc::Soc) -> Result<Device> {
         let url = DeviceUrl::parse(url)?;
         let ssh = Ssh::new(url.clone())?;
         let out = ssh
             .exec(
-                &probe_script(&url),
+                &probe_script(&url, &soc),
                 short(),
                 "asking the device about itself",
             )
@@ -148,6 +153,7 @@ impl Device {
         Ok(Device {
             ssh,
             info,
+            soc,
             uploads: Cell::new(0),
             runs: Cell::new(0),
         })
@@ -197,12 +203,10 @@ impl Device {
             )),
             _ => {}
         }
-        let mut needed = vec![SDK_FILES[0], SDK_FILES[1], SDK_FILES[2]];
-        if i.arch != "x86_64" {
-            // On a board the HTP is reached through the v73 stub and skel.
-            needed.extend([SDK_FILES[3], SDK_FILES[4]]);
-        }
-        for f in needed {
+        let files = sdk_files(&self.soc);
+        // On a board the HTP is reached through the SoC's stub and skel.
+        let needed = if i.arch != "x86_64" { 5 } else { 3 };
+        for f in &files[..needed] {
             if !i.has(f) && i.sdk_bin_dirs.contains(dir) {
                 p.push(format!("the device SDK has no {}", i.file(f)));
             }
@@ -228,11 +232,11 @@ impl Device {
 /// The shell script that asks the device about itself: `key=value` lines (`uname -m`, where
 /// `QNN_SDK_ROOT` is and where it was found, the SDK's version, folders and files), and the
 /// work folder created with its free space.
-fn probe_script(url: &DeviceUrl) -> String {
+fn probe_script(url: &DeviceUrl, soc: &crate::soc::Soc) -> String {
     let w = quote(&url.workdir);
     let mut checks = String::new();
     for dir in ARCH_DIRS {
-        for f in SDK_FILES {
+        for f in sdk_files(soc) {
             let rel = f.replace("{a}", dir);
             checks.push_str(&format!(
                 "[ -f \"$root\"/{rel} ] && echo \"present={rel}\"\n"
@@ -384,7 +388,8 @@ mod tests {
             "the last value wins"
         );
         assert_eq!(info.sdk_bin_dirs.len(), 2);
-        assert!(info.sdk_is_dir && info.has(SDK_FILES[0]) && !info.has(SDK_FILES[1]));
+        let files = sdk_files(&crate::soc::board());
+        assert!(info.sdk_is_dir && info.has(&files[0]) && !info.has(&files[1]));
         assert_eq!(info.free_bytes, 2048);
         assert_eq!(
             info.workdir_abs, "/data/x",

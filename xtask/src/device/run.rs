@@ -140,11 +140,12 @@ impl Device {
             self.info.arch_dir.as_deref().unwrap_or_default(),
         );
         let r = quote(root);
+        let dsp = self.soc.dsp_lib_dir();
         let flags = native.flags().join(" ");
         let script = format!(
             "cd {wq} && export LD_LIBRARY_PATH={r}/lib/{dir}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}} \
-             && export ADSP_LIBRARY_PATH=\"{r}/lib/hexagon-v73/unsigned${{ADSP_LIBRARY_PATH:+;$ADSP_LIBRARY_PATH}}\" \
-             && export DSP_LIBRARY_PATH=\"{r}/lib/hexagon-v73/unsigned${{DSP_LIBRARY_PATH:+;$DSP_LIBRARY_PATH}}\" \
+             && export ADSP_LIBRARY_PATH=\"{r}/{dsp}${{ADSP_LIBRARY_PATH:+;$ADSP_LIBRARY_PATH}}\" \
+             && export DSP_LIBRARY_PATH=\"{r}/{dsp}${{DSP_LIBRARY_PATH:+;$DSP_LIBRARY_PATH}}\" \
              && {r}/bin/{dir}/qnn-net-run --retrieve_context {fin} --backend {r}/lib/{dir}/libQnnHtp.so \
              --input_list {run_dir}/input_list.txt --output_dir {run_dir}/out --profiling_level basic {flags} \
              && {r}/bin/{dir}/qnn-profile-viewer --input_log {run_dir}/out/qnn-profiling-data_0.log --output {run_dir}/out/profile.csv"

@@ -33,7 +33,7 @@ impl<'a> OnDevice<'a> {
         clamp_masks: bool,
         iters: usize,
     ) -> Result<Self> {
-        let device = Device::connect(url)?;
+        let device = Device::connect(url, crate::htp_target::target_soc(model, None)?)?;
         device.require_runnable(&model.file.target.qairt)?;
         crate::outln!("device: {}", device.info.label());
         Ok(OnDevice {

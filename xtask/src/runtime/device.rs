@@ -24,12 +24,14 @@ pub struct QnnSearch {
     pub adsp_library_path: Option<String>,
     /// The folder of the loaded `libonnxruntime.so` (the plugin may sit beside it).
     pub ort_dir: Option<PathBuf>,
+    /// The SoC whose DSP libraries are looked for (none: the card's board, `soc::board`).
+    pub soc: Option<crate::soc::Soc>,
 }
 
 /// One library (or setting) of the QNN stack: where it was found, or everywhere it was looked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
-    pub what: &'static str,
+    pub what: String,
     pub found: Option<PathBuf>,
     pub looked: Vec<String>,
 }
@@ -57,6 +59,8 @@ impl QnnSearch {
             plugin: var("QNN_EP_PLUGIN").map(PathBuf::from),
             adsp_library_path: var("ADSP_LIBRARY_PATH").map(|v| v.to_string_lossy().into_owned()),
             ort_dir: ort_dylib.and_then(|p| p.parent()).map(Path::to_path_buf),
+            // The runtime loads before any model is read: the card's board's libraries.
+            soc: None,
         }
     }
 
@@ -77,7 +81,11 @@ impl QnnSearch {
         dirs
     }
 
-    /// Folders that may hold the DSP-side `libQnnHtpV73Skel.so`: `ADSP_LIBRARY_PATH`, then the SDK.
+    fn soc(&self) -> crate::soc::Soc {
+        self.soc.unwrap_or_else(crate::soc::board)
+    }
+
+    /// Folders that may hold the SoC's DSP-side skel library: `ADSP_LIBRARY_PATH`, then the SDK.
     pub fn skel_dirs(&self) -> Vec<(PathBuf, String)> {
         let mut dirs: Vec<(PathBuf, String)> = self
             .adsp_library_path
@@ -87,10 +95,8 @@ impl QnnSearch {
             .map(|s| (PathBuf::from(s), "ADSP_LIBRARY_PATH".to_string()))
             .collect();
         if let Some(root) = &self.sdk_root {
-            dirs.push((
-                root.join("lib/hexagon-v73/unsigned"),
-                "QNN_SDK_ROOT/lib/hexagon-v73/unsigned".to_string(),
-            ));
+            let dir = self.soc().dsp_lib_dir();
+            dirs.push((root.join(&dir), format!("QNN_SDK_ROOT/{dir}")));
         }
         dirs
     }
@@ -144,7 +150,7 @@ impl QnnSearch {
                     "QNN is not available on this {} host: missing {}. {}",
                     platform.name(),
                     missing.join("; "),
-                    WHAT_TO_SET
+                    what_to_set(&self.soc())
                 ))
             }
         }
@@ -154,8 +160,8 @@ impl QnnSearch {
     /// `libQnnSystem.so`, the v73 skel and `ADSP_LIBRARY_PATH`, each found or with where it was
     /// looked for.
     pub fn inventory(&self, platform: Platform) -> Vec<Finding> {
-        let find = |what: &'static str, cands: Vec<(PathBuf, String)>| Finding {
-            what,
+        let find = |what: &str, cands: Vec<(PathBuf, String)>| Finding {
+            what: what.to_string(),
             found: cands.iter().map(|(p, _)| p).find(|p| p.is_file()).cloned(),
             looked: cands
                 .iter()
@@ -168,21 +174,21 @@ impl QnnSearch {
                 .map(|(d, how)| (d.join(file), how))
                 .collect()
         };
-        let skel = "libQnnHtpV73Skel.so";
+        let (skel, stub) = (self.soc().skel_lib(), self.soc().stub_lib());
         vec![
             find(QNN_PLUGIN_FILE, self.plugin_candidates(platform)),
             find("libQnnHtp.so", in_libs("libQnnHtp.so")),
-            find("libQnnHtpV73Stub.so", in_libs("libQnnHtpV73Stub.so")),
+            find(&stub, in_libs(&stub)),
             find("libQnnSystem.so", in_libs("libQnnSystem.so")),
             find(
-                skel,
+                &skel,
                 self.skel_dirs()
                     .into_iter()
-                    .map(|(d, how)| (d.join(skel), how))
+                    .map(|(d, how)| (d.join(&skel), how))
                     .collect(),
             ),
             Finding {
-                what: "ADSP_LIBRARY_PATH",
+                what: "ADSP_LIBRARY_PATH".into(),
                 found: self.adsp_library_path.as_ref().map(PathBuf::from),
                 looked: vec!["the environment".to_string()],
             },
@@ -190,11 +196,16 @@ impl QnnSearch {
     }
 }
 
-/// What a user sets on a board to give the tool QNN.
-pub const WHAT_TO_SET: &str = "Set QNN_SDK_ROOT to the QAIRT SDK (or QNN_LIB_DIR to a folder \
-     with libQnnHtp.so), QNN_EP_PLUGIN to libonnxruntime_providers_qnn.so, and ADSP_LIBRARY_PATH \
-     to the folder with libQnnHtpV73Skel.so (QNN_SDK_ROOT/lib/hexagon-v73/unsigned); the ORT CPU \
-     backend (`--backend ort`) works without them";
+/// What a user sets on a board of `soc` to give the tool QNN.
+pub fn what_to_set(soc: &crate::soc::Soc) -> String {
+    format!(
+        "Set QNN_SDK_ROOT to the QAIRT SDK (or QNN_LIB_DIR to a folder with libQnnHtp.so), \
+         QNN_EP_PLUGIN to libonnxruntime_providers_qnn.so, and ADSP_LIBRARY_PATH to the folder \
+         with {} (QNN_SDK_ROOT/{}); the ORT CPU backend (`--backend ort`) works without them",
+        soc.skel_lib(),
+        soc.dsp_lib_dir()
+    )
+}
 
 pub fn looked_text(looked: &[String]) -> String {
     if looked.is_empty() {
@@ -248,7 +259,7 @@ mod tests {
         );
         let skel = get("libQnnHtpV73Skel.so");
         assert!(skel.found.is_none());
-        assert!(skel.looked[0].contains("lib/hexagon-v73/unsigned"));
+        assert!(skel.looked[0].contains(&crate::soc::board().dsp_lib_dir()));
         assert!(get("ADSP_LIBRARY_PATH").found.is_none());
         let plugin = get(QNN_PLUGIN_FILE);
         assert!(plugin.found.is_none());
@@ -278,6 +289,35 @@ mod tests {
         let libs = search.locate(Platform::LinuxAarch64).unwrap();
         assert_eq!(libs.dir, lib);
         assert_eq!(libs.plugin, t.path().join("ort").join(QNN_PLUGIN_FILE));
+    }
+
+    /// Each SoC of the table is searched for with its own skel, stub and DSP folder.
+    #[test]
+    fn each_soc_is_searched_with_its_own_dsp_libraries() {
+        for soc in crate::soc::KNOWN_SOCS {
+            let search = QnnSearch {
+                sdk_root: Some(PathBuf::from("/sdk")),
+                soc: Some(*soc),
+                ..Default::default()
+            };
+            let inv = search.inventory(Platform::LinuxAarch64);
+            let v = soc.htp_arch;
+            let skel = inv
+                .iter()
+                .find(|f| f.what == format!("libQnnHtpV{v}Skel.so"))
+                .unwrap_or_else(|| panic!("{soc}: {inv:?}"));
+            assert!(
+                skel.looked[0].contains(&format!("/sdk/lib/hexagon-v{v}/unsigned")),
+                "{soc}: {:?}",
+                skel.looked
+            );
+            assert!(
+                inv.iter()
+                    .any(|f| f.what == format!("libQnnHtpV{v}Stub.so"))
+            );
+            let why = search.locate(Platform::LinuxAarch64).unwrap_err();
+            assert!(why.contains(&format!("lib/hexagon-v{v}/unsigned")), "{why}");
+        }
     }
 
     #[test]
