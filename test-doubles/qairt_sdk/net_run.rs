@@ -2,6 +2,33 @@
 
 use super::*;
 
+/// A DLC's (or a context record's) `graphInputs` / `graphOutputs`: name → (QNN data type, dims).
+pub(crate) fn dlc_io(
+    graph_io: &serde_json::Value,
+    key: &str,
+) -> BTreeMap<String, (String, Vec<usize>)> {
+    graph_io[key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            let i = &t["info"];
+            (
+                i["name"].as_str().unwrap_or_default().to_string(),
+                (
+                    i["dataType"].as_str().unwrap_or_default().to_string(),
+                    i["dimensions"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|d| d.as_u64().map(|d| d as usize))
+                        .collect(),
+                ),
+            )
+        })
+        .collect()
+}
+
 pub(crate) fn net_run(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> {
     let backend = need(a, "--backend")?;
     if !Path::new(backend).is_file() {
@@ -56,29 +83,10 @@ pub(crate) fn net_run(rt: &Runtime, a: &BTreeMap<String, String>) -> Result<()> 
     };
     let load_us = opened.elapsed().as_secs_f64() * 1e6;
     let init = Instant::now();
-    let dlc_io = |key: &str| -> BTreeMap<String, (String, Vec<usize>)> {
-        graph_io[key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|t| {
-                let i = &t["info"];
-                (
-                    i["name"].as_str().unwrap_or_default().to_string(),
-                    (
-                        i["dataType"].as_str().unwrap_or_default().to_string(),
-                        i["dimensions"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .filter_map(|d| d.as_u64().map(|d| d as usize))
-                            .collect(),
-                    ),
-                )
-            })
-            .collect()
-    };
-    let (dlc_inputs, dlc_outputs) = (dlc_io("graphInputs"), dlc_io("graphOutputs"));
+    let (dlc_inputs, dlc_outputs) = (
+        dlc_io(&graph_io, "graphInputs"),
+        dlc_io(&graph_io, "graphOutputs"),
+    );
     let onnx_types: BTreeMap<String, Option<DType>> = session
         .input_contract()
         .into_iter()

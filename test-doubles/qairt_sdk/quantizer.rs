@@ -119,25 +119,7 @@ fn calibration_samples(
     native: bool,
     tmp: &Path,
 ) -> Result<Vec<BTreeMap<String, serde_json::Value>>> {
-    let inputs: BTreeMap<String, (String, Vec<usize>)> = flags["graphInputs"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|t| {
-            let i = &t["info"];
-            let dims = i["dimensions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|d| d.as_u64().map(|d| d as usize))
-                .collect();
-            let qnn = i["dataType"].as_str().unwrap_or_default().to_string();
-            (
-                i["name"].as_str().unwrap_or_default().to_string(),
-                (qnn, dims),
-            )
-        })
-        .collect();
+    let inputs = dlc_io(flags, "graphInputs");
     let text = std::fs::read_to_string(list)
         .with_context(|| format!("cannot read the input list {list}"))?;
     let mut samples = Vec::new();

@@ -108,17 +108,10 @@ fn write_samples(
     let native = NativeIo::of(comp).inputs;
     let mut lines = String::new();
     for (s, sample) in samples.iter().enumerate() {
-        let mut entries = Vec::new();
-        for (i, spec) in comp.file.inputs.iter().enumerate() {
-            let name = spec.name.get_ref();
-            let t = sample
-                .get(name)
-                .with_context(|| format!("calibration sample {s} has no input `{name}`"))?;
-            let path = dir.join(format!("sample_{s:03}_input_{i}.raw"));
-            std::fs::write(&path, super::raw::input_bytes(name, t, native)?)?;
-            entries.push(format!("{name}:={}", path.display()));
-        }
-        lines.push_str(&entries.join(" "));
+        let prefix = format!("sample_{s:03}_input");
+        let line = super::steps::write_sample(comp, sample, dir, &prefix, native)
+            .with_context(|| format!("calibration sample {s}"))?;
+        lines.push_str(&line);
         lines.push('\n');
     }
     std::fs::write(list, lines)?;

@@ -167,19 +167,32 @@ fn write_inputs(
     iters: usize,
     native: NativeIo,
 ) -> Result<PathBuf> {
+    let line = write_sample(job.comp, inputs, job.staging, "input", native.inputs)?;
+    let list = job.staging.join("input_list.txt");
+    std::fs::write(&list, format!("{line}\n").repeat(iters))?;
+    Ok(list)
+}
+
+/// One sample's `.raw` files in `dir` (`<prefix>_<i>.raw` per recipe input, native or
+/// float32) and its input-list line of `name:=path` pairs in the recipe's order.
+pub(super) fn write_sample(
+    comp: &Component,
+    sample: &BTreeMap<String, Tensor>,
+    dir: &Path,
+    prefix: &str,
+    native_inputs: bool,
+) -> Result<String> {
     let mut entries = Vec::new();
-    for (i, spec) in job.comp.file.inputs.iter().enumerate() {
+    for (i, spec) in comp.file.inputs.iter().enumerate() {
         let name = spec.name.get_ref();
-        let t = inputs
+        let t = sample
             .get(name)
-            .with_context(|| format!("no golden input `{name}`"))?;
-        let path = job.staging.join(format!("input_{i}.raw"));
-        std::fs::write(&path, input_bytes(name, t, native.inputs)?)?;
+            .with_context(|| format!("no input `{name}` in the sample"))?;
+        let path = dir.join(format!("{prefix}_{i}.raw"));
+        std::fs::write(&path, input_bytes(name, t, native_inputs)?)?;
         entries.push(format!("{name}:={}", path.display()));
     }
-    let list = job.staging.join("input_list.txt");
-    std::fs::write(&list, format!("{}\n", entries.join(" ")).repeat(iters))?;
-    Ok(list)
+    Ok(entries.join(" "))
 }
 
 /// `Result_0/<raw name>.raw` (or `_native.raw`, see [`output_file`]) of every declared output,

@@ -170,13 +170,11 @@ impl Toolchain for Sdk {
     fn convert(&self, job: &StepJob<'_>) -> Result<Staged> {
         let sdk_job = self.job(job);
         let dlc = if job.comp.precision().is_quantized() {
-            let float = crate::ctx_build::toolchain::QnnOnnx::float(
-                job.root,
-                &job.model.file.model.name,
-                job.comp,
-            )?;
+            // The float ONNX's path only: its hash is already in the quantize step's key.
+            let (float, _) =
+                crate::rewritten::qnn_onnx(job.root, &job.model.file.model.name, job.comp)?;
             let encodings = job.root.join(&job.artifacts.encodings);
-            let converted = super::steps::convert(&sdk_job, &float.path, Some(&encodings))?;
+            let converted = super::steps::convert(&sdk_job, &float, Some(&encodings))?;
             quantizer::quantize(&sdk_job, job.model, &converted)?
         } else {
             super::steps::convert(&sdk_job, &job.onnx.path, None)?
