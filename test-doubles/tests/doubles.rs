@@ -101,9 +101,10 @@ fn hf_refuses_an_unknown_flag_of_every_verb_with_exit_2() {
 }
 
 /// `hf upload` commits in batches, deletions in the first, later ones titled "(part N)"; a
-/// pull request gets every batch on `refs/pr/N` and `main` moves only when it is merged.
+/// pull request (a draft until it is reopened) gets every batch on `refs/pr/N` and `main` moves
+/// only when it is merged.
 #[test]
-fn hf_uploads_in_batches_into_a_pull_request_merged_in_one_step() {
+fn hf_uploads_in_batches_into_a_draft_pull_request_opened_then_merged_in_one_step() {
     let scratch = tempfile::tempdir().unwrap();
     let hf = |args: &[&str]| {
         Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("hf/hf"))
@@ -171,6 +172,26 @@ fn hf_uploads_in_batches_into_a_pull_request_merged_in_one_step() {
     assert_eq!(
         std::fs::read_to_string(repo.join("refs/heads/main")).unwrap(),
         main
+    );
+    // A pull request made through the API is a draft: the Hub refuses to merge it, and a
+    // confirmation-less call aborts as `typer.confirm` does on an empty stdin.
+    let draft = hf(&["discussions", "merge", "o/n", "1", "--yes"]);
+    assert_eq!(draft.status.code(), Some(1), "{draft:?}");
+    assert!(
+        String::from_utf8_lossy(&draft.stderr).contains("is a draft"),
+        "{draft:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("refs/heads/main")).unwrap(),
+        main
+    );
+    let unconfirmed = hf(&["discussions", "reopen", "o/n", "1"]);
+    assert_eq!(unconfirmed.status.code(), Some(1), "{unconfirmed:?}");
+    assert!(String::from_utf8_lossy(&unconfirmed.stderr).contains("Aborted!"));
+    let opened = hf(&["discussions", "reopen", "o/n", "1", "--yes"]);
+    assert!(
+        String::from_utf8_lossy(&opened.stdout).contains("Reopened #1 in o/n"),
+        "{opened:?}"
     );
     let merged = hf(&["discussions", "merge", "o/n", "1", "--yes"]);
     assert!(merged.status.success(), "{merged:?}");

@@ -10,7 +10,9 @@
 //!    `--delete "*"` makes that revision's tree exactly the bundle (plus the Hub's `.gitattributes`);
 //! 2. its `manifest.json` and `SHA256SUMS` are downloaded back from the uploaded commit and
 //!    compared byte for byte with the local bundle;
-//! 3. only then is it exposed in one server-side step: `hf discussions merge` (main), `hf repos
+//! 3. only then is it exposed in one server-side step: `hf discussions merge` (main; the pull
+//!    request, a draft as the Hub makes every API-created one, is opened first with `hf
+//!    discussions reopen`, since a draft cannot be merged), `hf repos
 //!    branch create --revision <commit>` (a new branch; an existing one cannot be moved in one
 //!    step and is refused), or `hf repos tag create --revision <commit>` (a real tag).
 //!

@@ -145,6 +145,7 @@ impl Upload<'_> {
         let (argv, what) = match &self.target {
             Target::Main => {
                 let num = staged.pr.unwrap_or_default().to_string();
+                self.mark_ready(&num)?;
                 let argv = args(&[
                     "discussions",
                     "merge",
@@ -181,6 +182,28 @@ impl Upload<'_> {
         Ok(())
     }
 
+    /// The Hub makes a pull request created through the API a draft ("Pull Requests created
+    /// programmatically will be in "draft" status", `HfApi.create_pull_request`), and a draft
+    /// cannot be merged: the verified one is opened first, as `hf discussions reopen` does
+    /// (`change_discussion_status(new_status="open")`).
+    fn mark_ready(&self, num: &str) -> Result<()> {
+        run_hf(&args(&[
+            "discussions",
+            "reopen",
+            self.repo,
+            num,
+            "--yes",
+            "--comment",
+            "uploaded and verified by cargo xtask release: ready to merge",
+        ]))
+        .with_context(|| {
+            self.not_published(&format!(
+                "opening pull request #{num} (out of draft) failed"
+            ))
+        })?;
+        Ok(())
+    }
+
     fn not_published(&self, what: &str) -> String {
         format!(
             "{what}: the release is NOT published ({} is untouched)",
@@ -189,7 +212,7 @@ impl Upload<'_> {
     }
 
     /// After `publish`: the staging branch is deleted (it did its job, or holds a partial
-    /// upload); a pull request that was not merged is left open and named. Returns the
+    /// upload); a pull request that was not merged is closed. Returns the
     /// published commit, or the publishing error.
     pub fn settle(&self, staged: &Staged, published: Result<String>) -> Result<String> {
         let rev = &staged.rev;
@@ -203,9 +226,7 @@ impl Upload<'_> {
                 Ok(commit)
             }
             (Err(e), Some(num)) => {
-                crate::outln!(
-                    "the partial upload stays in pull request #{num} ({rev}), not merged: close it on the Hub"
-                );
+                close_pull_request(self.repo, num);
                 Err(e)
             }
             (Err(e), None) => {
@@ -221,6 +242,27 @@ impl Upload<'_> {
                 Err(e)
             }
         }
+    }
+}
+
+/// A failed release's pull request is closed (its partial upload stays in its history on the
+/// Hub, never in `main`); when even that fails, the command to close it is printed.
+fn close_pull_request(repo: &str, num: u64) {
+    let n = num.to_string();
+    let argv = args(&[
+        "discussions",
+        "close",
+        repo,
+        &n,
+        "--yes",
+        "--comment",
+        "cargo xtask release failed: not merged",
+    ]);
+    match run_hf(&argv) {
+        Ok(_) => crate::outln!("pull request #{num} (the partial upload) was closed, not merged"),
+        Err(e) => crate::outln!(
+            "note: pull request #{num} (the partial upload, not merged) could not be closed ({e:#}): `hf discussions close {repo} {num} --yes`"
+        ),
     }
 }
 

@@ -46,7 +46,9 @@ impl Target {
     pub(super) fn expose_line(&self, repo: &str) -> String {
         match self {
             Target::Main => {
-                format!("hf discussions merge {repo} <N> --yes   (one server-side step)")
+                format!(
+                    "hf discussions reopen {repo} <N> --yes --comment …   (the Hub's API-made pull requests are drafts)\n  hf discussions merge {repo} <N> --yes   (one server-side step; on failure: hf discussions close {repo} <N> --yes)"
+                )
             }
             Target::Branch(b) => format!(
                 "hf repos branch create {repo} {b} --revision <verified commit>; hf repos branch delete {repo} <staging>"

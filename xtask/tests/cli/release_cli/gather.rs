@@ -171,6 +171,16 @@ fn no_token_and_a_failed_upload_claim_nothing(g: &Scratch, bundle: &Path) {
         .assert_refused(2, "the release is NOT published")
         .assert_refused(2, "HTTP 503");
     assert!(!g.path("reports/tiny/release.json").exists());
+    // Its pull request (still a draft) is closed, never merged.
+    assert!(
+        failed
+            .stdout
+            .contains("pull request #1 (the partial upload) was closed"),
+        "{}",
+        failed.all()
+    );
+    let state = std::fs::read_to_string(g.path("hf-store/someone/tiny/prs/1")).unwrap();
+    assert_eq!(state.lines().next(), Some("closed"), "{}", failed.all());
 }
 
 /// A real (double) upload, then fetch into a clean clone, which can re-validate at once.

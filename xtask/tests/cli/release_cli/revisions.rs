@@ -70,10 +70,20 @@ fn releases_replace_the_revision_and_fetch_accepts_the_hubs_own_files() {
     assert!(remote.join(".gitattributes").is_file(), "the Hub adds it");
     assert!(remote.join("ctx/action_step_socid77_archv73.bin").is_file());
     let log = std::fs::read_to_string(p.path("hf.log")).unwrap();
-    assert!(
-        log.contains("hf discussions merge someone/tiny 1 --yes"),
-        "{log}"
-    );
+    // The Hub's life cycle, in this order: create (a draft) → upload → check → open → merge.
+    let mut rest = log.as_str();
+    for verb in [
+        "hf discussions create someone/tiny",
+        "hf upload",
+        "hf download",
+        "hf discussions reopen someone/tiny 1 --yes",
+        "hf discussions merge someone/tiny 1 --yes",
+    ] {
+        let at = rest
+            .find(verb)
+            .unwrap_or_else(|| panic!("no `{verb}` after the step before it:\n{log}"));
+        rest = &rest[at + verb.len()..];
+    }
     // Re-release with one component fewer: no stale remote file, `.gitattributes` kept.
     release(&one, true, "1.9.0").assert_code(0);
     let remote = remote_tree(&store, "someone/tiny", "main");
