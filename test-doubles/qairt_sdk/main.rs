@@ -54,12 +54,16 @@
 //! - `qnn-profile-viewer --output x.csv`: preamble lines, the header `Msg Timestamp, Message,
 //!   Time, Unit of Measurement, Timing Source, Event Level, Event Identifier` (the strings in the
 //!   real viewer binary, team notes [O, 2.47 usage]), one row per event with a timestamp first;
-//!   levels `ROOT` and `SUB-EVENT`, messages including `EXECUTE` and `EXECUTE IPS` (unit
-//!   `INF/SEC`), units US/BYTES/CYCLES/COUNT [O: the binary's strings]. ASSUMPTION, not shown
-//!   by any public source: per inference one ROOT EXECUTE row with `NETRUN` and one with
-//!   `BACKEND` timing source (US), a NETRUN SUB-EVENT EXECUTE row under it, CYCLES/COUNT rows,
-//!   one EXECUTE IPS row after the last inference, LOAD/INIT/DEINIT rows around them. (ONNX
-//!   Runtime's QNN profiler writes every row as BACKEND and no NETRUN rows: not a source.)
+//!   levels `ROOT` and `SUB-EVENT`; messages `INIT`, `COMPOSE GRAPHS`, `FINALIZE`, `EXECUTE`,
+//!   `DE-INIT` (hyphenated) and `EXECUTE IPS` (unit `INF/SEC`); units US/BYTES/CYCLES/COUNT
+//!   [O: the binary's strings]. Per inference, as a public QAIRT 2.47 run prints them
+//!   [O: `qnn-profile-viewer` CSV walk-through in a public tiny-LLM QAIRT 2.47 tutorial]: one
+//!   ROOT EXECUTE row `NETRUN` (US, `Graph 0: <graph>`), and `BACKEND` ROOT EXECUTE rows
+//!   `QNN accelerator (execute) time` (US), `Accelerator (execute) time (cycles)` (CYCLES),
+//!   `QNN (execute) time` (US), `Number of HVX threads used` (COUNT), then BACKEND SUB-EVENT
+//!   CYCLES rows per op (`<op>:OpId_<n> (cycles)`). ASSUMPTIONS: the identifiers of the INIT and
+//!   DE-INIT rows (the double's own words) and one EXECUTE IPS row after the last inference.
+//!   (ONNX Runtime's QNN profiler writes every row as BACKEND and no NETRUN rows: not a source.)
 //! - `qnn-context-binary-utility --json_file` writes the legacy layout `info.buildId`,
 //!   `info.graphs[].info.{graphName, graphInputs[], graphOutputs[]}` with
 //!   `.info.{name, dataType (string), dimensions}` (ORT's `gen_qnn_ctx_onnx_model.py` [C]).

@@ -14,10 +14,11 @@ pub(crate) fn profile_viewer(a: &BTreeMap<String, String>) -> Result<()> {
     let mut executes = Vec::new();
     let mut row = |ts: &mut u64, msg: &str, time: String, unit: &str, src: &str, id: &str| {
         *ts += 137;
-        // `Graph 0: … (sub)` rows are parts of the ROOT event before them.
-        let (level, id) = match id.strip_suffix(" (sub)") {
-            Some(id) => ("SUB-EVENT", id),
-            None => ("ROOT", id),
+        // `… (cycles)` op rows are parts of the ROOT event before them.
+        let level = if id.contains(":OpId_") {
+            "SUB-EVENT"
+        } else {
+            "ROOT"
         };
         rows.push(format!("{ts},{msg},{time},{unit},{src},{level},{id}"));
     };
@@ -29,7 +30,7 @@ pub(crate) fn profile_viewer(a: &BTreeMap<String, String>) -> Result<()> {
         match parts.first().copied() {
             Some("load") => row(
                 &mut ts,
-                "LOAD",
+                "INIT",
                 format!("{:.0}", us(1)?),
                 "US",
                 "NETRUN",
@@ -56,46 +57,37 @@ pub(crate) fn profile_viewer(a: &BTreeMap<String, String>) -> Result<()> {
             Some("execute") => {
                 let (netrun, backend) = (us(1)?, us(2)?);
                 executes.push(netrun);
-                row(
-                    &mut ts,
-                    "EXECUTE",
-                    format!("{netrun:.0}"),
-                    "US",
-                    "NETRUN",
-                    "Graph 0: execute",
-                );
-                row(
-                    &mut ts,
-                    "EXECUTE",
-                    format!("{:.0}", (netrun - backend).max(0.0)),
-                    "US",
-                    "NETRUN",
-                    "Graph 0: input and output copies (sub)",
-                );
-                row(
-                    &mut ts,
-                    "EXECUTE",
-                    format!("{backend:.0}"),
-                    "US",
-                    "BACKEND",
-                    "Accelerator (execute) time",
-                );
-                row(
-                    &mut ts,
-                    "EXECUTE",
-                    format!("{:.0}", backend * 1000.0),
-                    "CYCLES",
-                    "BACKEND",
-                    "Accelerator (execute) time (cycles)",
-                );
-                row(
-                    &mut ts,
-                    "EXECUTE",
-                    "4".into(),
-                    "COUNT",
-                    "BACKEND",
-                    "Number of HVX threads used",
-                );
+                let backend_rows = [
+                    ("US", format!("{netrun:.0}"), "NETRUN", "Graph 0: execute"),
+                    (
+                        "US",
+                        format!("{backend:.0}"),
+                        "BACKEND",
+                        "QNN accelerator (execute) time",
+                    ),
+                    (
+                        "CYCLES",
+                        format!("{:.0}", backend * 1000.0),
+                        "BACKEND",
+                        "Accelerator (execute) time (cycles)",
+                    ),
+                    (
+                        "US",
+                        format!("{:.0}", (backend + netrun) / 2.0),
+                        "BACKEND",
+                        "QNN (execute) time",
+                    ),
+                    ("COUNT", "4".into(), "BACKEND", "Number of HVX threads used"),
+                    (
+                        "CYCLES",
+                        format!("{:.0}", backend * 600.0),
+                        "BACKEND",
+                        "_MatMul_0:OpId_1 (cycles)",
+                    ),
+                ];
+                for (unit, time, src, id) in backend_rows {
+                    row(&mut ts, "EXECUTE", time, unit, src, id);
+                }
                 ts += netrun as u64;
             }
             Some("deinit") => {
@@ -112,7 +104,7 @@ pub(crate) fn profile_viewer(a: &BTreeMap<String, String>) -> Result<()> {
                 }
                 row(
                     &mut ts,
-                    "DEINIT",
+                    "DE-INIT",
                     format!("{:.0}", us(1)?),
                     "US",
                     "NETRUN",

@@ -70,12 +70,29 @@ pub fn require_login() -> Result<String> {
     if !status.success() || output.to_ascii_lowercase().contains("not logged in") {
         bail!("{LOGIN} (`hf auth whoami` said: {})", output.trim());
     }
-    Ok(output
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("")
-        .to_string())
+    logged_in_user(&output).with_context(|| {
+        format!(
+            "`hf auth whoami` said it is logged in but named no user: {}",
+            output.trim()
+        )
+    })
+}
+
+/// The user `hf auth whoami` names: the `user:` field of its result ("✓ Logged in" then
+/// "  user: NAME", `out.result("Logged in", user=…)` in cli/auth.py), or, from CLIs before
+/// that output layer, the name alone on its first line.
+fn logged_in_user(output: &str) -> Option<String> {
+    let lines = || output.lines().map(str::trim).filter(|l| !l.is_empty());
+    lines()
+        .find_map(|l| l.strip_prefix("user:"))
+        .map(|u| u.trim().to_string())
+        .or_else(|| {
+            lines()
+                .next()
+                .filter(|l| !l.starts_with('✓') && !l.contains(' '))
+                .map(str::to_string)
+        })
+        .filter(|u| !u.is_empty())
 }
 
 /// What a dry run checks without changing anything on the Hub: `hf` is on PATH, says its
@@ -188,6 +205,17 @@ pub fn hf_argv(sub: &str, options: &[String], positionals: &[String]) -> Vec<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whoami_names_its_user_in_either_layout() {
+        assert_eq!(
+            logged_in_user("✓ Logged in\n  user: alice\n  orgs: acme\n").as_deref(),
+            Some("alice")
+        );
+        assert_eq!(logged_in_user("bob\norgs: acme\n").as_deref(), Some("bob"));
+        assert_eq!(logged_in_user("✓ Logged in\n"), None);
+        assert_eq!(logged_in_user("user:\n"), None);
+    }
 
     #[test]
     fn repo_ids_follow_the_hubs_rule() {

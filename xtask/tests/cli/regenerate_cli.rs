@@ -296,3 +296,64 @@ fn a_tag_names_its_model_and_the_hub_token_stays_in_the_hub_steps() {
         }
     }
 }
+
+/// Every `run:` script of every workflow passes shellcheck the way actionlint runs it on a
+/// step: each `${{ … }}` expression replaced by underscores of the same length, the script
+/// checked as bash (GitHub's shell on Linux runners). `.ci/run` installs shellcheck when it is
+/// missing; without it this test fails rather than passing unchecked.
+#[test]
+fn every_workflow_script_is_clean_under_shellcheck() {
+    let dir = common::repo_root().join(".github/workflows");
+    let scratch = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let yaml: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        for (job, spec) in yaml["jobs"].as_mapping().unwrap() {
+            let steps = spec["steps"].as_sequence().map_or(&[][..], Vec::as_slice);
+            for (i, step) in steps.iter().enumerate() {
+                let Some(script) = step["run"].as_str() else {
+                    continue;
+                };
+                let name = format!("{}-{}-{i}.sh", job.as_str().unwrap(), checked);
+                let file = scratch.path().join(&name);
+                std::fs::write(
+                    &file,
+                    format!("#!/bin/bash\n{}", without_expressions(script)),
+                )
+                .unwrap();
+                let out = std::process::Command::new("shellcheck")
+                    .args(["--shell=bash", "--format=gcc"])
+                    .arg(&file)
+                    .output()
+                    .expect("shellcheck is not installed: `.ci/run` installs it (apt-get install shellcheck)");
+                assert!(
+                    out.status.success(),
+                    "{} job {job:?} step {i} ({:?}):\n{}",
+                    path.display(),
+                    step["name"],
+                    String::from_utf8_lossy(&out.stdout)
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 10, "only {checked} scripts found");
+}
+
+/// `${{ expr }}` → underscores of the same length, as actionlint hands a script to shellcheck.
+fn without_expressions(script: &str) -> String {
+    let mut out = String::new();
+    let mut rest = script;
+    while let Some(start) = rest.find("${{") {
+        let end = rest[start..]
+            .find("}}")
+            .map_or(rest.len(), |e| start + e + 2);
+        out.push_str(&rest[..start]);
+        out.push_str(&"_".repeat(rest[start..end].chars().count()));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}

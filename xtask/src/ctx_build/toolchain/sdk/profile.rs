@@ -9,8 +9,10 @@ use anyhow::{Context, Result, bail};
 
 /// The timing source whose EXECUTE rows are reported: `NETRUN`, the whole graph execute as the
 /// application (`qnn-net-run`) saw it, host-side overheads (RPC, buffer copies) included. That
-/// is the latency a deployed app pays per inference; the `BACKEND` rows (the accelerator's own
-/// execute time) leave those overheads out and would flatter a split model with many contexts.
+/// is the latency a deployed app pays per inference. The `BACKEND` rows are other metrics
+/// (`QNN accelerator (execute) time`, `QNN (execute) time`, cycles, thread counts): they leave
+/// those overheads out, would flatter a split model with many contexts, and are never used
+/// in its place (a log without NETRUN rows has no per-inference time).
 pub const TIMING_SOURCE: &str = "NETRUN";
 
 pub use crate::report::latency::ExecuteStats;
@@ -34,31 +36,112 @@ fn split_csv(line: &str) -> Vec<String> {
     cells.into_iter().map(|c| c.trim().to_string()).collect()
 }
 
-/// One event row of the viewer's CSV, placed: its message (`EXECUTE`, `EXECUTE IPS`, `LOAD`,
-/// …), time in µs (`None` for BYTES/CYCLES/COUNT/INF/SEC rows), timing source and level.
+/// A cell of a documented vocabulary, with the viewer's exact spelling, or the text of one
+/// this code does not know: shown as unknown, never mapped onto a known kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind<T> {
+    Known(T),
+    Unknown(String),
+}
+
+impl<T: Copy> Kind<T> {
+    fn of(text: &str, table: &[(&str, T)]) -> Self {
+        table
+            .iter()
+            .find(|(spelling, _)| *spelling == text)
+            .map_or_else(|| Kind::Unknown(text.to_string()), |(_, k)| Kind::Known(*k))
+    }
+}
+
+/// The viewer's `Message` column: the phase an event belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Init,
+    ComposeGraphs,
+    Finalize,
+    Execute,
+    ExecuteIps,
+    DeInit,
+}
+
+const PHASES: &[(&str, Phase)] = &[
+    ("INIT", Phase::Init),
+    ("COMPOSE GRAPHS", Phase::ComposeGraphs),
+    ("FINALIZE", Phase::Finalize),
+    ("EXECUTE", Phase::Execute),
+    ("EXECUTE IPS", Phase::ExecuteIps),
+    ("DE-INIT", Phase::DeInit),
+];
+
+/// The `Unit of Measurement` column: only `US` is a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Us,
+    Cycles,
+    Count,
+    Bytes,
+    InfPerSec,
+}
+
+const UNITS: &[(&str, Unit)] = &[
+    ("US", Unit::Us),
+    ("CYCLES", Unit::Cycles),
+    ("COUNT", Unit::Count),
+    ("BYTES", Unit::Bytes),
+    ("INF/SEC", Unit::InfPerSec),
+];
+
+/// The `Event Level` column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// A top-level event.
+    Root,
+    /// A part of the ROOT event before it (an op's cycles, …).
+    SubEvent,
+}
+
+const LEVELS: &[(&str, Level)] = &[("ROOT", Level::Root), ("SUB-EVENT", Level::SubEvent)];
+
+/// One event row of the viewer's CSV, each column of a documented vocabulary placed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
-    pub message: String,
-    pub us: Option<f64>,
+    /// 1-based line in the CSV, for messages.
+    pub line: usize,
+    pub phase: Kind<Phase>,
+    pub value: f64,
+    pub unit: Kind<Unit>,
     pub source: String,
-    /// `ROOT` (a top-level event) or `SUB-EVENT` (a part of the ROOT event before it).
-    pub level: String,
+    pub level: Kind<Level>,
+    pub identifier: String,
 }
 
-/// Units the viewer writes: times, and the counts/sizes/rates that are not times.
-fn scale_to_us(unit: &str) -> Option<Option<f64>> {
-    Some(match unit.to_ascii_uppercase().as_str() {
-        "US" => Some(1.0),
-        "MS" => Some(1e3),
-        "NS" => Some(1e-3),
-        "CYCLES" | "COUNT" | "BYTES" | "INF/SEC" => None,
-        _ => return None,
-    })
+impl Row {
+    /// A per-inference time of `source`: a ROOT EXECUTE row of that timing source.
+    fn is_execute_of(&self, source: &str) -> bool {
+        self.phase == Kind::Known(Phase::Execute)
+            && self.source == source
+            && self.level != Kind::Known(Level::SubEvent)
+    }
+
+    /// Its kinds the code does not know, as the viewer spelled them.
+    pub fn unknown_kinds(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Kind::Unknown(m) = &self.phase {
+            out.push(format!("message `{m}`"));
+        }
+        if let Kind::Unknown(u) = &self.unit {
+            out.push(format!("unit `{u}`"));
+        }
+        if let Kind::Unknown(l) = &self.level {
+            out.push(format!("event level `{l}`"));
+        }
+        out
+    }
 }
 
-/// Every event row after the header, each placed or an error naming the row (its line number
-/// and text): a level other than `ROOT`/`SUB-EVENT`, an unknown unit, a time that is not a
-/// number or a missing cell is a layout this code does not know, never skipped silently.
+/// Every event row after the header. A missing cell or a value that is not a number is a
+/// layout this code does not know (an error naming the line); a message, unit or level of
+/// no documented kind is kept as [`Kind::Unknown`].
 pub fn rows(csv: &str) -> Result<Vec<Row>> {
     let mut lines = csv.lines().enumerate();
     let header = lines
@@ -74,12 +157,13 @@ pub fn rows(csv: &str) -> Result<Vec<Row>> {
             .position(|c| c == name)
             .with_context(|| format!("the profile CSV header has no `{name}` column: {header:?}"))
     };
-    let (message, time, unit, source, level) = (
+    let (message, time, unit, source, level, id) = (
         col("Message")?,
         col("Time")?,
         col("Unit of Measurement")?,
         col("Timing Source")?,
         col("Event Level")?,
+        col("Event Identifier")?,
     );
     let mut out = Vec::new();
     for (i, line) in lines {
@@ -89,68 +173,87 @@ pub fn rows(csv: &str) -> Result<Vec<Row>> {
         let cells = split_csv(line);
         let at = || format!("profile CSV line {} `{line}`", i + 1);
         let cell = |c: usize| cells.get(c).map(String::as_str).unwrap_or("");
-        let lvl = cell(level).to_ascii_uppercase();
-        if lvl != "ROOT" && lvl != "SUB-EVENT" {
-            bail!(
-                "{}: event level `{}` is neither ROOT nor SUB-EVENT",
-                at(),
-                cell(level)
-            );
+        if cell(message).is_empty() || cell(source).is_empty() || cell(level).is_empty() {
+            bail!("{}: no message, timing source or event level", at());
         }
-        if cell(message).is_empty() || cell(source).is_empty() {
-            bail!("{}: no message or timing source", at());
-        }
-        let Some(scale) = scale_to_us(cell(unit)) else {
-            bail!("{}: unknown unit `{}`", at(), cell(unit));
-        };
         let value: f64 = cell(time)
             .parse()
             .with_context(|| format!("{}: `{}` is not a number", at(), cell(time)))?;
         out.push(Row {
-            message: cell(message).to_ascii_uppercase(),
-            us: scale.map(|s| value * s),
-            source: cell(source).to_ascii_uppercase(),
-            level: lvl,
+            line: i + 1,
+            phase: Kind::of(cell(message), PHASES),
+            value,
+            unit: Kind::of(cell(unit), UNITS),
+            source: cell(source).to_string(),
+            level: Kind::of(cell(level), LEVELS),
+            identifier: cell(id).to_string(),
         });
     }
     Ok(out)
 }
 
-/// The per-inference execute times (µs) of `timing_source`: its top-level (`ROOT`) `EXECUTE`
-/// rows in a time unit, in file order. `SUB-EVENT` rows (parts of an execute), `EXECUTE IPS`
-/// (a rate) and CYCLES/COUNT rows are recognised and left out.
+/// The per-inference execute times (µs) of `timing_source`: its ROOT `EXECUTE` rows, in file
+/// order. `SUB-EVENT` rows, `EXECUTE IPS` (a rate) and other sources are left out. Such a row
+/// in a unit other than `US`, or at an unknown level, cannot be placed: an error naming it.
 pub fn execute_samples_us(csv: &str, timing_source: &str) -> Result<Vec<f64>> {
+    let mut samples = Vec::new();
+    for row in rows(csv)?.iter().filter(|r| r.is_execute_of(timing_source)) {
+        match (&row.unit, &row.level) {
+            (Kind::Known(Unit::Us), Kind::Known(Level::Root)) => samples.push(row.value),
+            _ => bail!(
+                "profile CSV line {}: a {timing_source} EXECUTE row ({}) in {} at level {} is not a per-inference time in US",
+                row.line,
+                row.identifier,
+                spelled(&row.unit, UNITS),
+                spelled(&row.level, LEVELS)
+            ),
+        }
+    }
+    Ok(samples)
+}
+
+fn spelled<T: Copy + PartialEq>(kind: &Kind<T>, table: &[(&str, T)]) -> String {
+    match kind {
+        Kind::Known(k) => table
+            .iter()
+            .find(|(_, t)| t == k)
+            .map_or("?", |(s, _)| s)
+            .to_string(),
+        Kind::Unknown(text) => format!("`{text}` (unknown)"),
+    }
+}
+
+/// The rows of kinds this code does not know, one line each (`line N: message `X``), for the
+/// user to see; they are never counted.
+pub fn unknown_rows(csv: &str) -> Result<Vec<String>> {
     Ok(rows(csv)?
-        .into_iter()
-        .filter(|r| r.level == "ROOT" && r.message == "EXECUTE" && r.source == timing_source)
-        .filter_map(|r| r.us)
+        .iter()
+        .filter_map(|r| {
+            let kinds = r.unknown_kinds();
+            (!kinds.is_empty()).then(|| format!("line {}: {}", r.line, kinds.join(", ")))
+        })
         .collect())
 }
 
-/// The per-inference times and where they come from: [`TIMING_SOURCE`] (NETRUN) rows, or the
-/// `BACKEND` ROOT EXECUTE rows when the log has no NETRUN rows at all (`None`: neither).
-pub fn per_inference(csv: &str) -> Result<Option<(String, Vec<f64>)>> {
-    for source in [TIMING_SOURCE, "BACKEND"] {
-        let samples = execute_samples_us(csv, source)?;
-        if !samples.is_empty() {
-            return Ok(Some((source.to_string(), samples)));
-        }
-    }
-    Ok(None)
-}
-
-/// The distribution of the per-inference execute times (see [`per_inference`]); `None` when
-/// the CSV has no such rows.
+/// The distribution of the [`TIMING_SOURCE`] per-inference execute times; `None` when the
+/// CSV has no such rows. Rows of unknown kinds are named on stderr, not counted.
 pub fn execute_stats(csv: &str) -> Result<Option<ExecuteStats>> {
-    Ok(per_inference(csv)?.map(|(source, samples)| ExecuteStats::of(&source, &samples)))
+    for unknown in unknown_rows(csv)? {
+        crate::ui::warning(&format!(
+            "qnn-profile-viewer row of unknown kind, not used: {unknown}"
+        ));
+    }
+    let samples = execute_samples_us(csv, TIMING_SOURCE)?;
+    Ok((!samples.is_empty()).then(|| ExecuteStats::of(TIMING_SOURCE, &samples)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Three inferences as `qnn-profile-viewer` 2.4x writes them: preamble, header, load and
-    /// init events, per inference a NETRUN and a BACKEND EXECUTE row plus cycles and counts.
+    /// Three inferences as a public QAIRT 2.47 run prints them: preamble, header, init events,
+    /// per inference one NETRUN and several BACKEND ROOT EXECUTE rows (two of them in US, of
+    /// different metrics) plus cycles, counts and per-op SUB-EVENT cycles.
     const CSV: &str = "\
 Log File Created: Tue Jun  2 10:00:00 2026
 Time Scale: 1e-06
@@ -160,36 +263,37 @@ qnn-profile-viewer v2.47.0.260601114230
 qnn-net-run        v2.47.0.260601114230
 Backend            v2.47.0.260601114230
 
-Msg Timestamp,Message,Time,Unit of Measurement,Timing Source,Event Level,Event Identifier
-15423000100,LOAD,90210,US,NETRUN,ROOT,Load Binary
+Msg Timestamp, Message, Time, Unit of Measurement, Timing Source, Event Level, Event Identifier
 15423000200,INIT,51000,US,NETRUN,ROOT,Graph Init
 15423000300,INIT,48000,US,BACKEND,ROOT,\"RPC (init) time, incl. finalize\"
 15423026395,EXECUTE,480,US,NETRUN,ROOT,Graph 0: g
-15423026396,EXECUTE,410,US,BACKEND,ROOT,Accelerator (execute) time
+15423026396,EXECUTE,410,US,BACKEND,ROOT,QNN accelerator (execute) time
 15423026397,EXECUTE,51234567,CYCLES,BACKEND,ROOT,Accelerator (execute) time (cycles)
-15423026398,EXECUTE,4,COUNT,BACKEND,ROOT,Number of HVX threads used
+15423026398,EXECUTE,470,US,BACKEND,ROOT,QNN (execute) time
+15423026399,EXECUTE,4,COUNT,BACKEND,ROOT,Number of HVX threads used
+15423026400,EXECUTE,13807,CYCLES,BACKEND,SUB-EVENT,_Transpose_3:OpId_119 (cycles)
 15423030000,EXECUTE,520,US,NETRUN,ROOT,Graph 0: g
-15423030001,EXECUTE,430,US,BACKEND,ROOT,Accelerator (execute) time
-15423040000,EXECUTE,1.5,MS,NETRUN,ROOT,Graph 0: g
-15423040001,EXECUTE,1200,US,BACKEND,ROOT,Accelerator (execute) time
-15423050000,DEINIT,3000,US,NETRUN,ROOT,Graph Deinit
+15423030001,EXECUTE,430,US,BACKEND,ROOT,QNN accelerator (execute) time
+15423040000,EXECUTE,1500,US,NETRUN,ROOT,Graph 0: g
+15423040001,EXECUTE,1200,US,BACKEND,ROOT,QNN accelerator (execute) time
+15423040002,EXECUTE IPS,1190.5,INF/SEC,NETRUN,ROOT,Graph 0: g
+15423050000,DE-INIT,3000,US,NETRUN,ROOT,Graph Deinit
 ";
 
     #[test]
-    fn execute_rows_by_header_names_not_the_first_number() {
+    fn one_netrun_time_per_inference_by_header_names_not_the_first_number() {
         assert_eq!(
             execute_samples_us(CSV, "NETRUN").unwrap(),
             [480.0, 520.0, 1500.0]
-        );
-        assert_eq!(
-            execute_samples_us(CSV, "BACKEND").unwrap(),
-            [410.0, 430.0, 1200.0],
-            "CYCLES and COUNT rows are not times"
         );
         let s = execute_stats(CSV).unwrap().unwrap();
         assert_eq!(s.timing_source, "NETRUN");
         assert_eq!(s.samples, 3);
         assert_eq!((s.min_us, s.p50_us, s.max_us), (480.0, 520.0, 1500.0));
+        assert!(
+            unknown_rows(CSV).unwrap().is_empty(),
+            "every kind is documented"
+        );
     }
 
     #[test]
@@ -198,41 +302,42 @@ Msg Timestamp,Message,Time,Unit of Measurement,Timing Source,Event Level,Event I
         assert_eq!(execute_samples_us(csv, "NETRUN").unwrap(), [77.0]);
     }
 
-    /// The viewer's other row kinds: a ROOT EXECUTE per inference with SUB-EVENT rows under it
-    /// (one of them also named EXECUTE), an EXECUTE IPS rate, BYTES; only the ROOT rows count.
+    /// The BACKEND rows are other metrics: a log without NETRUN rows has no per-inference
+    /// time rather than one borrowed from them.
     #[test]
-    fn root_sub_event_and_execute_ips_rows_give_one_time_per_inference() {
-        let csv = "\
-Msg Timestamp, Message, Time, Unit of Measurement, Timing Source, Event Level, Event Identifier
-100,LOAD,900,US,NETRUN,ROOT,Load Binary
-101,INIT,1200,BYTES,BACKEND,ROOT,Memory
-200,EXECUTE,480,US,NETRUN,ROOT,Graph 0: g
-201,EXECUTE,410,US,BACKEND,ROOT,Accelerator (execute) time
-202,EXECUTE,400,US,BACKEND,SUB-EVENT,Accelerator (execute excluding wait) time
-203,EXECUTE,12,US,NETRUN,SUB-EVENT,Graph 0: g input copy
-300,EXECUTE,520,US,NETRUN,ROOT,Graph 0: g
-301,EXECUTE,11,US,NETRUN,SUB-EVENT,Graph 0: g input copy
-302,EXECUTE IPS,1923.08,INF/SEC,NETRUN,ROOT,Graph 0: g
-";
-        assert_eq!(execute_samples_us(csv, "NETRUN").unwrap(), [480.0, 520.0]);
-        assert_eq!(execute_samples_us(csv, "BACKEND").unwrap(), [410.0]);
-        let s = execute_stats(csv).unwrap().unwrap();
-        assert_eq!((s.timing_source.as_str(), s.samples), ("NETRUN", 2));
-        // a log with BACKEND rows only (as ORT's QNN profiler writes) falls back to them
-        let backend_only: String = csv
+    fn backend_rows_never_stand_in_for_netrun() {
+        let backend_only: String = CSV
             .lines()
             .filter(|l| !l.contains("NETRUN"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let s = execute_stats(&backend_only).unwrap().unwrap();
-        assert_eq!((s.timing_source.as_str(), s.samples), ("BACKEND", 1));
-        // a row the code cannot place is an error naming it
-        let odd = format!("{csv}400,EXECUTE,5,US,NETRUN,LEAF,Graph 0: g\n");
-        let err = execute_stats(&odd).unwrap_err().to_string();
-        assert!(
-            err.contains("line 11") && err.contains("LEAF") && err.contains("400,EXECUTE"),
-            "{err}"
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(execute_stats(&backend_only).unwrap(), None);
+    }
+
+    /// Exact spellings only: `DEINIT` is not `DE-INIT`, `MS` is no documented unit; such rows
+    /// are named as unknown and never counted, and a NETRUN EXECUTE row that cannot be placed
+    /// as a time is an error naming its line.
+    #[test]
+    fn unknown_kinds_are_shown_as_unknown_never_mapped() {
+        let odd = format!(
+            "{CSV}15423060000,DEINIT,3000,US,NETRUN,ROOT,x\n15423060001,EXECUTE,7,MS,BACKEND,ROOT,y\n"
         );
+        let unknown = unknown_rows(&odd).unwrap();
+        assert_eq!(
+            unknown,
+            ["line 24: message `DEINIT`", "line 25: unit `MS`"],
+            "{unknown:?}"
+        );
+        assert_eq!(execute_samples_us(&odd, "NETRUN").unwrap().len(), 3);
+        for bad in [
+            "15423060002,EXECUTE,1.5,MS,NETRUN,ROOT,Graph 0: g",
+            "15423060002,EXECUTE,5,US,NETRUN,LEAF,Graph 0: g",
+        ] {
+            let err = execute_stats(&format!("{CSV}{bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("line 24") && err.contains("unknown"), "{err}");
+        }
     }
 
     #[test]
@@ -240,7 +345,7 @@ Msg Timestamp, Message, Time, Unit of Measurement, Timing Source, Event Level, E
         assert!(execute_samples_us("Execute,1234,us\n", "NETRUN").is_err());
         let header = "Msg Timestamp,Message,Time,Unit of Measurement,Timing Source,Event Level,Event Identifier\n";
         assert_eq!(execute_stats(header).unwrap(), None);
-        let bad_unit = format!("{header}1,EXECUTE,5,FURLONGS,NETRUN,ROOT,g\n");
-        assert!(execute_stats(&bad_unit).is_err());
+        let not_a_number = format!("{header}1,EXECUTE,fast,US,NETRUN,ROOT,g\n");
+        assert!(execute_stats(&not_a_number).is_err());
     }
 }
