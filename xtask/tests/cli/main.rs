@@ -21,6 +21,7 @@ mod hostile_bundle_cli;
 mod hostile_cli;
 mod hostile_recipes_cli;
 mod new_model_cli;
+mod newcomer_cli;
 mod offline_cli;
 mod parity_cli;
 mod quantize_cli;
