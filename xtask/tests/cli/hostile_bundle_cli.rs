@@ -305,7 +305,7 @@ fn a_download_without_manifest_needs_unverified_which_every_report_and_card_reco
 
     let fetched = with_hf(&s, &["fetch", "--repo", "someone/tiny", "--unverified"]);
     fetched.assert_code(0);
-    assert!(fetched.stdout.contains("UNVERIFIED"), "{}", fetched.all());
+    assert!(fetched.stderr.contains("UNVERIFIED"), "{}", fetched.all());
     s.run(
         &["parity", "--backend", "ort", "--only", "action_context"],
         &[],

@@ -37,6 +37,7 @@ mod runtime_cli;
 #[allow(dead_code)]
 mod sandbox;
 mod sdk_cli;
+mod stdout_stderr_cli;
 mod step_cache_cli;
 mod tidy;
 mod whatif_cli;

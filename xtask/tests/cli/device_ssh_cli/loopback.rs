@@ -106,7 +106,7 @@ fn parity_runs_on_the_device_and_uploads_each_binary_once(server: &Server) {
     second.assert_code(0);
     assert_eq!(uploads(&second), 0, "{}", second.all());
     assert_eq!(
-        second.stdout.matches("already on the device").count(),
+        second.stderr.matches("already on the device").count(),
         1,
         "{}",
         second.all()
