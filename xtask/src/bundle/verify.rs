@@ -195,6 +195,24 @@ fn compiled_by<'a>(info: &'a BundleInfo, wrapper: &OnnxSummary) -> Option<&'a st
         .map(|c| reported_qnn(&c.built_with))
 }
 
+/// What HTP parity never measured in the bundle: `bundle.json`'s list (a package made with
+/// `--allow-unmeasured`), or every component when the bundle holds no HTP parity report.
+pub fn htp_unmeasured(dir: &Path) -> Result<Vec<String>> {
+    let info = read_info(dir)?;
+    if !info.htp_unmeasured.is_empty() {
+        return Ok(info.htp_unmeasured);
+    }
+    let report = format!("reports/parity-{}.json", BackendKind::Htp);
+    if reader::open(dir, &report).is_ok() {
+        return Ok(Vec::new());
+    }
+    Ok(info
+        .components
+        .iter()
+        .map(|c| format!("{}: no HTP parity report in the bundle", c.name))
+        .collect())
+}
+
 /// The command that comes after a verified bundle: a release dry run (it checks `hf` and the
 /// login and lists what would change), for the bundle's own model.
 pub fn next_step(dir: &Path) -> Result<String> {

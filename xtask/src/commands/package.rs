@@ -22,6 +22,10 @@ pub struct Package {
     /// Package artifacts that are stale against their recipe or inputs, and say so in the card.
     #[arg(long)]
     allow_stale: bool,
+    /// Package binaries whose HTP parity was never measured (or measured on other binaries):
+    /// warned on stderr and said in the card. Without it such a package is refused.
+    #[arg(long)]
+    allow_unmeasured: bool,
 }
 
 impl Package {
@@ -38,6 +42,7 @@ impl Package {
             soc,
             out: std::path::absolute(&self.out)?,
             allow_stale: self.allow_stale,
+            allow_unmeasured: self.allow_unmeasured,
         })?;
         let total: u64 = manifest.files.iter().map(|f| f.bytes).sum();
         crate::outln!(

@@ -23,6 +23,7 @@ mod hostile_recipes_cli;
 mod new_model_cli;
 mod newcomer_cli;
 mod offline_cli;
+mod package_truth_cli;
 mod parity_cli;
 mod quantize_cli;
 mod refusals_cli;
