@@ -31,6 +31,7 @@ mod regenerate_cli;
 mod release_cli;
 mod release_preflight_cli;
 mod report_pages_cli;
+mod report_tables_cli;
 mod rewrite_cli;
 mod rewrite_decompose;
 mod run_cli;
