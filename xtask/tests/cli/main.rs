@@ -32,6 +32,7 @@ mod release_cli;
 mod release_preflight_cli;
 mod report_pages_cli;
 mod report_tables_cli;
+mod reports_kept_cli;
 mod rewrite_cli;
 mod rewrite_decompose;
 mod run_cli;

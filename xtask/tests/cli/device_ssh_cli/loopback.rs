@@ -123,7 +123,7 @@ fn the_chain_runs_on_the_device(server: &Server) {
         "only the 5 binaries not there yet: {}",
         chain.all()
     );
-    let r = read_json(&project().join("reports/tiny/run-htp-device.json"));
+    let r = read_json(&project().join("reports/tiny/run-htp-device-iters2-warmup1.json"));
     assert_eq!(r["pass"], true, "{r}");
     let d = &r["device"];
     assert_eq!(d["binaries_uploaded"], 5);
