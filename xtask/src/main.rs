@@ -105,6 +105,7 @@ fn main() -> ExitCode {
         color: cli.color,
         json,
     });
+    ui::interrupt::install(sub_name);
     if let Command::Completions { shell } = cli.command {
         let mut cmd = Cli::command();
         clap_complete::generate(shell, &mut cmd, "xtask", &mut std::io::stdout());

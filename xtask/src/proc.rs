@@ -142,6 +142,12 @@ impl Proc {
                 bail!(msg);
             }
         };
+        // Stopped with the tool when it is interrupted (`ui::interrupt`).
+        let _running: Vec<_> = handle
+            .pids()
+            .into_iter()
+            .map(crate::ui::interrupt::Child::new)
+            .collect();
         let finished = match self.timeout {
             Some(t) => handle.wait_timeout(t)?,
             None => Some(handle.wait()?),

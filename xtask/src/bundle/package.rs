@@ -60,9 +60,7 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
     let mut info = bundle_info(req, checked.stale, checked.components);
     info.htp_unmeasured = reports.htp_unmeasured.clone();
     let generated = generated_files(&info, &reports)?;
-    let staging = tempfile::Builder::new()
-        .prefix(".bundle-")
-        .tempdir_in(parent)?;
+    let (staging, _partial) = crate::ui::interrupt::Partial::staging(parent, ".bundle-")?;
     let manifest = assemble(
         staging.path(),
         &checked.files,

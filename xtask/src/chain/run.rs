@@ -75,6 +75,10 @@ impl<'a> ChainRun<'a> {
 /// Runs the chain through `runner`, judges it, writes its report under `reports/<model>/` and
 /// prints it; the report says whether every gate passed.
 pub fn run_and_report(chain: &ChainRun<'_>, runner: &mut dyn ComponentRunner) -> Result<RunReport> {
+    crate::ui::interrupt::keeps(&format!(
+        "reports/{}/run-*.* as they were (a run writes its report at its end)",
+        chain.model.file.model.name
+    ));
     let report = run_judged(chain, runner)?;
     publish(chain.root, &report, chain.write_report)?;
     Ok(report)

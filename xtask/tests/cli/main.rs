@@ -20,6 +20,7 @@ mod golden_script_cli;
 mod hostile_bundle_cli;
 mod hostile_cli;
 mod hostile_recipes_cli;
+mod interrupt_cli;
 mod new_model_cli;
 mod newcomer_cli;
 mod offline_cli;

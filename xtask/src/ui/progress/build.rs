@@ -42,6 +42,7 @@ impl Progress {
     }
 
     pub fn step_started(&self, bar: &Bar, component: &str, step: &str) {
+        crate::ui::interrupt::doing(&format!("build-ctx {component} {step}"));
         match &bar.0 {
             Some(b) => b.set_message(format!("{step} ...")),
             None if crate::ui::quiet() => {}
