@@ -20,6 +20,20 @@ use crate::vocab::BackendKind;
 
 /// Checks everything a bundle claims; returns how many context binaries loaded on the HTP.
 pub fn verify_bundle(root: &Path, dir: &Path) -> Result<usize> {
+    // Said as what it is, not as a bundle without manifest.json.
+    if !dir.exists() {
+        return Err(crate::bad_input::BadInput(anyhow::anyhow!(
+            "bundle folder {} does not exist",
+            dir.display()
+        ))
+        .into());
+    }
+    if !dir.is_dir() {
+        bail!(
+            "{} is not a folder (a bundle is the folder `cargo xtask package --out` wrote)",
+            dir.display()
+        );
+    }
     let mut problems = check_files(dir)?;
     // Only a bundle of plain, listed, intact files is read any further (wrappers, card, loads).
     if problems.is_empty() {

@@ -31,6 +31,7 @@ pub struct Package {
 impl Package {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         let sel = self.sel.select(ctx)?;
+        crate::recipe::placeholder::refuse_placeholder_repo(&ctx.root, sel.name())?;
         let model = &sel.model;
         let soc = super::target_soc(model, self.soc.as_deref())?;
         let comps = sel.components();
