@@ -42,40 +42,84 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Show the runtime libraries, their versions and which backends are usable here.
+    #[command(
+        after_help = "Examples:\n  cargo xtask doctor\n  cargo xtask doctor --quantizer\n  cargo xtask doctor --device ssh://me@board/data/xtask"
+    )]
     Doctor(commands::doctor::Doctor),
     /// Compare every component's outputs with its golden tensors on one backend.
+    #[command(
+        after_help = "Examples:\n  cargo xtask parity --backend htp\n  cargo xtask parity --backend ort --model mine\n  cargo xtask parity --backend htp --iters 20 --device ssh://me@board/data/xtask"
+    )]
     Parity(commands::parity::Parity),
     /// Build every component: ONNX → DLC, QNN CPU-backend parity, HTP context binary.
+    #[command(
+        after_help = "Examples:\n  cargo xtask build-ctx --soc 77\n  cargo xtask build-ctx --soc 77 --dry-run\n  cargo xtask build-ctx --soc 77 --only vision --force"
+    )]
     BuildCtx(commands::build_ctx::BuildCtx),
     /// The build cache shared by checkouts (`build-ctx --cache`): list entries, collect garbage.
+    #[command(
+        after_help = "Examples:\n  cargo xtask cache ls --cache ~/.cache/xtask-steps\n  cargo xtask cache gc --cache ~/.cache/xtask-steps --max-size 50G"
+    )]
     Cache(commands::cache::Cache),
     /// Run the whole chain end to end: chain parity and latency reports.
+    #[command(
+        after_help = "Examples:\n  cargo xtask run --backend htp --iters 2 --warmup 1\n  cargo xtask run --backend cpu --attribute\n  cargo xtask run --backend htp --iters 10 --warmup 2 --device ssh://me@board/data/xtask"
+    )]
     Run(commands::run::Run),
     /// Pick each component's precision by the chain's own action error against the float golden.
+    #[command(after_help = "Examples:\n  cargo xtask precision --model tiny --budget 1e-2")]
     Precision(commands::precision::PrecisionCmd),
     /// The build plan; `--json` prints it as a CI matrix (one entry per component and SoC).
+    #[command(after_help = "Examples:\n  cargo xtask plan\n  cargo xtask plan --json")]
     Plan(commands::plan::Plan),
     /// Assemble the Hugging Face bundle (card, manifest, checksums) of a built model.
+    #[command(
+        after_help = "Examples:\n  cargo xtask package --soc 77 --out dist/tiny\n  cargo xtask package --soc 77 --out dist/tiny --allow-unmeasured"
+    )]
     Package(commands::package::Package),
     /// Prove a bundle intact: hashes, wrappers, HTP loads, card vs reports.
+    #[command(
+        after_help = "Examples:\n  cargo xtask verify dist/tiny\n  cargo xtask verify dist/tiny --json"
+    )]
     Verify(commands::verify::Verify),
     /// Upload a verified bundle to Hugging Face with `hf upload`.
+    #[command(
+        after_help = "Examples:\n  cargo xtask release --repo OWNER/NAME --bundle dist/tiny --dry-run\n  cargo xtask release --repo OWNER/NAME --bundle dist/tiny"
+    )]
     Release(commands::release::Release),
     /// Download a published bundle with `hf download` and lay it out for a model.
+    #[command(
+        after_help = "Examples:\n  cargo xtask fetch --repo OWNER/NAME --model M\n  cargo xtask fetch --model M --inputs-only"
+    )]
     Fetch(commands::fetch::Fetch),
     /// Merge the per-component parity reports of CI matrix entries into the model's reports.
+    #[command(after_help = "Examples:\n  cargo xtask merge-reports --model M entry-reports/*/")]
     MergeReports(commands::merge_reports::MergeReports),
     /// Find the first operator where a QNN backend diverges from ONNX Runtime's CPU EP.
+    #[command(
+        after_help = "Examples:\n  cargo xtask bisect vision --backend htp\n  cargo xtask bisect action_context --backend cpu"
+    )]
     Bisect(commands::bisect::Bisect),
     /// Scan golden and intermediate tensors for values fp16 on the HTP cannot hold.
+    #[command(
+        after_help = "Examples:\n  cargo xtask lint-fp16\n  cargo xtask lint-fp16 --model mine"
+    )]
     LintFp16(commands::lint_fp16::LintFp16),
     /// Every operator the graphs run, alone, on the QNN CPU backend and the HTP vs ORT's CPU EP.
+    #[command(
+        after_help = "Examples:\n  cargo xtask conformance\n  cargo xtask conformance --model mine --backend cpu"
+    )]
     Conformance(commands::conformance::Conformance),
     /// Warn about graph operators the conformance report finds deviating (never fails).
+    #[command(after_help = "Examples:\n  cargo xtask lint\n  cargo xtask lint --deny")]
     Lint(commands::lint::Lint),
     /// Benchmarks with ratios against a baseline of the same run: build, chain, parity.
+    #[command(after_help = "Examples:\n  cargo xtask bench build\n  cargo xtask bench chain")]
     Bench(commands::bench::Bench),
     /// Print a shell completion script (`cargo xtask completions bash > …`).
+    #[command(
+        after_help = "Examples:\n  cargo xtask completions bash > ~/.local/share/bash-completion/completions/xtask"
+    )]
     Completions {
         /// The shell to complete for.
         #[arg(value_enum)]
@@ -105,6 +149,7 @@ fn main() -> ExitCode {
         color: cli.color,
         json,
     });
+    ui::interrupt::install(sub_name);
     if let Command::Completions { shell } = cli.command {
         let mut cmd = Cli::command();
         clap_complete::generate(shell, &mut cmd, "xtask", &mut std::io::stdout());

@@ -24,6 +24,8 @@ pub struct Proc {
     timeout: Option<Duration>,
     log: Option<PathBuf>,
     hint: Option<String>,
+    /// What a heartbeat line names while the program runs (`heartbeat`).
+    beat: Option<String>,
 }
 
 /// What a finished program printed (stdout and stderr interleaved, as a terminal shows them).
@@ -42,6 +44,7 @@ impl Proc {
             timeout: None,
             log: None,
             hint: None,
+            beat: None,
         }
     }
 
@@ -83,6 +86,13 @@ impl Proc {
     /// A `hint:` line added to any failure of this program (what to install, what to check).
     pub fn hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
+        self
+    }
+
+    /// A heartbeat line on stderr every `XTASK_HEARTBEAT_SECS` (30 s) while it runs, naming
+    /// `what` (uploads, downloads, runs on a board: long and silent otherwise); not with `-q`.
+    pub fn heartbeat(mut self, what: impl Into<String>) -> Self {
+        self.beat = Some(what.into());
         self
     }
 
@@ -142,6 +152,22 @@ impl Proc {
                 bail!(msg);
             }
         };
+        // Stopped with the tool when it is interrupted (`ui::interrupt`).
+        let _running: Vec<_> = handle
+            .pids()
+            .into_iter()
+            .map(crate::ui::interrupt::Child::new)
+            .collect();
+        let _beat = self
+            .beat
+            .clone()
+            .filter(|_| !crate::ui::quiet())
+            .map(|what| {
+                crate::ui::progress::Beat::start(
+                    Box::new(|_: &str| {}),
+                    Box::new(move |status: &str| crate::errln!("{what}: {status}")),
+                )
+            });
         let finished = match self.timeout {
             Some(t) => handle.wait_timeout(t)?,
             None => Some(handle.wait()?),

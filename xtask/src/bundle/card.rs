@@ -242,7 +242,19 @@ fn cpu_parity(b: &BundleInfo, md: &mut String) {
 
 fn htp_parity(b: &BundleInfo, htp: Option<&HtpFigures>, md: &mut String) {
     let Some(h) = htp else {
-        let _ = writeln!(md, "\n## HTP parity\n\nNot measured for these binaries.");
+        let _ = writeln!(
+            md,
+            "\n## HTP parity\n\n**Not measured** for these binaries."
+        );
+        if !b.htp_unmeasured.is_empty() {
+            let _ = writeln!(
+                md,
+                "Packaged with `--allow-unmeasured`; never measured on the HTP:\n"
+            );
+            for why in &b.htp_unmeasured {
+                let _ = writeln!(md, "- {why}");
+            }
+        }
         return;
     };
     let how = match h.emulated {

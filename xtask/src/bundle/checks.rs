@@ -115,15 +115,19 @@ impl CardReport for RunReport {
     }
 }
 
+/// When each packaged component's context binary was built (its context step's finish time).
+pub type ContextBuilt = std::collections::BTreeMap<String, u64>;
+
 /// A report the card may use, read through its type (`rebuild` is the command that writes it
-/// again, named when the file is refused): it must pass (a failed gate refuses the package)
-/// and be newer than every packaged context binary, and measure each of `comps` (else it is
-/// about other binaries and is left out). None when there is no such file.
+/// again, named when the file is refused): it must pass (a failed gate refuses the package),
+/// measure each of `comps` after that component's binary was built, and (a report of the
+/// whole chain, `comps` empty) be newer than every packaged binary; else it is about other
+/// binaries and is left out. None when there is no such file.
 pub fn usable_report<T: CardReport>(
     path: &Path,
     rebuild: &str,
     comps: &[&Component],
-    newest_context: u64,
+    built: &ContextBuilt,
     what: &str,
 ) -> Result<Option<T>> {
     let report: T = match crate::record::read_or_missing(path, rebuild) {
@@ -131,18 +135,12 @@ pub fn usable_report<T: CardReport>(
         Err(Unreadable::Missing) => return Ok(None),
         Err(Unreadable::Refused(e)) => return Err(e),
     };
-    let measured = report.measured();
-    let when = |name: &str| measured.iter().find(|(m, _)| *m == name).map(|(_, t)| *t);
-    let Some(times) = comps
-        .iter()
-        .map(|c| when(c.name()))
-        .collect::<Option<Vec<u64>>>()
-    else {
-        return Ok(None); // a selected component it did not measure
+    let newest = built.values().copied().max().unwrap_or(0);
+    let about_these = match comps.is_empty() {
+        true => report.created_unix() >= newest,
+        false => unmeasured(&report, comps, built).is_empty(),
     };
-    // Older than the binaries means it is about other binaries than these.
-    let oldest = times.into_iter().min().unwrap_or(report.created_unix());
-    if oldest < newest_context {
+    if !about_these {
         return Ok(None);
     }
     if !report.pass() {
@@ -152,4 +150,30 @@ pub fn usable_report<T: CardReport>(
         );
     }
     Ok(Some(report))
+}
+
+/// Each of `comps` the report did not measure on the binary being packaged, with why
+/// (`vision: measured before its binary was built`). The parity report records when each
+/// component was measured, not the binary's sha256, so "the same binary" is judged by time:
+/// a measurement older than the binary's build is about another binary.
+pub fn unmeasured<T: CardReport>(
+    report: &T,
+    comps: &[&Component],
+    built: &ContextBuilt,
+) -> Vec<String> {
+    let measured = report.measured();
+    comps
+        .iter()
+        .filter_map(|c| {
+            let name = c.name();
+            let binary = built.get(name).copied().unwrap_or(0);
+            match measured.iter().find(|(m, _)| *m == name) {
+                None => Some(format!("{name}: not in the report")),
+                Some((_, t)) if *t < binary => {
+                    Some(format!("{name}: measured before its binary was built"))
+                }
+                Some(_) => None,
+            }
+        })
+        .collect()
 }

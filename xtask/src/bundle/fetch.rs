@@ -260,7 +260,7 @@ fn record_provenance(req: &FetchRequest<'_>, laid: &[(PathBuf, String)]) -> Resu
         .map(|(to, sha)| (rel_of(to), sha.clone()))
         .collect();
     super::provenance::record(req.root, name, &source, &files)?;
-    crate::outln!(
+    crate::errln!(
         "warning: {} file(s) laid out UNVERIFIED (no manifest); recorded in reports/{name}/unverified-inputs.json",
         files.len()
     );

@@ -53,6 +53,7 @@ pub fn run_hf(args: &[String]) -> Result<String> {
     require_hf()?;
     let done = crate::proc::Proc::new("hf")
         .args(args)
+        .heartbeat(format!("hf {}", args.first().map_or("", String::as_str)))
         .timeout(HF_TIMEOUT)
         .run()?;
     Ok(done.output)

@@ -35,6 +35,10 @@ pub struct BundleInfo {
     /// Inputs fetched without a manifest (`fetch --unverified`) this bundle was made from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unverified_inputs: Option<String>,
+    /// Components HTP parity never measured on the packaged binary, with why (only with
+    /// `package --allow-unmeasured`; the card and `verify` say so).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub htp_unmeasured: Vec<String>,
     pub components: Vec<BundleComponent>,
 }
 

@@ -55,6 +55,7 @@ pub(crate) fn info(components: Vec<BundleComponent>) -> BundleInfo {
         allow_stale: false,
         stale: Vec::new(),
         unverified_inputs: None,
+        htp_unmeasured: Vec::new(),
         components,
     }
 }

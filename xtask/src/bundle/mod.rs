@@ -3,6 +3,7 @@
 
 pub mod assemble;
 pub mod card;
+pub mod card_reports;
 pub mod checks;
 pub mod component;
 pub mod destination;

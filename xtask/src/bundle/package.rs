@@ -8,17 +8,16 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::assemble::{Placement, assemble, component_files};
-use super::card::{RUN_BACKENDS, htp_figures, latency_figures, render};
-use super::checks::{broken_artifacts, usable_report};
+use super::card::{htp_figures, latency_figures, render};
+use super::card_reports::CardReports;
+use super::checks::{ContextBuilt, broken_artifacts};
 use super::component::bundle_component;
 use super::info::{BuiltBy, BundleComponent, BundleInfo};
 use super::manifest::Manifest;
-use crate::chain::report::RunReport;
 use crate::ctx_build::fingerprint::{ComponentRecord, Freshness};
 use crate::ctx_build::fresh::runtime_versions;
 use crate::ctx_build::plan::{ComponentPlan, Versions, plan_component};
 use crate::hashing::HashMemo;
-use crate::parity::report::ParityReport;
 use crate::recipe::{Component, Model};
 use crate::record::Versioned;
 use crate::runtime::Runtime;
@@ -35,10 +34,12 @@ pub struct PackageRequest<'a> {
     /// The bundle folder (absolute); it must not exist or be empty.
     pub out: PathBuf,
     pub allow_stale: bool,
+    /// Package binaries HTP parity never measured (said on stderr and in the card).
+    pub allow_unmeasured: bool,
 }
 
 impl PackageRequest<'_> {
-    fn model_name(&self) -> &str {
+    pub fn model_name(&self) -> &str {
         &self.model.file.model.name
     }
 }
@@ -54,12 +55,12 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
     let checked = check_components(req, &versions, &mut memo)?;
     checked.refuse_broken(req)?;
     checked.refuse_stale(req)?;
-    let reports = CardReports::find(req, checked.newest_context)?;
-    let info = bundle_info(req, checked.stale, checked.components);
+    let reports = CardReports::find(req, &checked.context_built)?;
+    reports.refuse_unmeasured(req)?;
+    let mut info = bundle_info(req, checked.stale, checked.components);
+    info.htp_unmeasured = reports.htp_unmeasured.clone();
     let generated = generated_files(&info, &reports)?;
-    let staging = tempfile::Builder::new()
-        .prefix(".bundle-")
-        .tempdir_in(parent)?;
+    let (staging, _partial) = crate::ui::interrupt::Partial::staging(parent, ".bundle-")?;
     let manifest = assemble(
         staging.path(),
         &checked.files,
@@ -100,8 +101,8 @@ struct Checked {
     stale_why: Vec<String>,
     /// Artifacts that are not what their build recorded (refused whatever the freshness).
     broken: Vec<String>,
-    /// When the newest packaged context binary was built: older reports are about others.
-    newest_context: u64,
+    /// When each packaged context binary was built: older measurements are about others.
+    context_built: ContextBuilt,
     components: Vec<BundleComponent>,
     files: Placement,
 }
@@ -155,7 +156,7 @@ fn check_component(
         .steps
         .get(&format!("context@soc{}", soc.id))
         .map_or(0, |r| r.finished_unix);
-    checked.newest_context = checked.newest_context.max(built);
+    checked.context_built.insert(comp.name().to_string(), built);
     if !checked.stale.is_empty() && !req.allow_stale {
         return Ok(()); // every stale component is listed before refusing
     }
@@ -227,42 +228,6 @@ impl Checked {
     }
 }
 
-/// The reports the card shows: each only when it passes and is about these binaries.
-struct CardReports {
-    htp: Option<ParityReport>,
-    /// The chain's latency, from the run report of the most telling backend there is.
-    run: Option<(BackendKind, RunReport)>,
-}
-
-impl CardReports {
-    fn find(req: &PackageRequest<'_>, newest_context: u64) -> Result<Self> {
-        let reports = crate::project::reports_dir(req.root, req.model_name());
-        let model = req.model_name();
-        let htp = usable_report(
-            &reports.join(format!("parity-{}.json", BackendKind::Htp)),
-            &format!("cargo xtask parity --backend htp --model {model}"),
-            req.comps,
-            newest_context,
-            "HTP parity",
-        )?;
-        let mut run = None;
-        for b in RUN_BACKENDS {
-            let found = usable_report(
-                &reports.join(format!("run-{b}.json")),
-                &format!("cargo xtask run --backend {b} --model {model}"),
-                &[],
-                newest_context,
-                "the chain run",
-            )?;
-            if let Some(r) = found {
-                run = Some((b, r));
-                break;
-            }
-        }
-        Ok(CardReports { htp, run })
-    }
-}
-
 /// `bundle.json`: the target and provenance of this package, every build fact from the
 /// components' records.
 fn bundle_info(
@@ -285,6 +250,7 @@ fn bundle_info(
         allow_stale: req.allow_stale,
         stale,
         unverified_inputs: super::provenance::note(req.root, req.model_name()),
+        htp_unmeasured: Vec::new(),
         components,
     }
 }

@@ -20,6 +20,20 @@ use crate::vocab::BackendKind;
 
 /// Checks everything a bundle claims; returns how many context binaries loaded on the HTP.
 pub fn verify_bundle(root: &Path, dir: &Path) -> Result<usize> {
+    // Said as what it is, not as a bundle without manifest.json.
+    if !dir.exists() {
+        return Err(crate::bad_input::BadInput(anyhow::anyhow!(
+            "bundle folder {} does not exist",
+            dir.display()
+        ))
+        .into());
+    }
+    if !dir.is_dir() {
+        bail!(
+            "{} is not a folder (a bundle is the folder `cargo xtask package --out` wrote)",
+            dir.display()
+        );
+    }
     let mut problems = check_files(dir)?;
     // Only a bundle of plain, listed, intact files is read any further (wrappers, card, loads).
     if problems.is_empty() {
@@ -193,6 +207,24 @@ fn compiled_by<'a>(info: &'a BundleInfo, wrapper: &OnnxSummary) -> Option<&'a st
         .iter()
         .find(|c| c.bin_file == bin)
         .map(|c| reported_qnn(&c.built_with))
+}
+
+/// What HTP parity never measured in the bundle: `bundle.json`'s list (a package made with
+/// `--allow-unmeasured`), or every component when the bundle holds no HTP parity report.
+pub fn htp_unmeasured(dir: &Path) -> Result<Vec<String>> {
+    let info = read_info(dir)?;
+    if !info.htp_unmeasured.is_empty() {
+        return Ok(info.htp_unmeasured);
+    }
+    let report = format!("reports/parity-{}.json", BackendKind::Htp);
+    if reader::open(dir, &report).is_ok() {
+        return Ok(Vec::new());
+    }
+    Ok(info
+        .components
+        .iter()
+        .map(|c| format!("{}: no HTP parity report in the bundle", c.name))
+        .collect())
 }
 
 /// The command that comes after a verified bundle: a release dry run (it checks `hf` and the

@@ -34,6 +34,8 @@ pub struct RunOptions {
     pub fp32: Vec<String>,
     /// Rerun the chain once per component with only it in fp32 and rank them.
     pub attribute: bool,
+    /// Write no report file (`--no-report`).
+    pub no_report: bool,
 }
 
 /// Runs the chain on this host, writes its report under `reports/<model>/` and prints it.
@@ -49,7 +51,8 @@ pub fn run_on_host(
     if backend != &Backend::OrtCpu {
         crate::recipe::target::check_qairt(model, rt.qnn_build_version().as_deref())?;
     }
-    let chain = ChainRun::prepare(root, model, &rt, opts.iters, opts.warmup)?;
+    let mut chain = ChainRun::prepare(root, model, &rt, opts.iters, opts.warmup)?;
+    chain.write_report = !opts.no_report;
     let mut runner = OnHost::start(root, &rt, model, backend, opts, fp32)?;
     run_and_report(&chain, &mut runner)
 }

@@ -19,6 +19,12 @@ use crate::record::Versioned;
 use crate::report::ToolVersions;
 
 /// One boundary tensor of the chain, judged by the model's chain gate.
+/// `run`'s default timed chains: the report of a run with these is `run-<backend>.json`, the
+/// one the card and the next run's estimate read; any other count writes a variant name.
+pub const DEFAULT_ITERS: usize = 10;
+/// `run`'s default untimed warm-up chains (see `DEFAULT_ITERS`).
+pub const DEFAULT_WARMUP: usize = 2;
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BoundaryParity {
     pub name: String,
@@ -232,6 +238,10 @@ impl RunReport {
         }
         if !self.run.fp32.is_empty() {
             stem = format!("{stem}-fp32-{}", self.run.fp32.join("+"));
+        }
+        // A quick run (`--iters 2`) never replaces the shipped report of the default run.
+        if (self.run.iters, self.run.warmup) != (DEFAULT_ITERS, DEFAULT_WARMUP) {
+            stem = format!("{stem}-iters{}-warmup{}", self.run.iters, self.run.warmup);
         }
         stem
     }

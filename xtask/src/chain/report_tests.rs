@@ -30,8 +30,8 @@ fn report(boundaries: Vec<BoundaryParity>) -> RunReport {
             unverified_inputs: None,
         },
         layout: Default::default(),
-        iters: 1,
-        warmup: 0,
+        iters: DEFAULT_ITERS,
+        warmup: DEFAULT_WARMUP,
         boundaries,
         fp32: Vec::new(),
         precisions: Default::default(),
@@ -200,6 +200,17 @@ fn device_report(boundaries: Vec<BoundaryParity>) -> RunReport {
         5,
     ));
     RunReport::new(run)
+}
+
+/// A quick run never replaces the default run's report: other counts name a variant.
+#[test]
+fn a_run_with_other_iterations_or_warm_ups_has_a_variant_stem() {
+    let mut r = report(vec![actions()]);
+    assert_eq!(r.stem(), "run-ort");
+    r.run.iters = 2;
+    assert_eq!(r.stem(), "run-ort-iters2-warmup2");
+    (r.run.iters, r.run.warmup) = (DEFAULT_ITERS, 0);
+    assert_eq!(r.stem(), "run-ort-iters10-warmup0");
 }
 
 #[test]

@@ -44,6 +44,8 @@ pub struct ChainRun<'a> {
     pub iters: usize,
     pub warmup: usize,
     pub versions: ToolVersions,
+    /// False under `--no-report`: the run is printed, no report file is written.
+    pub write_report: bool,
 }
 
 impl<'a> ChainRun<'a> {
@@ -65,6 +67,7 @@ impl<'a> ChainRun<'a> {
             iters,
             warmup,
             versions: ToolVersions::of(rt).with_provenance(root, &model.file.model.name),
+            write_report: true,
         })
     }
 }
@@ -72,8 +75,12 @@ impl<'a> ChainRun<'a> {
 /// Runs the chain through `runner`, judges it, writes its report under `reports/<model>/` and
 /// prints it; the report says whether every gate passed.
 pub fn run_and_report(chain: &ChainRun<'_>, runner: &mut dyn ComponentRunner) -> Result<RunReport> {
+    crate::ui::interrupt::keeps(&format!(
+        "reports/{}/run-*.* as they were (a run writes its report at its end)",
+        chain.model.file.model.name
+    ));
     let report = run_judged(chain, runner)?;
-    publish(chain.root, &report)?;
+    publish(chain.root, &report, chain.write_report)?;
     Ok(report)
 }
 
@@ -215,12 +222,15 @@ fn run_inputs(
     }
 }
 
-/// Writes the report's files, hands it to `--json` and prints it.
-fn publish(root: &Path, report: &RunReport) -> Result<()> {
+/// Writes the report's files (unless `--no-report`), hands it to `--json` and prints it.
+fn publish(root: &Path, report: &RunReport, write: bool) -> Result<()> {
     let dir = crate::project::reports_dir(root, &report.run.model);
-    write_run_report(&dir, report)?;
+    if write {
+        write_run_report(&dir, report)?;
+    }
     crate::ui::json::offer(report);
-    report.print(&crate::project::rel(root, &dir));
+    let shown = crate::project::rel(root, &dir);
+    report.print(write.then_some(shown.as_str()));
     Ok(())
 }
 

@@ -6,8 +6,9 @@ use crate::parity::gate::Status;
 use crate::report::fmt_cosine;
 
 impl RunReport {
-    /// Prints the report; `dir` is the reports folder as the user should see it.
-    pub fn print(&self, dir: &str) {
+    /// Prints the report; `dir` is the reports folder as the user should see it (None:
+    /// `--no-report`, nothing was written).
+    pub fn print(&self, dir: Option<&str>) {
         self.print_boundaries();
         self.print_actions();
         match &self.run.device {
@@ -21,8 +22,12 @@ impl RunReport {
             crate::outln!("FAIL {f}");
         }
         self.print_attribution();
+        let written = match dir {
+            Some(dir) => format!("report {dir}/{}.html", self.stem()),
+            None => "no report written (--no-report)".to_string(),
+        };
         crate::outln!(
-            "run {}{}: {}; report {dir}/{}.html",
+            "run {}{}: {}; {written}",
             self.run.backend,
             if self.run.device.is_some() {
                 " on the device"
@@ -30,7 +35,6 @@ impl RunReport {
                 ""
             },
             crate::ui::verdict(if self.pass { "pass" } else { "FAIL" }, self.pass),
-            self.stem()
         );
     }
 

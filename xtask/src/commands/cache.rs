@@ -25,8 +25,12 @@ struct Where {
 #[derive(clap::Subcommand)]
 enum Which {
     /// List entries: key, size, last use, step and artifact; leftovers of interrupted writers.
+    #[command(after_help = "Examples:\n  cargo xtask cache ls --cache ~/.cache/xtask-steps")]
     Ls(Where),
     /// Remove least recently used entries until the cache fits (and old leftovers).
+    #[command(
+        after_help = "Examples:\n  cargo xtask cache gc --cache ~/.cache/xtask-steps --max-size 50G"
+    )]
     Gc {
         #[command(flatten)]
         at: Where,

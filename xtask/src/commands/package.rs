@@ -22,11 +22,16 @@ pub struct Package {
     /// Package artifacts that are stale against their recipe or inputs, and say so in the card.
     #[arg(long)]
     allow_stale: bool,
+    /// Package binaries whose HTP parity was never measured (or measured on other binaries):
+    /// warned on stderr and said in the card. Without it such a package is refused.
+    #[arg(long)]
+    allow_unmeasured: bool,
 }
 
 impl Package {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         let sel = self.sel.select(ctx)?;
+        crate::recipe::placeholder::refuse_placeholder_repo(&ctx.root, sel.name())?;
         let model = &sel.model;
         let soc = super::target_soc(model, self.soc.as_deref())?;
         let comps = sel.components();
@@ -38,6 +43,7 @@ impl Package {
             soc,
             out: std::path::absolute(&self.out)?,
             allow_stale: self.allow_stale,
+            allow_unmeasured: self.allow_unmeasured,
         })?;
         let total: u64 = manifest.files.iter().map(|f| f.bytes).sum();
         crate::outln!(

@@ -33,6 +33,7 @@ pub struct Release {
 impl Release {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         crate::bundle::hf::validate_repo_id(&self.repo)?;
+        crate::recipe::placeholder::refuse_placeholder_repo(&ctx.root, &self.model)?;
         if let Some(r) = &self.revision {
             crate::bundle::hf::validate_revision(r)?;
         }

@@ -18,12 +18,16 @@ pub struct Run {
     /// The model: a folder under `recipes/`.
     #[arg(long, default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
     model: String,
-    /// Timed chain runs.
-    #[arg(long, default_value_t = 10)]
+    /// Timed chain runs. Another count than 10 (or --warmup than 2) writes its report under a
+    /// variant name (`run-htp-iters2-warmup1.json`), never over the default run's.
+    #[arg(long, default_value_t = crate::chain::report::DEFAULT_ITERS)]
     iters: usize,
     /// Untimed chain runs before timing.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = crate::chain::report::DEFAULT_WARMUP)]
     warmup: usize,
+    /// Print the run, write no report file (a quick look that keeps every report as it is).
+    #[arg(long)]
+    no_report: bool,
     /// Keep every session loaded (the device's mode; the default).
     #[arg(long, conflicts_with = "streaming")]
     resident: bool,
@@ -61,6 +65,9 @@ impl Run {
             if self.backend != super::BackendKind::Htp {
                 anyhow::bail!("--device runs the built context binaries: use --backend htp");
             }
+            if self.no_report {
+                anyhow::bail!("--no-report applies to runs on this host, not --device");
+            }
             let report = crate::device::chain::connect_and_run(
                 &ctx.root,
                 &model,
@@ -76,6 +83,7 @@ impl Run {
             streaming: self.streaming,
             fp32: self.fp32,
             attribute: self.attribute,
+            no_report: self.no_report,
         };
         let report = run_on_host(&ctx.root, &model, &backend_for(&model, self.backend), &opts)?;
         Ok(outcome(report.pass))

@@ -173,7 +173,9 @@ impl<'e, 'a> ComponentRun<'e, 'a> {
                 }
                 self.line(step, "ran", Some(seconds));
                 let rec = self.record.steps.get(&step.record_name);
-                let outcome = StepOutcome::ran(step, reasons.texts(), seconds, outputs, detail);
+                // The record's time, so a later no-op build restores exactly this figure.
+                let took = rec.map_or(seconds, |r| r.seconds);
+                let outcome = StepOutcome::ran(step, reasons.texts(), took, outputs, detail);
                 self.steps.push(outcome.with_facts(rec));
                 self.upstream_ran = true;
             }

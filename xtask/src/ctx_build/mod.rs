@@ -168,6 +168,9 @@ fn execute_build(
     let name = &req.model.file.model.name;
     let ctx_dir = crate::project::ctx_dir(root, name);
     let _lock = execute::lock_build_dir(&ctx_dir)?;
+    crate::ui::interrupt::keeps(
+        "every step that finished (recorded: it stays fresh); the running steps start again next time",
+    );
     execute::remove_stale_staging(&ctx_dir)?;
     let loaded;
     let rt = match rt {

@@ -48,6 +48,10 @@ pub struct StepOutcome {
     pub facts: Option<StepFacts>,
     /// The cache key it was restored under.
     pub restored_from_cache: Option<String>,
+    /// A fresh step did not run now: `seconds` is restored from its record, the run that
+    /// finished at this time (a no-op build keeps every step's timing instead of zeros).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds_restored_from_unix: Option<u64>,
 }
 
 impl StepOutcome {
@@ -68,6 +72,7 @@ impl StepOutcome {
         StepOutcome {
             status: StepStatus::Restored,
             restored_from_cache: Some(key),
+            seconds_restored_from_unix: None,
             ..StepOutcome::ran(step, reasons, seconds, outputs, detail)
         }
     }
@@ -80,12 +85,13 @@ impl StepOutcome {
             step: step.kind.label().into(),
             status: StepStatus::Fresh,
             reasons: vec![],
-            seconds: 0.0,
+            seconds: record.map_or(0.0, |r| r.seconds),
             outputs,
             detail: record.map(|r| r.detail.clone()).unwrap_or_default(),
             error: None,
             facts: record.map(|r| r.facts.clone()),
             restored_from_cache: record.and_then(|r| r.restored_from_cache.clone()),
+            seconds_restored_from_unix: record.map(|r| r.finished_unix),
         }
     }
 
@@ -101,6 +107,7 @@ impl StepOutcome {
             error: None,
             facts: Some(record.facts.clone()),
             restored_from_cache: record.restored_from_cache.clone(),
+            seconds_restored_from_unix: Some(record.finished_unix),
         }
     }
 
@@ -121,6 +128,7 @@ impl StepOutcome {
             error: None,
             facts: None,
             restored_from_cache: None,
+            seconds_restored_from_unix: None,
         }
     }
 
@@ -135,6 +143,7 @@ impl StepOutcome {
             error: Some(error),
             facts: None,
             restored_from_cache: None,
+            seconds_restored_from_unix: None,
         }
     }
 
@@ -149,6 +158,7 @@ impl StepOutcome {
             error: None,
             facts: None,
             restored_from_cache: None,
+            seconds_restored_from_unix: None,
         }
     }
 }

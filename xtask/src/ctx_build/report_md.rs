@@ -41,13 +41,17 @@ pub fn markdown(r: &BuildReport) -> String {
                 })
                 .collect();
             let detail = step_detail(s);
+            // A step that did not run now shows the time of its last run, marked as such.
+            let seconds = match s.seconds_restored_from_unix {
+                Some(_) => format!("{:.2} (restored: last run)", s.seconds),
+                None => format!("{:.2}", s.seconds),
+            };
             let _ = writeln!(
                 md,
-                "| `{}` | {} | {:?} | {:.2} | {} | {} |",
+                "| `{}` | {} | {:?} | {seconds} | {} | {} |",
                 c.component,
                 s.step,
                 s.status,
-                s.seconds,
                 outputs.join("<br>"),
                 detail.replace('|', "\\|").replace('\n', " ")
             );

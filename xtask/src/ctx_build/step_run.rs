@@ -35,7 +35,7 @@ pub fn run_step(
         record.save(record_path)?;
     }
     let started = Instant::now();
-    let staging = staging_dir(env)?;
+    let (staging, _partial) = staging_dir(env)?;
     let job = StepJob {
         root: env.root,
         model: env.model,
@@ -165,7 +165,7 @@ pub fn restore_step(
     let (Some(cache), Some(key)) = (env.cache, &step.key) else {
         return Ok(Restored::Miss);
     };
-    let staging = staging_dir(env)?;
+    let (staging, _partial) = staging_dir(env)?;
     let (entry, staged) =
         match cache.lookup(&key.key, &step.record_name, &step.outputs, staging.path()) {
             Lookup::Miss => return Ok(Restored::Miss),
@@ -208,12 +208,11 @@ pub fn restore_step(
     Ok(Restored::Yes(outputs, Box::new(detail), key.key.clone()))
 }
 
-fn staging_dir(env: &BuildEnv<'_>) -> Result<tempfile::TempDir> {
+/// A step's staging folder, removed if the tool is interrupted while the step runs.
+fn staging_dir(env: &BuildEnv<'_>) -> Result<(tempfile::TempDir, crate::ui::interrupt::Partial)> {
     let dir = crate::project::ctx_dir(env.root, &env.model.file.model.name);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    tempfile::Builder::new()
-        .prefix(".staging-")
-        .tempdir_in(&dir)
+    crate::ui::interrupt::Partial::staging(&dir, ".staging-")
         .with_context(|| format!("cannot create a staging folder in {}", dir.display()))
 }
 

@@ -43,7 +43,7 @@ impl Device {
             );
         }
         if present {
-            crate::outln!(
+            crate::errln!(
                 "      device: {comp} context binary already on the device ({fin}), not copied"
             );
             return Ok(fin);
@@ -63,7 +63,7 @@ impl Device {
             &format!("checking the copied context binary of {comp}"),
         )?;
         self.uploads.set(self.uploads.get() + 1);
-        crate::outln!("      device: uploaded {comp} context binary ({size} bytes) as {fin}");
+        crate::errln!("      device: uploaded {comp} context binary ({size} bytes) as {fin}");
         Ok(fin)
     }
 

@@ -158,6 +158,7 @@ impl Ssh {
     }
 
     fn finish(&self, p: Proc, what: &str) -> Result<String> {
+        let p = p.heartbeat(format!("device: {what}"));
         let (status, output) = match p.run_unchecked() {
             Ok(r) => r,
             Err(e) => {

@@ -51,6 +51,10 @@ impl ParityRun<'_> {
         let backend = exec.backend();
         let name = &self.model.file.model.name;
         let mut results = Vec::new();
+        crate::ui::interrupt::keeps(&format!(
+            "reports/{name}/parity-{}.* as they were (a run writes its report at its end)",
+            backend.label()
+        ));
         let task = crate::ui::progress::Task::new(
             &format!("parity {}", backend.label()),
             self.components.len(),

@@ -96,7 +96,7 @@ impl<'a> ChainMeasure<'a> {
                 .iter()
                 .find(|c| c.name() == comp)
                 .with_context(|| format!("no component `{comp}`"))?;
-            crate::outln!(
+            crate::errln!(
                 "precision: building {comp} at {p} (model {})",
                 m.file.model.name
             );
@@ -210,7 +210,7 @@ impl Measure for ChainMeasure<'_> {
         for c in &self.model.components {
             full.entry(c.name().to_string()).or_insert(c.precision());
         }
-        crate::outln!("precision: measuring {why}");
+        crate::errln!("precision: measuring {why}");
         let build_seconds = self.build(&full)?;
         let failed: Vec<String> = full
             .iter()

@@ -83,6 +83,7 @@ fn make(root: &Path, dir: &Path) -> Result<()> {
     crate::proc::Proc::new(&python)
         .args(["-m", "venv"])
         .arg(&venv)
+        .heartbeat("making target/quant-venv: python -m venv")
         .timeout(Duration::from_secs(300))
         .run()?;
     let pins = staging.path().join("requirements.txt");
@@ -108,6 +109,7 @@ fn make(root: &Path, dir: &Path) -> Result<()> {
             "-r",
         ])
         .arg(&pins)
+        .heartbeat("making target/quant-venv: pip install")
         .log(staging.path().join("pip.log"))
         .timeout(Duration::from_secs(900))
         .hint(

@@ -9,6 +9,7 @@ mod load;
 pub mod missing;
 pub mod names;
 pub mod paths;
+pub mod placeholder;
 mod schema;
 pub mod target;
 pub mod validate;

@@ -104,7 +104,8 @@ where
     C: IntoIterator<Item = String>,
 {
     let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
-    let mut md = line(headers.iter().map(|h| h.to_string()).collect());
+    // A `|` inside a cell (`|y|/|golden|`) is escaped, header or row, else it splits the cell.
+    let mut md = line(headers.iter().map(|h| h.replace('|', "\\|")).collect());
     md.push_str(&line(vec!["---".into(); headers.len()]).replace(' ', ""));
     for row in rows {
         md.push_str(&line(

@@ -3,6 +3,7 @@
 //! document on stdout), the coloured verdicts, warnings said once with a count, and the
 //! progress of long work (`progress`).
 
+pub mod interrupt;
 pub mod json;
 pub mod progress;
 pub mod stdio;

@@ -132,7 +132,7 @@ fn build_ctx_cold_noop_weight_change_htp_parity_and_failing_gate() {
         run.all()
     );
     assert!(
-        run.stdout
+        run.stderr
             .contains("external data onnx/tiny/llm_split2.onnx.data changed"),
         "{}",
         run.all()
@@ -347,12 +347,13 @@ fn an_interrupted_build_never_looks_fresh_and_the_next_build_completes() {
         .arg("--root")
         .arg(p.dir.path())
         .args(["build-ctx", "--soc", "77"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    for line in std::io::BufReader::new(stdout).lines() {
+    // Progress lines are on stderr.
+    let stderr = child.stderr.take().unwrap();
+    for line in std::io::BufReader::new(stderr).lines() {
         let line = line.unwrap();
         // The first compile (components start longest first, so which one it is depends on
         // sizes): six components are still to come when it is cut off.
@@ -428,7 +429,7 @@ fn a_compile_is_never_silent_and_its_stages_and_memory_are_reported() {
     let run = common::Run::from(cmd.output().unwrap());
     run.assert_code(0);
     assert!(
-        run.stdout.contains("context binary  still compiling after"),
+        run.stderr.contains("context binary  still compiling after"),
         "{}",
         run.all()
     );

@@ -110,6 +110,7 @@ impl Scratch {
         let out = self.path(out);
         let mut args = vec![
             "package",
+            "--allow-unmeasured",
             "--soc",
             "77",
             "--only",

@@ -305,6 +305,7 @@ fn values() -> Vec<Case> {
             setup: nothing,
             args: &[
                 "package",
+                "--allow-unmeasured",
                 "--soc",
                 "77",
                 "--only",
@@ -354,6 +355,7 @@ fn package_during_a_running_build_says_a_build_is_running() {
     let run = s.run(
         &[
             "package",
+            "--allow-unmeasured",
             "--soc",
             "77",
             "--only",

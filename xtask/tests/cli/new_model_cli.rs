@@ -59,7 +59,9 @@ fn the_uneven_three_step_model_passes_parity_and_run_on_ort_and_cpu() {
             "{}",
             run.all()
         );
-        let report = read_json(&p.path(&format!("reports/{MODEL}/run-{backend}.json")));
+        let report = read_json(&p.path(&format!(
+            "reports/{MODEL}/run-{backend}-iters1-warmup0.json"
+        )));
         assert_eq!(report["pass"], true);
         let layers: Vec<u64> = report["layout"]["llm_splits"]
             .as_array()
@@ -131,7 +133,7 @@ fn the_recipes_de_normalisation_decides_the_actions() {
             "{from} -> {to}: {}",
             run.all()
         );
-        let report = read_json(&p.path(&format!("reports/{MODEL}/run-ort.json")));
+        let report = read_json(&p.path(&format!("reports/{MODEL}/run-ort-iters1-warmup0.json")));
         let failures = report["failures"].as_array().unwrap();
         assert!(!failures.is_empty());
         for f in failures {

@@ -10,7 +10,7 @@ fn the_run_page_opens_with_its_verdict_and_keeps_every_latency_sample() {
     let p = Scratch::tiny();
     p.run(&["run", "--backend", "cpu", "--iters", "2", "--warmup", "0"])
         .assert_code(0);
-    let report = read_json(&p.path("reports/tiny/run-cpu.json"));
+    let report = read_json(&p.path("reports/tiny/run-cpu-iters2-warmup0.json"));
     for l in report["latency"].as_array().unwrap() {
         let samples = l["samples_ms"].as_array().unwrap();
         // 2 chains: one sample per call (action_step is called once per Euler step).
@@ -19,7 +19,7 @@ fn the_run_page_opens_with_its_verdict_and_keeps_every_latency_sample() {
         assert!(samples.iter().all(|s| s.as_f64().unwrap() > 0.0), "{l}");
     }
     assert_eq!(report["min_cosine_gate"], 0.999);
-    let html = std::fs::read_to_string(p.path("reports/tiny/run-cpu.html")).unwrap();
+    let html = std::fs::read_to_string(p.path("reports/tiny/run-cpu-iters2-warmup0.html")).unwrap();
     let verdict = html.find(r#"<div class="verdict pass"><b class="word">PASS</b>"#);
     assert!(verdict.is_some() && verdict < html.find("<svg"), "{html}");
     assert_eq!(html.matches("<h1>").count(), 1, "one title");

@@ -224,6 +224,7 @@ fn a_recipe_rewrite_raises_the_qnn_cpu_cosine_and_is_fingerprinted_and_stated() 
     let out = p.path("bundle");
     p.run(&[
         "package",
+        "--allow-unmeasured",
         "--model",
         MODEL,
         "--soc",

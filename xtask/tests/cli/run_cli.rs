@@ -25,8 +25,9 @@ fn edit_trace(p: &Scratch, key: &str, f: impl Fn(&mut ndarray::ArrayD<f32>)) {
     write_npz(&path, &all).unwrap();
 }
 
-fn actions_err(p: &Scratch, backend: &str) -> f64 {
-    read_json(&p.path(&format!("reports/tiny/run-{backend}.json")))["actions_max_abs_err"]
+/// The actions' error of a run report (`stem`: `run-cpu-iters3-warmup1`, a quick run's name).
+fn actions_err(p: &Scratch, stem: &str) -> f64 {
+    read_json(&p.path(&format!("reports/tiny/{stem}.json")))["actions_max_abs_err"]
         .as_f64()
         .unwrap()
 }
@@ -37,13 +38,13 @@ fn chain_on_ort_and_cpu_matches_the_expected_actions() {
     for backend in ["ort", "cpu"] {
         let run = p.run(&["run", "--backend", backend, "--iters", "3", "--warmup", "1"]);
         run.assert_code(0);
-        let err = actions_err(&p, backend);
+        let err = actions_err(&p, &format!("run-{backend}-iters3-warmup1"));
         assert!(
             err <= 1e-4,
             "{backend}: actions max abs err {err}\n{}",
             run.all()
         );
-        let report = read_json(&p.path(&format!("reports/tiny/run-{backend}.json")));
+        let report = read_json(&p.path(&format!("reports/tiny/run-{backend}-iters3-warmup1.json")));
         let names: Vec<&str> = report["boundaries"]
             .as_array()
             .unwrap()
@@ -79,7 +80,7 @@ fn the_html_report_is_self_contained_with_three_plots() {
     let p = Scratch::tiny();
     p.run(&["run", "--backend", "ort", "--iters", "2", "--warmup", "0"])
         .assert_code(0);
-    let html = std::fs::read_to_string(p.path("reports/tiny/run-ort.html")).unwrap();
+    let html = std::fs::read_to_string(p.path("reports/tiny/run-ort-iters2-warmup0.html")).unwrap();
     for id in ["id=\"latency\"", "id=\"chain-cosine\"", "id=\"kv-cosine\""] {
         assert!(html.contains(id), "missing plot {id}");
     }
@@ -114,7 +115,7 @@ fn streaming_mode_loads_each_component_per_call() {
         "0",
     ])
     .assert_code(0);
-    let report = read_json(&p.path("reports/tiny/run-ort.json"));
+    let report = read_json(&p.path("reports/tiny/run-ort-iters1-warmup0.json"));
     assert_eq!(report["mode"], "streaming");
     assert_eq!(
         report["load_ms"]["action_step"].as_array().unwrap().len(),
@@ -137,11 +138,11 @@ fn chain_on_the_htp_needs_its_binaries_then_matches_within_the_gate() {
     p.run(&["build-ctx", "--soc", "77"]).assert_code(0);
     let run = p.run(&["run", "--backend", "htp", "--iters", "1", "--warmup", "0"]);
     run.assert_code(0);
-    let err = actions_err(&p, "htp");
+    let err = actions_err(&p, "run-htp-iters1-warmup0");
     assert!(err <= 1e-2, "htp actions max abs err {err}");
     assert!(run.stdout.contains("HTP emulated"), "{}", run.all());
     assert_eq!(
-        read_json(&p.path("reports/tiny/run-htp.json"))["htp_emulated"],
+        read_json(&p.path("reports/tiny/run-htp-iters1-warmup0.json"))["htp_emulated"],
         true
     );
 }
@@ -194,7 +195,7 @@ fn a_nan_in_a_golden_boundary_fails_the_chain_gate() {
         "{}",
         run.all()
     );
-    let report = read_json(&p.path("reports/tiny/run-ort.json"));
+    let report = read_json(&p.path("reports/tiny/run-ort-iters1-warmup0.json"));
     let b = report["boundaries"]
         .as_array()
         .unwrap()
@@ -239,7 +240,7 @@ fn a_boundary_without_reference_is_listed_as_ungated() {
         "{}",
         run.all()
     );
-    let report = read_json(&p.path("reports/tiny/run-ort.json"));
+    let report = read_json(&p.path("reports/tiny/run-ort-iters1-warmup0.json"));
     assert_eq!(report["ungated"].as_array().unwrap().len(), 1);
 }
 
@@ -249,7 +250,7 @@ fn every_boundary_is_also_measured_on_its_golden_inputs() {
     let run = p.run(&["run", "--backend", "cpu", "--iters", "1", "--warmup", "0"]);
     run.assert_code(0);
     assert!(run.stdout.contains("golden-inputs"), "{}", run.all());
-    let report = read_json(&p.path("reports/tiny/run-cpu.json"));
+    let report = read_json(&p.path("reports/tiny/run-cpu-iters1-warmup0.json"));
     for b in report["boundaries"].as_array().unwrap() {
         let forced = b["golden_inputs"]["rel_l2_err"].as_f64();
         assert!(
@@ -270,7 +271,7 @@ fn every_boundary_is_also_measured_on_its_golden_inputs() {
         .find(|b| b["name"] == "scatter/hidden_states")
         .unwrap();
     assert!(scatter["introduced"].as_f64().unwrap() < 0.01, "{scatter}");
-    let md = std::fs::read_to_string(p.path("reports/tiny/run-cpu.md")).unwrap();
+    let md = std::fs::read_to_string(p.path("reports/tiny/run-cpu-iters1-warmup0.md")).unwrap();
     assert!(
         md.contains("## Introduced vs inherited error")
             && md.contains("| rel L2 (chain inputs) | rel L2 (golden inputs) | introduced |"),

@@ -86,6 +86,7 @@ fn a_second_copy_restores_every_step_and_passes_every_check() {
     b.run(&["parity", "--backend", "htp"]).assert_code(0);
     b.run(&[
         "package",
+        "--allow-unmeasured",
         "--soc",
         "77",
         "--out",

@@ -21,7 +21,7 @@ fn fp32_components_run_on_the_reference_and_get_their_own_report() {
         "llm_split0,vision",
     ]);
     run.assert_code(0);
-    let stem = "reports/tiny/run-cpu-fp32-vision+llm_split0";
+    let stem = "reports/tiny/run-cpu-fp32-vision+llm_split0-iters1-warmup0";
     assert!(
         run.stdout.contains(&format!("{stem}.html")),
         "{}",
@@ -46,7 +46,7 @@ fn fp32_components_run_on_the_reference_and_get_their_own_report() {
         "{names:?}"
     );
     assert!(
-        !p.path("reports/tiny/run-cpu.json").exists(),
+        !p.path("reports/tiny/run-cpu-iters1-warmup0.json").exists(),
         "the plain report is not overwritten"
     );
 }
@@ -71,7 +71,7 @@ fn attribute_ranks_every_component_and_says_how_long_it_took() {
         "{}",
         run.all()
     );
-    let report = read_json(&p.path("reports/tiny/run-cpu-attribute.json"));
+    let report = read_json(&p.path("reports/tiny/run-cpu-attribute-iters1-warmup0.json"));
     let a = &report["attribution"];
     assert_eq!(a["boundary"], "normalized actions (before clipping)");
     let rows = a["rows"].as_array().unwrap();
@@ -87,9 +87,12 @@ fn attribute_ranks_every_component_and_says_how_long_it_took() {
     assert!(a["took_ms"].as_f64().unwrap() > 0.0);
     // Every what-if but vision's reuses vision's output (same inputs, same session).
     assert!(a["memo_hits"].as_u64().unwrap() >= 6, "{a}");
-    let md = std::fs::read_to_string(p.path("reports/tiny/run-cpu-attribute.md")).unwrap();
+    let md = std::fs::read_to_string(p.path("reports/tiny/run-cpu-attribute-iters1-warmup0.md"))
+        .unwrap();
     assert!(md.contains("## Which component to fix first"), "{md}");
-    let html = std::fs::read_to_string(p.path("reports/tiny/run-cpu-attribute.html")).unwrap();
+    let html =
+        std::fs::read_to_string(p.path("reports/tiny/run-cpu-attribute-iters1-warmup0.html"))
+            .unwrap();
     assert!(html.contains("<th>component in fp32</th>"), "{html}");
     // The ranking sits at the top of the page, before the first plot.
     assert!(
@@ -97,7 +100,7 @@ fn attribute_ranks_every_component_and_says_how_long_it_took() {
         "{html}"
     );
     assert!(
-        !p.path("reports/tiny/run-cpu.json").exists(),
+        !p.path("reports/tiny/run-cpu-iters1-warmup0.json").exists(),
         "an --attribute run has its own report stem"
     );
 }

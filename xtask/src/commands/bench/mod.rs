@@ -26,20 +26,29 @@ pub struct Bench {
 #[derive(clap::Subcommand)]
 enum Which {
     /// build-ctx: cold build vs no-op rebuild (tiny model and a ~100 MB ONNX).
+    #[command(
+        after_help = "Examples:\n  cargo xtask bench build\n  cargo xtask bench build --full-width"
+    )]
     Build(build::BenchBuild),
     /// Two fresh copies share one build cache: the second build's restored steps and wall
     /// time as a ratio of the first (`--full-width` adds the full-width model).
+    #[command(after_help = "Examples:\n  cargo xtask bench cache")]
     Cache(cache::BenchCache),
     /// The Rust chain on ORT CPU vs plain Python onnxruntime; host share; chain vs its parts.
+    #[command(after_help = "Examples:\n  cargo xtask bench chain")]
     Chain(chain::BenchChain),
     /// Context binaries built in two checkouts and twice in one: how many are byte-identical.
+    #[command(after_help = "Examples:\n  cargo xtask bench repro")]
     Repro(repro::BenchRepro),
     /// Full re-hashing (release-grade checks) vs the (size, mtime) memo, extrapolated.
+    #[command(after_help = "Examples:\n  cargo xtask bench hash")]
     Hash(hash::BenchHash),
     /// The parity engine (read golden + compare every output) vs numpy: time and peak memory.
+    #[command(after_help = "Examples:\n  cargo xtask bench parity")]
     Parity(parity_engine::BenchParity),
     /// One component at fp16 and at w8a16 in the same run: bytes, compile and HTP run
     /// seconds, cosine against the float golden, and their ratios.
+    #[command(after_help = "Examples:\n  cargo xtask bench quantize")]
     Quantize(quantize::BenchQuantize),
     /// (internal) one timed parity-engine pass, printed as JSON for `bench parity`.
     #[command(hide = true)]

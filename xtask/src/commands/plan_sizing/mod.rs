@@ -21,6 +21,7 @@
 
 use serde::Serialize;
 
+mod by_size;
 mod measured;
 
 use crate::recipe::ComponentEstimate;
@@ -141,10 +142,20 @@ fn float_estimate(
             ));
             (Some(SETUP_MINUTES + e.layers as f64 * per / 60.0), partial)
         }
-        None => {
-            basis.push("duration unknown: no [estimate] for this component in model.toml".into());
-            (None, false)
-        }
+        None => match bytes {
+            Some((w, _)) => {
+                let (minutes, why) = by_size::guess(w as f64 / GB, SETUP_MINUTES);
+                basis.push(why);
+                (Some(minutes), false)
+            }
+            None => {
+                basis.push(
+                    "duration unknown: no [estimate] for this component in model.toml and its size is not known"
+                        .into(),
+                );
+                (None, false)
+            }
+        },
     };
     Estimate {
         memory_gb,

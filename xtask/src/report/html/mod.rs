@@ -64,7 +64,7 @@ pub fn markdown_to_html(md: &str) -> String {
         }
         out.push_str("<table>\n");
         for (i, row) in rows.iter().enumerate() {
-            let cells: Vec<&str> = row.trim().trim_matches('|').split('|').collect();
+            let cells = table_cells(row);
             if cells
                 .iter()
                 .all(|c| c.trim().chars().all(|ch| ch == '-' || ch == ':'))
@@ -73,7 +73,7 @@ pub fn markdown_to_html(md: &str) -> String {
             }
             let tag = if i == 0 { "th" } else { "td" };
             out.push_str("<tr>");
-            for c in cells {
+            for c in &cells {
                 let _ = write!(out, "<{tag}>{}</{tag}>", inline(c.trim()));
             }
             out.push_str("</tr>\n");
@@ -96,6 +96,36 @@ pub fn markdown_to_html(md: &str) -> String {
     }
     flush(&mut rows, &mut out);
     out
+}
+
+/// The cells of one Markdown table row: split at every `|` but an escaped `\|` (a `|` inside
+/// a cell, such as `|y|/|golden|`), which becomes a plain `|`.
+fn table_cells(row: &str) -> Vec<String> {
+    let row = row.trim();
+    let row = row.strip_prefix('|').unwrap_or(row);
+    let row = match row.strip_suffix('|') {
+        Some(r) if !r.ends_with('\\') => r,
+        _ => row,
+    };
+    let mut cells = vec![String::new()];
+    let mut chars = row.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match ch {
+            '\\' if chars.peek() == Some(&'|') => {
+                chars.next();
+                if let Some(c) = cells.last_mut() {
+                    c.push('|');
+                }
+            }
+            '|' => cells.push(String::new()),
+            _ => {
+                if let Some(c) = cells.last_mut() {
+                    c.push(ch);
+                }
+            }
+        }
+    }
+    cells
 }
 
 /// Escapes a Markdown span and turns its `**bold**`, `*em*` and `` `code` `` into tags, and
@@ -173,6 +203,16 @@ mod tests {
         );
         assert!(!html.contains("---"), "{html}");
         assert!(html.contains("<p>Text <em>em</em> here</p>"), "{html}");
+    }
+
+    #[test]
+    fn an_escaped_bar_stays_inside_its_cell() {
+        let html = markdown_to_html("| a | \\|y\\|/\\|gold\\| |\n|---|---|\n| 1 | 2 |\n");
+        assert!(
+            html.contains("<tr><th>a</th><th>|y|/|gold|</th></tr>"),
+            "{html}"
+        );
+        assert!(html.contains("<tr><td>1</td><td>2</td></tr>"), "{html}");
     }
 
     #[test]

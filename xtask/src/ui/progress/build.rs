@@ -1,5 +1,7 @@
 //! Progress of a build, drawn by the CLI layer: a spinner per component with the running step
-//! and its elapsed time on a terminal, plain lines otherwise (CI logs, pipes).
+//! and its elapsed time on a terminal, plain lines otherwise (CI logs, pipes). Every line here
+//! is progress and goes to stderr: stdout carries only the build's summary (the result), so a
+//! pipe or a redirected stdout gets results only.
 
 use std::time::Duration;
 
@@ -40,10 +42,11 @@ impl Progress {
     }
 
     pub fn step_started(&self, bar: &Bar, component: &str, step: &str) {
+        crate::ui::interrupt::doing(&format!("build-ctx {component} {step}"));
         match &bar.0 {
             Some(b) => b.set_message(format!("{step} ...")),
             None if crate::ui::quiet() => {}
-            None => crate::outln!("{component:<16} {step:<15} running"),
+            None => crate::errln!("{component:<16} {step:<15} running"),
         }
     }
 
@@ -65,7 +68,7 @@ impl Progress {
             (Some(m), Some(_)) => {
                 let _ = m.println(line);
             }
-            _ => crate::outln!("{line}"),
+            _ => crate::errln!("{line}"),
         }
     }
 
@@ -85,7 +88,7 @@ impl Progress {
             return Box::new(|_: &str| {});
         }
         let prefix = format!("{component:<16} {step:<15}");
-        Box::new(move |status: &str| crate::outln!("{prefix} {status}"))
+        Box::new(move |status: &str| crate::errln!("{prefix} {status}"))
     }
 
     pub fn note(&self, bar: &Bar, text: &str) {
@@ -93,7 +96,7 @@ impl Progress {
             (Some(m), Some(_)) => {
                 let _ = m.println(text);
             }
-            _ => crate::outln!("{text}"),
+            _ => crate::errln!("{text}"),
         }
     }
 

@@ -90,6 +90,7 @@ impl Task {
             started: Instant::now(),
         });
         let stop = Arc::new(AtomicBool::new(false));
+        super::interrupt::doing(label);
         let bar = bars_enabled().then(|| {
             let bar = ProgressBar::with_draw_target(Some(total as u64), draw_target());
             bar.set_style(
@@ -127,6 +128,7 @@ impl Task {
 
     /// What runs now (the bar's message; named by heartbeats).
     pub fn working_on(&self, what: &str) {
+        super::interrupt::doing(&format!("{} ({what})", self.state.label));
         if let Ok(mut c) = self.state.current.lock() {
             *c = what.to_string();
         }

@@ -332,7 +332,7 @@ fn descendants(pid: i32) -> Vec<i32> {
 
 /// How many binaries a run uploaded to the device.
 pub(super) fn uploads(run: &Run) -> usize {
-    run.stdout.matches("device: uploaded ").count()
+    run.stderr.matches("device: uploaded ").count()
 }
 
 /// Every `bin/*.bin` on the device holds exactly the bytes its sha256 name says.

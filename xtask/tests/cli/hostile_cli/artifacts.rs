@@ -82,6 +82,7 @@ fn killed_builds_leave_nothing_falsely_fresh() {
     let bundle = p.path("dist/k");
     p.run(&[
         "package",
+        "--allow-unmeasured",
         "--soc",
         "77",
         "--only",

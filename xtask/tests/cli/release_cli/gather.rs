@@ -63,6 +63,7 @@ fn package_and_check_the_card(g: &Scratch) -> PathBuf {
     let bundle = g.path("dist/tiny");
     g.run(&[
         "package",
+        "--allow-unmeasured",
         "--model",
         "tiny",
         "--soc",

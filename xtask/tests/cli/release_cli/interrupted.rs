@@ -18,6 +18,7 @@ fn a_release_killed_between_two_upload_batches_leaves_the_target_unchanged() {
     let one = p.path("dist/one");
     p.run(&[
         "package",
+        "--allow-unmeasured",
         "--soc",
         "77",
         "--only",

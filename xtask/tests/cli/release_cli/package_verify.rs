@@ -12,6 +12,7 @@ fn verify_names_a_flipped_byte_a_missing_and_an_extra_file() {
     let bundle = p.path("dist/t");
     p.run(&[
         "package",
+        "--allow-unmeasured",
         "--soc",
         "77",
         "--only",
@@ -52,6 +53,7 @@ fn package_refuses_stale_artifacts_unless_allowed_and_says_so_in_the_card() {
     let out = p.path("dist/s");
     let run = p.run(&[
         "package",
+        "--allow-unmeasured",
         "--soc",
         "77",
         "--only",
@@ -64,6 +66,7 @@ fn package_refuses_stale_artifacts_unless_allowed_and_says_so_in_the_card() {
     assert!(!p.path("dist/s").exists());
     p.run(&[
         "package",
+        "--allow-unmeasured",
         "--soc",
         "77",
         "--only",
