@@ -27,9 +27,9 @@ fn predicted(p: &Scratch) -> BTreeSet<(String, String)> {
     out
 }
 
-/// (component, step label) of every step a build's plain lines say ran.
-fn ran(stdout: &str) -> BTreeSet<(String, String)> {
-    stdout
+/// (component, step label) of every step a build's plain progress lines (on stderr) say ran.
+fn ran(stderr: &str) -> BTreeSet<(String, String)> {
+    stderr
         .lines()
         .filter(|l| l.is_char_boundary(33) && l[33..].starts_with("ran"))
         .map(|l| (l[..16].trim().to_string(), l[17..32].trim().to_string()))
@@ -37,15 +37,17 @@ fn ran(stdout: &str) -> BTreeSet<(String, String)> {
         .collect()
 }
 
-/// Starts `build-ctx --force`, waits for `marker` on its stdout, then sends `signal`.
+/// Starts `build-ctx --force`, waits for `marker` among its progress lines (stderr), then
+/// sends `signal`; panics when the marker never came (the interrupt would not be tested).
 fn interrupt_at(p: &Scratch, marker: &str, signal: i32) {
     let mut child = p
         .command(&["build-ctx", "--soc", "77", "--force"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = false;
     for line in lines {
         let line = line.unwrap();
         if line.starts_with(marker.split('|').next().unwrap())
@@ -53,10 +55,12 @@ fn interrupt_at(p: &Scratch, marker: &str, signal: i32) {
         {
             // SAFETY: a signal to our own child.
             unsafe { libc::kill(child.id() as i32, signal) };
+            seen = true;
             break;
         }
     }
     let _ = child.wait();
+    assert!(seen, "the build never printed {marker:?}");
 }
 
 #[test]
@@ -75,7 +79,7 @@ fn after_an_interrupted_build_the_dry_run_predicts_the_next_build() {
         build.assert_code(0);
         assert_eq!(
             want,
-            ran(&build.stdout),
+            ran(&build.stderr),
             "interrupted at {marker:?} (signal {signal}): the dry run predicted {want:?}\n{}",
             build.all()
         );
@@ -104,5 +108,5 @@ fn after_cpu_parity_was_cut_short_the_dry_run_says_the_compile_reruns_too() {
     assert!(want.is_superset(&expected), "{want:?}");
     let build = p.run(&["build-ctx", "--soc", "77"]);
     build.assert_code(0);
-    assert_eq!(want, ran(&build.stdout), "{}", build.all());
+    assert_eq!(want, ran(&build.stderr), "{}", build.all());
 }
