@@ -242,7 +242,10 @@ fn hf_whoami_is_logged_in_by_the_token_it_is_handed() {
     for args in [&["--token", "hf_x"][..], &["--token=hf_x"][..]] {
         let out = whoami(args);
         assert_eq!(out.status.code(), Some(0), "{args:?}");
-        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "test-user");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "✓ Logged in\n  user: test-user"
+        );
     }
     assert_eq!(whoami(&["--bogus"]).status.code(), Some(2));
 }
