@@ -174,7 +174,7 @@ fn waivers(model: &Model, comp: &Component) -> Vec<(String, f64, String)> {
 }
 
 /// (name, shape, dtype) of a recipe tensor, as the card's I/O contract shows it.
-fn tensor(s: &TensorSpec) -> (String, Vec<usize>, String) {
+pub(super) fn tensor(s: &TensorSpec) -> (String, Vec<usize>, String) {
     (
         s.name.get_ref().clone(),
         s.shape.clone(),

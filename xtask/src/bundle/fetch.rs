@@ -27,6 +27,10 @@ pub struct FetchRequest<'a> {
     pub unverified: bool,
 }
 
+/// What every partial download brings besides the selected files: the manifest and its sums
+/// (to check each file) and `bundle.json` (to check the files against each other).
+const ALWAYS: [&str; 3] = ["manifest.json", "SHA256SUMS", "reports/bundle.json"];
+
 /// The Hub's `--include` patterns (fnmatch: `*` also matches `/`) of the selected files.
 pub fn include_patterns(req: &FetchRequest<'_>) -> Option<Vec<String>> {
     let all: Vec<&Component> = req.model.components.iter().collect();
@@ -35,7 +39,7 @@ pub fn include_patterns(req: &FetchRequest<'_>) -> Option<Vec<String>> {
         (None, true) => &all,
         (None, false) => return None,
     };
-    let mut pats = vec!["manifest.json".to_string(), "SHA256SUMS".to_string()];
+    let mut pats: Vec<String> = ALWAYS.iter().map(|p| p.to_string()).collect();
     for comp in comps {
         pats.extend(component_patterns(req.model, comp, req.inputs_only));
     }
@@ -129,14 +133,14 @@ pub fn cache_key(req: &FetchRequest<'_>) -> Result<String> {
     let lines: String = manifest
         .files
         .iter()
-        .filter(|f| selected(&pats[2..], &f.path))
+        .filter(|f| selected(&pats[ALWAYS.len()..], &f.path))
         .map(|f| format!("{}  {}\n", f.sha256, f.path))
         .collect();
     if lines.is_empty() {
         bail!(
             "{}'s manifest lists none of the selected files ({})",
             req.repo,
-            pats[2..].join(" ")
+            pats[ALWAYS.len()..].join(" ")
         );
     }
     let names: Vec<&str> = match &req.only {
@@ -157,6 +161,18 @@ pub fn fetch(req: &FetchRequest<'_>) -> Result<usize> {
     let include = include_patterns(req);
     download(req, tmp.path(), include.as_deref())?;
     let files = files_to_lay_out(req, tmp.path(), include.as_deref())?;
+    if !req.unverified || std::fs::symlink_metadata(tmp.path().join("manifest.json")).is_ok() {
+        let only: Option<Vec<&str>> = req
+            .only
+            .as_ref()
+            .map(|c| c.iter().map(|c| c.name()).collect());
+        super::cross_refs::check_download(
+            tmp.path(),
+            req.model,
+            only.as_deref(),
+            !req.inputs_only,
+        )?;
+    }
     let moves = destinations(req, files, include.is_some())?;
     let laid = lay_out(tmp.path(), &moves)?;
     record_provenance(req, &laid)?;
@@ -207,7 +223,9 @@ fn files_to_lay_out(
 
 /// The selected files of the manifest, once the download matches it.
 fn checked_files(dir: &Path, include: Option<&[String]>) -> Result<Vec<Listed>> {
-    let chosen = |p: &str| include.is_none_or(|pats| selected(&pats[2..], p));
+    // `bundle.json` is checked with the selected files: the cross-references are read from it.
+    let chosen =
+        |p: &str| include.is_none_or(|pats| p == ALWAYS[2] || selected(&pats[ALWAYS.len()..], p));
     let problems = check_files_matching(dir, &chosen)
         .context("the downloaded bundle cannot be checked (nothing was laid out)")?;
     if !problems.is_empty() {

@@ -6,6 +6,7 @@ pub mod card;
 pub mod card_reports;
 pub mod checks;
 pub mod component;
+pub mod cross_refs;
 pub mod destination;
 pub mod fetch;
 pub mod hf;

@@ -10,12 +10,18 @@ use super::manifest::Manifest;
 use crate::ctx_build::facts::{ContextFacts, StepFacts, ToolVersions};
 use crate::ctx_build::fingerprint::ComponentRecord;
 
-/// Problems found, each named (empty: the records back every component of `bundle.json`).
-pub fn check_records(dir: &Path, manifest: &Manifest, info: &BundleInfo) -> Vec<String> {
+/// Problems found, each named (empty: the records back every component of `bundle.json`
+/// `selected` accepts; the bundle-wide versions are compared when all are selected).
+pub fn check_records(
+    dir: &Path,
+    manifest: &Manifest,
+    info: &BundleInfo,
+    selected: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
     let mut problems = Vec::new();
     let step = format!("context@soc{}", info.soc_id);
     let mut recorded: Vec<(&str, ToolVersions)> = Vec::new();
-    for c in &info.components {
+    for c in info.components.iter().filter(|c| selected(&c.name)) {
         match context_facts(dir, manifest, &step, &c.name) {
             Ok(facts) => {
                 problems.extend(compare(c, &facts, manifest));
@@ -76,6 +82,23 @@ fn compare(c: &BundleComponent, facts: &ContextFacts, manifest: &Manifest) -> Ve
     if shipped.map(|f| &f.sha256) != Some(&facts.binary.sha256) {
         problems.push(format!("{bin}: not the binary its build record names"));
     }
+    // The wrapper is the context step's output too: one edited (to name another binary or
+    // other I/O) and re-hashed into the manifest is not the one the record holds.
+    let wrapper = format!("ctx/{}_ctx.onnx", c.bin_file.trim_end_matches(".bin"));
+    let shipped = manifest.files.iter().find(|f| f.path == wrapper);
+    if shipped.is_some_and(|f| f.sha256 != facts.wrapper.sha256) {
+        problems.push(format!(
+            "{wrapper}: not the wrapper its build record names (sha256 {}, recorded {})",
+            shipped.map_or("", |f| &f.sha256),
+            facts.wrapper.sha256
+        ));
+    }
+    if facts.graph_name != c.graph_name {
+        problems.push(format!(
+            "reports/bundle.json says `{}` was compiled as graph {:?}, its record says {:?}",
+            c.name, c.graph_name, facts.graph_name
+        ));
+    }
     problems
 }
 
@@ -103,7 +126,7 @@ pub fn check_bundle(dir: &Path) -> Vec<String> {
     let manifest = super::manifest::read_manifest(dir);
     let info = super::info::read_info(dir);
     match (manifest, info) {
-        (Ok(m), Ok(i)) => check_records(dir, &m, &i),
+        (Ok(m), Ok(i)) => check_records(dir, &m, &i, &|_| true),
         _ => Vec::new(),
     }
 }

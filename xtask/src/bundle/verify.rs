@@ -38,6 +38,9 @@ pub fn verify_bundle(root: &Path, dir: &Path) -> Result<usize> {
     // Only a bundle of plain, listed, intact files is read any further (wrappers, card, loads).
     if problems.is_empty() {
         problems.extend(check_wrappers(dir)?);
+        if let (Ok(manifest), Ok(info)) = (read_manifest(dir), read_info(dir)) {
+            problems.extend(super::cross_refs::check(dir, &manifest, &info, &|_| true));
+        }
     }
     problems.extend(check_card(dir));
     problems.extend(super::records::check_bundle(dir));

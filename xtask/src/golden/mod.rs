@@ -68,6 +68,8 @@ pub fn check_component_files(root: &Path, comp: &Component) -> Result<()> {
                 ),
             )?;
         }
+        check_external_extent(root, dir, &summary)?;
+        check_elem_types(onnx, &summary)?;
         let (inputs, outputs) = summary.io_contract();
         crate::recipe::check_graph_contract(comp, &inputs, &outputs)?;
         crate::recipe::check_rewrites_match(comp, &summary)?;
@@ -75,6 +77,48 @@ pub fn check_component_files(root: &Path, comp: &Component) -> Result<()> {
         Ok(())
     };
     check().bad_input()
+}
+
+/// Every external-data file holds the bytes its initializers declare: a truncated one is named
+/// with the bytes expected and found (ONNX Runtime would say only that an offset is out of
+/// bounds, without the file).
+fn check_external_extent(
+    root: &Path,
+    dir: &Path,
+    summary: &crate::onnx::proto::OnnxSummary,
+) -> Result<()> {
+    for (loc, need) in &summary.external_extent {
+        let rel = dir.join(loc);
+        let have = std::fs::metadata(root.join(&rel))
+            .with_context(|| format!("external data file {} is missing", rel.display()))?
+            .len();
+        if have < *need {
+            anyhow::bail!(
+                "external data file {} is truncated: its graph's initializers need {need} bytes, the file has {have}",
+                rel.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A graph input or output of an element type the tool does not handle is named with its
+/// ONNX code (`TensorProto.DataType`), not reported as a bare mismatch.
+fn check_elem_types(onnx: &Path, summary: &crate::onnx::proto::OnnxSummary) -> Result<()> {
+    let io = summary.graph_inputs.iter().chain(&summary.graph_outputs);
+    for name in io.filter(|n| !summary.initializers.contains(n)) {
+        let Some((_, elem, _)) = summary.io_types.iter().find(|(n, _, _)| n == name) else {
+            continue;
+        };
+        if crate::onnx::proto::dtype_of_elem(*elem).is_none() {
+            anyhow::bail!(
+                "{}: tensor `{name}` has ONNX element type {elem} ({}), which this tool does not handle (f32, f16, i64, bool)",
+                onnx.display(),
+                crate::onnx::extract::elem_name(*elem)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Hard-links `src` to `dest` when `src` is at least `link_from_bytes` long (no copy, no

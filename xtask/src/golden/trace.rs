@@ -129,7 +129,7 @@ mod tests {
 
     fn model_with(tail: &str) -> (Model, HostSection) {
         let text = format!(
-            "[model]\nname='m'\nfamily='f'\ncomponents=[]\nseq_len=1\n\
+            "[model]\nname='m'\nfamily='molmoact2'\ncomponents=[]\nseq_len=1\n\
              [target]\nqairt='2.47.0'\nsoc=77\nhtp_arch=73\n\
              [host]\ntrace='t.json'\nvision='c'\nllm_splits=['c']\naction_context='c'\n\
              action_step='c'\ntimesteps=[0.0, 0.5]\naction_dim_used=2\nnorm_mode='q01_q99'\n{tail}"

@@ -46,6 +46,9 @@ pub struct OnnxSummary {
     pub nodes: Vec<OnnxNode>,
     /// Distinct `location` values of initializers stored as external data (relative paths).
     pub external_data: Vec<String>,
+    /// Per external-data location, the bytes its initializers need (the largest `offset +
+    /// length` they declare): a shorter file is truncated.
+    pub external_extent: Vec<(String, u64)>,
     pub initializers: Vec<String>,
     pub graph_inputs: Vec<String>,
     pub graph_outputs: Vec<String>,
@@ -96,7 +99,7 @@ pub fn elem_type_of(dtype: crate::tensor::DType) -> u64 {
 }
 
 /// ONNX `TensorProto.DataType` → the dtypes the tool handles (the inverse of `elem_type_of`).
-fn dtype_of_elem(elem: i32) -> Option<crate::tensor::DType> {
+pub fn dtype_of_elem(elem: i32) -> Option<crate::tensor::DType> {
     use crate::tensor::DType;
     [DType::F32, DType::F16, DType::I64, DType::Bool]
         .into_iter()
@@ -138,10 +141,14 @@ fn parse_graph(bytes: &[u8], summary: &mut OnnxSummary) -> Result<()> {
             }
             (5, Wire::Bytes(tensor)) => {
                 summary.initializers.push(tensor_name(tensor)?);
-                if let Some(loc) = external_location(tensor)?
-                    && !summary.external_data.contains(&loc)
-                {
-                    summary.external_data.push(loc);
+                if let Some((loc, end)) = external_location(tensor)? {
+                    match summary.external_extent.iter_mut().find(|(l, _)| *l == loc) {
+                        Some((_, most)) => *most = (*most).max(end),
+                        None => summary.external_extent.push((loc.clone(), end)),
+                    }
+                    if !summary.external_data.contains(&loc) {
+                        summary.external_data.push(loc);
+                    }
                 }
             }
             _ => {}
@@ -223,22 +230,38 @@ fn tensor_name(bytes: &[u8]) -> Result<String> {
     Ok(String::new())
 }
 
-fn external_location(tensor: &[u8]) -> Result<Option<String>> {
+/// An external initializer's location and the end of its bytes (`offset + length`, 0 when
+/// it declares neither).
+fn external_location(tensor: &[u8]) -> Result<Option<(String, u64)>> {
     let mut external = false;
-    let mut location = None;
+    let (mut location, mut offset, mut length) = (None, 0u64, 0u64);
+    let number = |k: &str, v: &str| {
+        v.parse::<u64>()
+            .with_context(|| format!("external data `{k}` = {v:?} is not a byte count"))
+    };
     for field in Fields::new(tensor) {
         match field? {
             (14, Wire::Varint(1)) => external = true,
             (13, Wire::Bytes(entry)) => {
                 let (k, v) = parse_string_pair(entry)?;
-                if k == "location" {
-                    location = Some(v);
+                match k.as_str() {
+                    "location" => location = Some(v),
+                    "offset" => offset = number(&k, &v)?,
+                    "length" => length = number(&k, &v)?,
+                    _ => {}
                 }
             }
             _ => {}
         }
     }
-    Ok(if external { location } else { None })
+    let end = offset
+        .checked_add(length)
+        .context("external data offset + length overflows")?;
+    Ok(if external {
+        location.map(|l| (l, end))
+    } else {
+        None
+    })
 }
 
 fn parse_string_pair(bytes: &[u8]) -> Result<(String, String)> {

@@ -7,7 +7,7 @@ use crate::recipe::{ModelFile, parse_toml};
 /// A model.toml with a `[host]` table ending in `tail` (more host keys or tables).
 fn model_toml(tail: &str) -> String {
     format!(
-        "[model]\nname='m'\nfamily='f'\ncomponents=['c']\nseq_len=1\n\
+        "[model]\nname='m'\nfamily='molmoact2'\ncomponents=['c']\nseq_len=1\n\
          [target]\nqairt='2.47.0'\nsoc=77\nhtp_arch=73\n\
          [host]\ntrace='t.json'\nvision='c'\nllm_splits=['c']\naction_context='c'\n\
          action_step='c'\ntimesteps=[0.0, 0.25, 0.5]\naction_dim_used=4\n{tail}"

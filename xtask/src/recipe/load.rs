@@ -54,6 +54,8 @@ pub fn load_model(root: &Path, name: &str) -> Result<Model> {
             known.join(", ")
         );
     }
+    // A recipe reached through a link is held to the rule of every path a recipe names.
+    require_inside(root, &model_path, &model_path.display().to_string())?;
     let text = fs::read_to_string(root.join(&model_path))
         .with_context(|| format!("cannot read {}", model_path.display()))?;
     let file: ModelFile = parse_toml(&model_path, &text)?;
@@ -85,10 +87,14 @@ pub fn load_model(root: &Path, name: &str) -> Result<Model> {
         )?;
     }
     super::target::check_model_section(&model_path, &text, &file)?;
+    super::limits::check_family_and_qairt(&model_path, &text, &file)?;
     let mut components = Vec::new();
     for comp in &file.model.components {
-        components.push(load_component(root, name, comp)?);
+        let comp = load_component(root, name, comp)?;
+        super::limits::check_context(&comp, file.target.htp_arch)?;
+        components.push(comp);
     }
+    super::limits::check_seq_len(&model_path, &text, &file, &components)?;
     if let Some(host) = &file.host {
         super::target::check_action_dims(&model_path, &text, host, &components)?;
     }
@@ -124,6 +130,9 @@ fn load_component(root: &Path, model: &str, name: &str) -> Result<Component> {
     let recipe_path = Path::new("recipes")
         .join(model)
         .join(format!("{name}.toml"));
+    if root.join(&recipe_path).exists() {
+        require_inside(root, &recipe_path, &recipe_path.display().to_string())?;
+    }
     let recipe_text = fs::read_to_string(root.join(&recipe_path)).with_context(|| {
         format!(
             "component `{name}` is listed in model.toml but {} is missing",
@@ -263,9 +272,9 @@ fn check_overrides(
     outputs: Option<&[&str]>,
 ) -> Result<()> {
     for (i, o) in overrides.iter().enumerate() {
-        if o.reason.trim().len() < 10 {
+        if !super::validate::is_a_reason(&o.reason) {
             bail!(
-                "{}: a parity override needs a written `reason` (got {:?})",
+                "{}: a parity override needs a written `reason` of a few words saying why (got {:?})",
                 at(path, text, "parity.override", "reason", i),
                 o.reason
             );
@@ -361,7 +370,7 @@ mod tests {
 
     #[test]
     fn chain_gate_tolerances_default_and_are_checked() {
-        let model = "[model]\nname='m'\nfamily='f'\ncomponents=['c']\nseq_len=1\n\
+        let model = "[model]\nname='m'\nfamily='molmoact2'\ncomponents=['c']\nseq_len=1\n\
             [target]\nqairt='2.47.0'\nsoc=77\nhtp_arch=73\n\
             [host]\ntrace='t.json'\nvision='c'\nllm_splits=['c']\naction_context='c'\n\
             action_step='c'\ntimesteps=[0.0]\naction_dim_used=2\nnorm_mode='q01_q99'\n";

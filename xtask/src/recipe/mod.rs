@@ -5,6 +5,7 @@
 
 mod contract;
 pub mod host;
+pub mod limits;
 mod load;
 pub mod missing;
 pub mod names;
@@ -168,7 +169,7 @@ fp16 = true
             file,
         };
         let model: ModelFile = toml::from_str(
-            "[model]\nname='m'\nfamily='f'\ncomponents=['c']\nseq_len=1\n[target]\nqairt='2.47.0'\nsoc=77\nhtp_arch=73\n",
+            "[model]\nname='m'\nfamily='molmoact2'\ncomponents=['c']\nseq_len=1\n[target]\nqairt='2.47.0'\nsoc=77\nhtp_arch=73\n",
         )
         .unwrap();
         assert_eq!(comp.gate(&model, "y", BackendKind::Htp).min_cosine, 0.99);

@@ -103,7 +103,7 @@ mod tests {
 
     fn model(extra: &str, target: &str) -> (String, ModelFile) {
         let text = format!(
-            "[model]\nname='m'\nfamily='f'\ncomponents=['c']\n{extra}\n[target]\n{target}\n"
+            "[model]\nname='m'\nfamily='molmoact2'\ncomponents=['c']\n{extra}\n[target]\n{target}\n"
         );
         let file = toml::from_str(&text).unwrap();
         (text, file)

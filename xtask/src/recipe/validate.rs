@@ -73,6 +73,15 @@ fn header_line(text: &str, name: &str) -> Option<usize> {
 }
 
 /// A number as the recipe would write it: `1e300`, not three hundred digits.
+/// Whether a waiver's reason says something: at least three words of letters (`"ok"`,
+/// `"xxxxxxxxxxxx"` or `"- - - -"` name no reason a reader of the report could weigh).
+pub fn is_a_reason(text: &str) -> bool {
+    text.split_whitespace()
+        .filter(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 2)
+        .count()
+        >= 3
+}
+
 fn shown(v: f64) -> String {
     if v.is_finite() && v != 0.0 && !(1e-4..1e6).contains(&v.abs()) {
         format!("{v:e}")
@@ -182,6 +191,22 @@ mod tests {
             at_entry(p, text, "host.trace_keys", "q99"),
             "m.toml: host.trace_keys.q99"
         );
+    }
+
+    #[test]
+    fn a_reason_is_a_few_words() {
+        assert!(is_a_reason("fp16 rounding near 0.9999"));
+        assert!(is_a_reason("HTP runs fp16 weights"));
+        for not in [
+            "",
+            "ok",
+            "xxxxxxxxxxxx",
+            "- - - - - -",
+            "a b c d",
+            "fp16 rounding",
+        ] {
+            assert!(!is_a_reason(not), "{not:?}");
+        }
     }
 
     #[test]

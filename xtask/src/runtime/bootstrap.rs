@@ -20,7 +20,6 @@ pub use super::platform::WheelPin;
 pub use super::platform::{ORT_WHEEL_X86_64 as ORT_WHEEL, QNN_WHEEL_X86_64 as QNN_WHEEL};
 pub use super::wheels::{RuntimeFile, verify_wheel_hash};
 use super::wheels::{fetch_verified_wheel, unpack_runtime};
-use crate::hashing::sha256_file;
 
 /// The ORT version the pinned wheel carries (also checked against the loaded library).
 pub const PINNED_ORT_VERSION: &str = "1.24.4";
@@ -83,8 +82,9 @@ pub fn ensure_runtime(root: &Path) -> Result<RuntimeLibs> {
         }
         unpack_from_verified_wheels(root, &dir, platform)?;
     }
-    // Cheap, before anything is loaded: a truncated library would kill the process with
-    // SIGBUS when mapped, with no message at all.
+    // Before anything is loaded or handed to a compiler: a truncated library would kill the
+    // process with SIGBUS when mapped, an edited one would compile or measure with other code.
+    // Files unchanged (inode, size, ctime) since their last full hash are not hashed again.
     check_runtime_files(root, &dir, false)?;
     Ok(embedded_libs(&dir, platform))
 }
@@ -160,9 +160,10 @@ fn read_runtime_manifest(runtime_dir: &Path) -> Option<RuntimeManifest> {
 /// The command that rebuilds a damaged runtime from the verified wheels.
 pub const REPAIR_COMMAND: &str = "cargo xtask doctor --repair-runtime";
 
-/// Checks every unpacked file against the manifest: its size always, its sha256 when
-/// `rehash` (doctor). Names each damaged file and the command that repairs the runtime.
-pub fn check_runtime_files(root: &Path, runtime_dir: &Path, rehash: bool) -> Result<usize> {
+/// Checks every unpacked file against the manifest: its size, then its sha256, re-hashed unless
+/// `trust_stamp` saw the same inode, size and ctime match before (`full` re-hashes all). Names
+/// each damaged file and the command that repairs the runtime.
+pub fn check_runtime_files(root: &Path, runtime_dir: &Path, full: bool) -> Result<usize> {
     let manifest = read_runtime_manifest(runtime_dir).with_context(|| {
         format!(
             "{} has no readable manifest: run `{REPAIR_COMMAND}`",
@@ -171,8 +172,7 @@ pub fn check_runtime_files(root: &Path, runtime_dir: &Path, rehash: bool) -> Res
     })?;
     let mut damaged = Vec::new();
     for f in &manifest.files {
-        let path = runtime_dir.join(&f.path);
-        match fs::metadata(&path) {
+        match fs::symlink_metadata(runtime_dir.join(&f.path)) {
             Err(_) => damaged.push(format!("{} is missing", f.path)),
             Ok(m) if m.len() != f.bytes => damaged.push(format!(
                 "{} has {} bytes, {} when unpacked (truncated or replaced)",
@@ -180,21 +180,15 @@ pub fn check_runtime_files(root: &Path, runtime_dir: &Path, rehash: bool) -> Res
                 m.len(),
                 f.bytes
             )),
-            Ok(_) if rehash => {
-                let sha = sha256_file(&path)?;
-                if sha != f.sha256 {
-                    damaged.push(format!(
-                        "{} has sha256 {sha}, {} when unpacked",
-                        f.path, f.sha256
-                    ));
-                }
-            }
             Ok(_) => {}
         }
     }
+    if damaged.is_empty() {
+        damaged = super::trust_stamp::check(runtime_dir, &manifest.files, full)?.mismatched;
+    }
     if !damaged.is_empty() {
         bail!(
-            "the embedded QNN runtime in {} is damaged:\n  {}\nrepair it with `{REPAIR_COMMAND}` \
+            "the embedded QNN runtime in {} is damaged:\n  {}\nnothing was loaded from it; repair it with `{REPAIR_COMMAND}` \
              (re-unpacks it from the sha256-checked wheels)",
             crate::project::rel(root, runtime_dir),
             damaged.join("\n  ")

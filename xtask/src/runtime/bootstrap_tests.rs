@@ -35,8 +35,16 @@ fn a_truncated_or_altered_library_is_named_with_the_repair_command() {
         cheap.contains("lib/libQnnHtp.so has 5 bytes, 10"),
         "{cheap}"
     );
-    assert!(!cheap.contains("libQnnCpu"), "sizes only: {cheap}");
+    assert!(!cheap.contains("libQnnCpu"), "sizes first: {cheap}");
     assert!(cheap.contains(REPAIR_COMMAND), "{cheap}");
+    // The sizes right again: the same-size edit is found without a full re-hash, since its
+    // ctime moved (the unchanged file is trusted from the stamp).
+    fs::write(dir.join("lib/libQnnHtp.so"), b"0123456789").unwrap();
+    let fast = check_runtime_files(root.path(), &dir, false)
+        .unwrap_err()
+        .to_string();
+    assert!(fast.contains("lib/libQnnCpu.so has sha256"), "{fast}");
+    assert!(!fast.contains("libQnnHtp"), "{fast}");
     let full = check_runtime_files(root.path(), &dir, true)
         .unwrap_err()
         .to_string();

@@ -9,6 +9,7 @@ pub mod placement;
 pub mod platform;
 pub mod probe;
 pub mod session;
+pub mod trust_stamp;
 pub mod values;
 pub mod version;
 pub mod wheels;

@@ -15,7 +15,7 @@ fn hf_double_dir() -> PathBuf {
 }
 
 /// The tool with the `hf` double first on PATH, its store and log inside the project.
-fn with_hf(s: &Sandbox, args: &[&str]) -> Run {
+pub(crate) fn with_hf(s: &Sandbox, args: &[&str]) -> Run {
     let mut cmd = s.p.command(args);
     cmd.current_dir(s.p.dir.path())
         .env("PATH", common::path_with(&hf_double_dir()))
@@ -27,7 +27,7 @@ fn with_hf(s: &Sandbox, args: &[&str]) -> Run {
 }
 
 /// Builds and packages `action_context` into `dist/t`; returns the bundle.
-fn bundle(s: &Sandbox) -> PathBuf {
+pub(crate) fn bundle(s: &Sandbox) -> PathBuf {
     s.run(
         &["build-ctx", "--soc", "77", "--only", "action_context"],
         &[],
@@ -52,7 +52,7 @@ fn bundle(s: &Sandbox) -> PathBuf {
 
 /// The stored tree of `someone/tiny`'s `main` in the `hf` double's store (a commit folder the
 /// branch points at), where a test plants what a compromised download would bring.
-fn remote_tree(s: &Sandbox) -> PathBuf {
+pub(crate) fn remote_tree(s: &Sandbox) -> PathBuf {
     let repo = s.p.path("hf-store/someone/tiny");
     for d in ["refs/heads", "refs/tags", "refs/pr", "prs", "commits"] {
         std::fs::create_dir_all(repo.join(d)).unwrap();
@@ -75,7 +75,7 @@ fn sha256_of(bytes: &[u8]) -> String {
 }
 
 /// Rewrites the manifest through `f` (and SHA256SUMS to match, as an attacker would).
-fn edit_manifest(dir: &Path, f: impl Fn(&mut Vec<serde_json::Value>)) {
+pub(crate) fn edit_manifest(dir: &Path, f: impl Fn(&mut Vec<serde_json::Value>)) {
     let mut m = read_json(&dir.join("manifest.json"));
     f(m["files"].as_array_mut().unwrap());
     let sums: String = m["files"]
@@ -344,8 +344,9 @@ fn a_download_without_manifest_needs_unverified_which_every_report_and_card_reco
     s.assert_untouched("unverified fetch");
 }
 
-/// One byte of libQnnHtp.so flipped with its size and mtime kept: every command whose result
-/// can be released re-hashes the runtime and names the file before loading it.
+/// One byte of libQnnHtp.so flipped with its size and mtime kept: every command that loads the
+/// runtime or hands it to a compiler re-hashes what changed (inode, size or ctime) and names the
+/// file before loading it; a forced build compiles nothing and keeps its binaries.
 #[test]
 fn a_byte_flipped_runtime_library_with_size_and_mtime_kept_is_named() {
     let s = Sandbox::new();
@@ -367,6 +368,16 @@ fn a_byte_flipped_runtime_library_with_size_and_mtime_kept_is_named() {
     drop(f);
     let out = built.display().to_string();
     for args in [
+        &[
+            "build-ctx",
+            "--soc",
+            "77",
+            "--only",
+            "action_context",
+            "--force",
+        ][..],
+        &["parity", "--backend", "cpu", "--only", "action_context"][..],
+        &["parity", "--backend", "ort", "--only", "action_context"][..],
         &["parity", "--backend", "htp", "--only", "action_context"][..],
         &["run", "--backend", "ort", "--iters", "1", "--warmup", "0"][..],
         &[
@@ -386,5 +397,12 @@ fn a_byte_flipped_runtime_library_with_size_and_mtime_kept_is_named() {
             .assert_refused(2, "cargo xtask doctor --repair-runtime");
     }
     assert!(!s.p.path("dist/again").exists());
+    let bin = s.p.path("ctx/tiny/action_context_socid77_archv73.bin");
+    assert_eq!(
+        crate::common::sha256_hex(&bin),
+        read_json(&s.p.path("ctx/tiny/action_context.record.json"))["steps"]["context@soc77"]["outputs"]
+            ["ctx/tiny/action_context_socid77_archv73.bin"],
+        "the forced build replaced the binary"
+    );
     s.assert_untouched("flipped runtime");
 }

@@ -18,6 +18,7 @@ mod fp16_version_cli;
 mod generator_cli;
 mod golden_script_cli;
 mod hostile_bundle_cli;
+mod hostile_bundle_refs_cli;
 mod hostile_cli;
 mod hostile_recipes_cli;
 mod interrupt_cli;

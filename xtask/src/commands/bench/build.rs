@@ -166,7 +166,7 @@ fn setup_large(repo: &Path, project: &Path, rt: &Runtime, hidden: usize) -> Resu
 
 const LARGE_MODEL_TOML: &str = r#"[model]
 name = "large"
-family = "bench"
+family = "graphs"
 components = ["mlp"]
 seq_len = 130
 
