@@ -114,19 +114,11 @@ fn download(req: &FetchRequest<'_>, dir: &Path, include: Option<&[String]>) -> R
     Ok(())
 }
 
-fn scratch(req: &FetchRequest<'_>) -> Result<tempfile::TempDir> {
-    let downloads = crate::project::scratch_dir(req.root, "fetch");
-    std::fs::create_dir_all(&downloads)?;
-    Ok(tempfile::Builder::new()
-        .prefix(&format!("{}-", req.model.file.model.name))
-        .tempdir_in(&downloads)?)
-}
-
 /// The content key of the selected files (for a CI cache): only `manifest.json` is downloaded;
 /// the key hashes the manifest's `sha256  path` lines of the files the selection covers.
 pub fn cache_key(req: &FetchRequest<'_>) -> Result<String> {
     let pats = include_patterns(req).context("--cache-key needs --only or --inputs-only")?;
-    let tmp = scratch(req)?;
+    let (tmp, _lock) = super::fetch_scratch::scratch(req)?;
     download(req, tmp.path(), Some(&["manifest.json".to_string()]))?;
     let manifest = read_manifest(tmp.path())
         .with_context(|| format!("{} publishes no manifest.json", req.repo))?;
@@ -157,7 +149,7 @@ pub fn cache_key(req: &FetchRequest<'_>) -> Result<String> {
 
 /// Downloads, checks and lays out the bundle; returns how many files were laid out.
 pub fn fetch(req: &FetchRequest<'_>) -> Result<usize> {
-    let tmp = scratch(req)?;
+    let (tmp, _lock) = super::fetch_scratch::scratch(req)?;
     let include = include_patterns(req);
     download(req, tmp.path(), include.as_deref())?;
     let files = files_to_lay_out(req, tmp.path(), include.as_deref())?;

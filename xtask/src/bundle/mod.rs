@@ -9,6 +9,7 @@ pub mod component;
 pub mod cross_refs;
 pub mod destination;
 pub mod fetch;
+pub mod fetch_scratch;
 pub mod hf;
 pub mod info;
 pub mod manifest;

@@ -52,7 +52,8 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
         return dry_run_checks(&upload.target, req.repo);
     }
     let hub = ready_hf()?;
-    let scratch = Scratch::new(req.root);
+    let _lock = Scratch::lock(req.root)?;
+    let scratch = Scratch::new(req.root)?;
     if let Some(commit) = already_there(req.repo, &upload.target, &req.bundle, scratch.path())? {
         crate::outln!(
             "{} already holds this bundle (commit {commit}): nothing uploaded",

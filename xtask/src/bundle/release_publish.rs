@@ -157,8 +157,18 @@ impl Upload<'_> {
                 ]);
                 (argv, format!("merging pull request #{num} failed"))
             }
+            // Positionals after `--`, as everywhere: a name is never read as an option.
             Target::Branch(b) => (
-                args(&["repos", "branch", "create", repo, b, "--revision", commit]),
+                args(&[
+                    "repos",
+                    "branch",
+                    "create",
+                    "--revision",
+                    commit,
+                    "--",
+                    repo,
+                    b,
+                ]),
                 format!(
                     "creating branch {b} failed (an existing branch cannot be moved in one step: release to main, a new branch or a tag)"
                 ),
@@ -168,12 +178,13 @@ impl Upload<'_> {
                     "repos",
                     "tag",
                     "create",
-                    repo,
-                    t,
                     "--revision",
                     commit,
                     "-m",
                     &self.message,
+                    "--",
+                    repo,
+                    t,
                 ]),
                 format!("creating tag {t} failed"),
             ),
@@ -281,12 +292,23 @@ fn nonce() -> String {
 /// The folder the downloaded-back files are compared in, removed however the release ends.
 pub(super) struct Scratch(PathBuf);
 
+/// The prefix of a release's scratch folder in `target/` (the download-back check's files).
+const SCRATCH_PREFIX: &str = "release-verify-";
+
 impl Scratch {
-    pub fn new(root: &Path) -> Self {
-        Scratch(
-            root.join("target")
-                .join(format!("release-verify-{}", nonce())),
-        )
+    /// A new scratch folder, once those of killed releases are removed (under the release
+    /// lock, held by the caller for the whole release).
+    pub fn new(root: &Path) -> Result<Self> {
+        let target = root.join("target");
+        for left in crate::atomic::remove_leftovers(&target, SCRATCH_PREFIX)? {
+            crate::errln!("removed target/{left}, left behind by an interrupted release");
+        }
+        Ok(Scratch(target.join(format!("{SCRATCH_PREFIX}{}", nonce()))))
+    }
+
+    /// One release at a time per project (its scratch folders are cleaned under it).
+    pub fn lock(root: &Path) -> Result<std::fs::File> {
+        crate::atomic::lock_file(&root.join("target/.release.lock"), "release")
     }
 
     pub fn path(&self) -> &Path {

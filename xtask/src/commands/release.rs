@@ -37,6 +37,10 @@ impl Release {
         if let Some(r) = &self.revision {
             crate::bundle::hf::validate_revision(r)?;
         }
+        if let Some(t) = &self.tag {
+            crate::bundle::hf::validate_revision(t)
+                .map_err(|e| anyhow::anyhow!("{e:#}").context(format!("--tag {t:?}")))?;
+        }
         let bundle = self
             .bundle
             .clone()

@@ -112,9 +112,12 @@ fn check_elem_types(onnx: &Path, summary: &crate::onnx::proto::OnnxSummary) -> R
         };
         if crate::onnx::proto::dtype_of_elem(*elem).is_none() {
             anyhow::bail!(
-                "{}: tensor `{name}` has ONNX element type {elem} ({}), which this tool does not handle (f32, f16, i64, bool)",
+                "{}: tensor `{name}` has ONNX element type {elem}{}, which this tool does not handle (f32, f16, i64, bool)",
                 onnx.display(),
-                crate::onnx::extract::elem_name(*elem)
+                match crate::onnx::extract::elem_name(*elem) {
+                    n if n.starts_with("elem") => String::new(),
+                    n => format!(" ({n})"),
+                }
             );
         }
     }

@@ -55,7 +55,7 @@ pub fn load_model(root: &Path, name: &str) -> Result<Model> {
         );
     }
     // A recipe reached through a link is held to the rule of every path a recipe names.
-    require_inside(root, &model_path, &model_path.display().to_string())?;
+    require_inside(root, &model_path, "recipe")?;
     let text = fs::read_to_string(root.join(&model_path))
         .with_context(|| format!("cannot read {}", model_path.display()))?;
     let file: ModelFile = parse_toml(&model_path, &text)?;
@@ -131,7 +131,7 @@ fn load_component(root: &Path, model: &str, name: &str) -> Result<Component> {
         .join(model)
         .join(format!("{name}.toml"));
     if root.join(&recipe_path).exists() {
-        require_inside(root, &recipe_path, &recipe_path.display().to_string())?;
+        require_inside(root, &recipe_path, "recipe")?;
     }
     let recipe_text = fs::read_to_string(root.join(&recipe_path)).with_context(|| {
         format!(

@@ -65,7 +65,7 @@ fn write_fixture(p: &Scratch) {
     std::fs::create_dir_all(p.path("recipes/tiny_dev")).unwrap();
     std::fs::write(
         p.path("recipes/tiny_dev/model.toml"),
-        "[model]\nname = \"tiny_dev\"\nfamily = \"fixture\"\ncomponents = [\"graph\"]\nseq_len = 1\n\n[target]\nqairt = \"2.47.0\"\nsoc = 77\nhtp_arch = 73\n",
+        "[model]\nname = \"tiny_dev\"\nfamily = \"graphs\"\ncomponents = [\"graph\"]\nseq_len = 1\n\n[target]\nqairt = \"2.47.0\"\nsoc = 77\nhtp_arch = 73\n",
     )
     .unwrap();
     std::fs::write(

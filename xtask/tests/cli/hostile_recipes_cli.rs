@@ -210,6 +210,19 @@ fn values() -> Vec<Case> {
             says: &[
                 "model.toml:",
                 "target.qairt = \"9.99.0\"",
+                "this tool drives QAIRT 2.47",
+            ],
+            after: no_artifact,
+        },
+        Case {
+            name: "qairt = \"2.47.1\" (build-ctx, a runtime of 2.47.0)",
+            setup: |s| edit(&s.p, MODEL, "qairt = \"2.47.0\"", "qairt = \"2.47.1\""),
+            args: BUILD,
+            env: &[],
+            code: 2,
+            says: &[
+                "model.toml:",
+                "target.qairt = \"2.47.1\"",
                 "the QNN runtime here is",
             ],
             after: no_artifact,

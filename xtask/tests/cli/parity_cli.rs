@@ -141,7 +141,7 @@ fn wrong_shape_in_recipe_names_tensor_and_both_shapes() {
     let path = p.path("recipes/tiny/llm_split1.toml");
     let text = std::fs::read_to_string(&path).unwrap().replacen(
         "shape = [1, 130, 64]",
-        "shape = [1, 131, 64]",
+        "shape = [1, 130, 65]",
         1,
     );
     std::fs::write(&path, text).unwrap();
@@ -150,7 +150,7 @@ fn wrong_shape_in_recipe_names_tensor_and_both_shapes() {
     run.assert_refused(2, "recipes/tiny/llm_split1.toml:");
     assert!(
         run.stderr
-            .contains("`hidden_states` is f32 [1, 131, 64] in the recipe but f32 [1, 130, 64]"),
+            .contains("`hidden_states` is f32 [1, 130, 65] in the recipe but f32 [1, 130, 64]"),
         "{}",
         run.all()
     );

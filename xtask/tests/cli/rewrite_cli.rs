@@ -83,7 +83,7 @@ fn write_fixture(p: &Scratch, rewrite: &str) {
     std::fs::create_dir_all(p.path(&format!("recipes/{MODEL}"))).unwrap();
     std::fs::write(
         p.path(&format!("recipes/{MODEL}/model.toml")),
-        format!("[model]\nname = \"{MODEL}\"\nfamily = \"fixture\"\ncomponents = [\"mlp\"]\nseq_len = 1\n\n[target]\nqairt = \"2.47.0\"\nsoc = 77\nhtp_arch = 73\n\n[[parity.override]]\nbackend = \"htp\"\nmin_cosine = 0.999\nreason = \"fp16 weights and activations on the HTP\"\n"),
+        format!("[model]\nname = \"{MODEL}\"\nfamily = \"graphs\"\ncomponents = [\"mlp\"]\nseq_len = 1\n\n[target]\nqairt = \"2.47.0\"\nsoc = 77\nhtp_arch = 73\n\n[[parity.override]]\nbackend = \"htp\"\nmin_cosine = 0.999\nreason = \"fp16 weights and activations on the HTP\"\n"),
     )
     .unwrap();
     write_recipe(p, rewrite);

@@ -101,7 +101,7 @@ fn read_varint(b: &[u8], pos: &mut usize) -> u64 {
 
 /// Rewrites the first length-delimited field numbered `path[0]` of `msg` (recursively down
 /// `path`); at the end of the path the payload is replaced by `leaf`. Lengths are re-encoded.
-pub(super) fn edit_path(msg: &[u8], path: &[u32], leaf: &[u8]) -> Vec<u8> {
+pub(crate) fn edit_path(msg: &[u8], path: &[u32], leaf: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     let mut pos = 0;
     let mut done = false;

@@ -9,6 +9,7 @@
 mod artifacts;
 mod corpus;
 mod forge;
+pub(crate) use forge::edit_path;
 
 const COMP: &str = "action_context";
 const GOLDEN: &str = "golden/tiny/action_context_io.npz";

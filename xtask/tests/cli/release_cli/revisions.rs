@@ -162,7 +162,7 @@ fn a_release_to_a_tag_creates_a_tag_not_a_branch() {
     );
     let log = std::fs::read_to_string(p.path("hf.log")).unwrap();
     assert!(
-        log.contains("hf repos tag create someone/tiny v1.2 --revision"),
+        log.contains("hf repos tag create --revision ") && log.contains(" -- someone/tiny v1.2\n"),
         "{log}"
     );
     // The same bundle to the same tag again: already there, nothing uploaded.
