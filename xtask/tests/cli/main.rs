@@ -21,6 +21,7 @@ mod hostile_bundle_cli;
 mod hostile_bundle_refs_cli;
 mod hostile_cli;
 mod hostile_recipes_cli;
+mod hostile_runtime_cli;
 mod hostile_values_cli;
 mod interrupt_cli;
 mod leftovers_cli;
