@@ -44,6 +44,10 @@ pub struct BuildCtx {
     /// Default: $XTASK_CACHE_DIR, else no cache.
     #[arg(long, value_name = "DIR")]
     cache: Option<std::path::PathBuf>,
+    /// The size the cache is kept under after the build, least recently used entries removed
+    /// first (e.g. 50G, 500M). Default: $XTASK_CACHE_MAX_SIZE, else 20G.
+    #[arg(long, value_name = "SIZE", value_parser = crate::ctx_build::step_cache::gc::parse_size)]
+    cache_max_size: Option<u64>,
     /// Print each selected step's key (`<component> <step> <key>`) and run nothing (CI keys
     /// its cache on them).
     #[arg(long, conflicts_with_all = ["force", "dry_run", "require_fresh"])]
@@ -72,6 +76,7 @@ impl BuildCtx {
             cache: crate::ctx_build::step_cache::StepCache::from_flag_or_env(
                 self.cache.as_deref(),
             )?,
+            cache_max_bytes: crate::ctx_build::step_cache::max_size(self.cache_max_size)?,
             print_keys: self.print_keys,
         };
         req.validate()?;

@@ -22,6 +22,7 @@ fn versions(toolchain: &str) -> Versions {
         qnn: "2.47".into(),
         toolchain: used(toolchain),
         xtask: "0".into(),
+        libraries: String::new(),
     }
 }
 
