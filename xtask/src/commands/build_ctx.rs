@@ -73,9 +73,7 @@ impl BuildCtx {
             toolchain: self.toolchain,
             allow_sdk_version: self.allow_sdk_version,
             verbose: ctx.verbose,
-            cache: crate::ctx_build::step_cache::StepCache::from_flag_or_env(
-                self.cache.as_deref(),
-            )?,
+            cache: open_cache(self.cache.as_deref()),
             cache_max_bytes: crate::ctx_build::step_cache::max_size(self.cache_max_size)?,
             print_keys: self.print_keys,
         };
@@ -87,5 +85,17 @@ impl BuildCtx {
             super::lint::warn_before_build(ctx, &self.sel.model, &req.comps);
         }
         build(&ctx.root, &req)
+    }
+}
+
+/// The build's cache, or none with a warning when it cannot be used (a link where a folder
+/// should be, a read-only disk): the cache is an optimisation, the build runs without it.
+fn open_cache(flag: Option<&std::path::Path>) -> Option<crate::ctx_build::step_cache::StepCache> {
+    match crate::ctx_build::step_cache::StepCache::from_flag_or_env(flag) {
+        Ok(cache) => cache,
+        Err(e) => {
+            crate::ui::warnings::warn(format!("building without the build cache: {e:#}"));
+            None
+        }
     }
 }

@@ -59,6 +59,7 @@ impl StepCache {
         record: &StepRecord,
         replace: bool,
     ) -> Result<()> {
+        self.check_folders()?;
         let key = &record.key.key;
         let dest = self.entry_file(key)?;
         if !replace && self.complete(key) {

@@ -75,11 +75,29 @@ impl StepCache {
             .canonicalize()
             .with_context(|| format!("cannot resolve the build cache {}", dir.display()))?;
         let cache = StepCache { dir };
-        for sub in [cache.layout(), cache.blobs(), cache.entries(), cache.tmp()] {
+        for sub in cache.folders() {
             safe::ensure_dir(&sub)
                 .with_context(|| format!("cannot use the build cache {}", cache.dir.display()))?;
         }
         Ok(cache)
+    }
+
+    fn folders(&self) -> [PathBuf; 4] {
+        [self.layout(), self.blobs(), self.entries(), self.tmp()]
+    }
+
+    /// Checks, before a write, that the cache's folders are still real folders: a path
+    /// through a folder replaced by a link since `open` would be written through it.
+    pub fn check_folders(&self) -> Result<()> {
+        for sub in self.folders() {
+            if safe::kind(&sub) != safe::Kind::Dir {
+                bail!(
+                    "{} is no longer a folder (a link?): the cache does not follow links",
+                    sub.display()
+                );
+            }
+        }
+        Ok(())
     }
 
     pub fn dir(&self) -> &Path {
@@ -122,6 +140,7 @@ impl StepCache {
 
     /// Marks `key` used now: a new stamp renamed over the old (never written through a link).
     pub fn touch(&self, key: &str) -> Result<()> {
+        self.check_folders()?;
         let stamp = self.stamp_file(key)?;
         safe::write_replace(
             &self.tmp(),
@@ -154,3 +173,5 @@ fn check_hex(text: &str, what: &str) -> Result<()> {
 pub fn short(key: &str) -> &str {
     &key[..12.min(key.len())]
 }
+#[cfg(test)]
+mod tests;
