@@ -43,6 +43,7 @@ mod sandbox;
 mod sdk_cli;
 mod stdout_stderr_cli;
 mod step_cache_cli;
+mod step_cache_share_cli;
 mod tidy;
 mod whatif_cli;
 mod workflow_schema;
