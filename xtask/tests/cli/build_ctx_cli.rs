@@ -133,7 +133,8 @@ fn build_ctx_cold_noop_weight_change_htp_parity_and_failing_gate() {
     );
     // Named as the ONNX names it (beside the graph): keys hold no project path.
     assert!(
-        run.stderr.contains("external data llm_split2.onnx.data changed"),
+        run.stderr
+            .contains("external data llm_split2.onnx.data changed"),
         "{}",
         run.all()
     );

@@ -28,6 +28,7 @@ mod package_truth_cli;
 mod parity_cli;
 mod quantize_cli;
 mod refusals_cli;
+mod regenerate_cache_cli;
 mod regenerate_cli;
 mod release_cli;
 mod release_preflight_cli;
