@@ -33,6 +33,9 @@ pub struct StoredFile {
     pub sha256: String,
 }
 
+/// A restored file: (staged path, the artifact it becomes, its sha256).
+pub type StagedFile = (PathBuf, String, String);
+
 /// What a lookup found.
 pub enum Lookup {
     Miss,
@@ -40,7 +43,7 @@ pub enum Lookup {
     /// sha256), and the record mapped onto this build's names.
     Hit {
         record: Box<StepRecord>,
-        staged: Vec<(PathBuf, String, String)>,
+        staged: Vec<StagedFile>,
     },
     /// The entry is unusable (why, naming the key and the file): the step builds and its
     /// store replaces the entry. A stored file whose bytes are wrong is removed (it is wrong
@@ -171,7 +174,7 @@ impl StepCache {
         key: &str,
         names: &StepNames,
         staging: &Path,
-    ) -> Result<(StepRecord, Vec<(PathBuf, String, String)>)> {
+    ) -> Result<(StepRecord, Vec<StagedFile>)> {
         let entry = self.read(key)?;
         if entry.names.step != names.step || entry.files.len() != names.outputs.len() {
             bail!(

@@ -156,7 +156,7 @@ fn a_flipped_byte_is_found_by_verify_refused_at_restore_and_replaced() {
 fn gc_evicts_least_recently_used_entries_and_frees_a_shared_file_with_its_last_entry() {
     let (dir, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let cache = StepCache::open(dir.path()).unwrap();
-    let mut store = |c: char, model: &str, content: &[u8], age_s: u64| {
+    let store = |c: char, model: &str, content: &[u8], age_s: u64| {
         let (names, rec) = built(root.path(), model, content, &key(c));
         cache.store(root.path(), &names, &rec, false).unwrap();
         let t = std::time::SystemTime::now() - std::time::Duration::from_secs(age_s);
