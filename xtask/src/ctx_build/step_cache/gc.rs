@@ -59,7 +59,11 @@ impl StepCache {
         let mut entries = Vec::new();
         for e in fs::read_dir(self.entries())?.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            let Some(key) = name.strip_suffix(".json") else {
+            // Only `<key>.json`: anything else in the folder is not ours to list or remove.
+            let Some(key) = name
+                .strip_suffix(".json")
+                .filter(|k| self.entry_file(k).is_ok())
+            else {
                 continue;
             };
             let last = self
@@ -150,6 +154,18 @@ impl StepCache {
                 }
             } else {
                 total += n;
+            }
+        }
+        // Stamps whose entry is gone (a removal interrupted between the two files).
+        for e in fs::read_dir(self.entries())?.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(key) = name.strip_suffix(".used")
+                && self
+                    .entry_file(key)
+                    .is_ok_and(|f| safe::kind(&f) == Kind::Missing)
+                && safe::mtime(&e.path()).is_some_and(old)
+            {
+                let _ = safe::remove(&self.tmp(), &e.path());
             }
         }
         let mut removed = 0;
