@@ -251,3 +251,44 @@ fn a_flipped_byte_is_named_by_verify_rebuilt_and_replaced_and_the_commands_work_
     // Without a cache named anywhere: refused, saying what to pass.
     xtask_from_root(&["cache", "ls"], &[]).assert_refused(2, "--cache DIR");
 }
+
+/// The size cap is applied after a build (least recently used first): `--cache-max-size`,
+/// else `XTASK_CACHE_MAX_SIZE`; a value that is not a size is refused, never defaulted.
+#[test]
+fn the_size_cap_is_applied_after_a_build() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = cache.path().to_str().unwrap();
+    let a = Scratch::tiny();
+    let run = build(
+        &a,
+        cache.path(),
+        &["--only", "vision", "--cache-max-size", "1M"],
+    );
+    run.assert_code(0);
+    let ls = a.run(&["cache", "ls", "--cache", dir]);
+    assert!(ls.stdout.contains("3 entries"), "{}", ls.all());
+    // The DLC alone is 0.5 MB: a 600K cap keeps the most recently used entries only.
+    let run = Scratch::command(
+        &a,
+        &["build-ctx", "--soc", "77", "--only", "vision", "--force"],
+    )
+    .env("XTASK_CACHE_DIR", cache.path())
+    .env("XTASK_CACHE_MAX_SIZE", "600K")
+    .output()
+    .unwrap();
+    let run = Run::from(run);
+    run.assert_code(0);
+    assert!(
+        run.stderr.contains("least recently used entr"),
+        "{}",
+        run.all()
+    );
+    let ls = a.run(&["cache", "ls", "--cache", dir]);
+    assert!(!ls.stdout.contains("3 entries"), "{}", ls.all());
+    let bad = Scratch::command(&a, &["build-ctx", "--soc", "77", "--only", "vision"])
+        .env("XTASK_CACHE_DIR", cache.path())
+        .env("XTASK_CACHE_MAX_SIZE", "lots")
+        .output()
+        .unwrap();
+    Run::from(bad).assert_refused(2, "XTASK_CACHE_MAX_SIZE");
+}
