@@ -155,27 +155,33 @@ fn main() -> ExitCode {
         clap_complete::generate(shell, &mut cmd, "xtask", &mut std::io::stdout());
         return ExitCode::SUCCESS;
     }
-    // A bundle must verify anywhere: outside a project, the runtime of this binary's checkout
-    // (or ORT_DYLIB_PATH + QNN_LIB_DIR) is used.
-    let root = match cli.command {
-        Command::Verify(_) => project::find_root_or_tool_home(cli.root.as_deref()),
-        _ => project::find_root(cli.root.as_deref()),
-    };
     if json {
         ui::stdio::human_lines_to_stderr();
     }
-    let result = root.and_then(|root| {
-        let model = sub.try_get_one::<String>("model").ok().flatten();
-        ui::stdio::isolate_native_output(
-            &project::native_log_path(&root, model.map(String::as_str), sub_name),
-            cli.verbose,
-        );
-        let ctx = commands::Ctx {
-            root,
-            verbose: cli.verbose,
-        };
-        dispatch(cli.command, &ctx)
-    });
+    let result = match cli.command {
+        // A cache is shared by many checkouts: its commands need no project at all.
+        Command::Cache(cmd) => cmd.run(),
+        command => {
+            // A bundle must verify anywhere: outside a project, the runtime of this binary's
+            // checkout (or ORT_DYLIB_PATH + QNN_LIB_DIR) is used.
+            let root = match command {
+                Command::Verify(_) => project::find_root_or_tool_home(cli.root.as_deref()),
+                _ => project::find_root(cli.root.as_deref()),
+            };
+            root.and_then(|root| {
+                let model = sub.try_get_one::<String>("model").ok().flatten();
+                ui::stdio::isolate_native_output(
+                    &project::native_log_path(&root, model.map(String::as_str), sub_name),
+                    cli.verbose,
+                );
+                let ctx = commands::Ctx {
+                    root,
+                    verbose: cli.verbose,
+                };
+                dispatch(command, &ctx)
+            })
+        }
+    };
     ui::warnings::flush();
     let (code, error) = match result {
         Ok(xtask::vocab::Outcome::Success) => (0, None),
@@ -228,7 +234,7 @@ fn dispatch(command: Command, ctx: &commands::Ctx) -> anyhow::Result<xtask::voca
         Command::Doctor(cmd) => cmd.run(ctx),
         Command::Parity(cmd) => cmd.run(ctx),
         Command::BuildCtx(cmd) => cmd.run(ctx),
-        Command::Cache(cmd) => cmd.run(ctx),
+        Command::Cache(cmd) => cmd.run(),
         Command::Bench(cmd) => cmd.run(ctx),
         Command::Run(cmd) => cmd.run(ctx),
         Command::Package(cmd) => cmd.run(ctx),

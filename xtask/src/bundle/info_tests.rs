@@ -8,6 +8,7 @@ pub(crate) fn versions(qnn: &str, xtask: &str) -> ToolVersions {
         qnn: qnn.into(),
         toolchain: ToolchainUsed::embedded(),
         xtask: xtask.into(),
+        libraries: String::new(),
     }
 }
 

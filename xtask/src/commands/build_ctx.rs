@@ -44,6 +44,10 @@ pub struct BuildCtx {
     /// Default: $XTASK_CACHE_DIR, else no cache.
     #[arg(long, value_name = "DIR")]
     cache: Option<std::path::PathBuf>,
+    /// The size the cache is kept under after the build, least recently used entries removed
+    /// first (e.g. 50G, 500M). Default: $XTASK_CACHE_MAX_SIZE, else 20G.
+    #[arg(long, value_name = "SIZE", value_parser = crate::ctx_build::step_cache::gc::parse_size)]
+    cache_max_size: Option<u64>,
     /// Print each selected step's key (`<component> <step> <key>`) and run nothing (CI keys
     /// its cache on them).
     #[arg(long, conflicts_with_all = ["force", "dry_run", "require_fresh"])]
@@ -69,9 +73,8 @@ impl BuildCtx {
             toolchain: self.toolchain,
             allow_sdk_version: self.allow_sdk_version,
             verbose: ctx.verbose,
-            cache: crate::ctx_build::step_cache::StepCache::from_flag_or_env(
-                self.cache.as_deref(),
-            )?,
+            cache: open_cache(self.cache.as_deref()),
+            cache_max_bytes: crate::ctx_build::step_cache::max_size(self.cache_max_size)?,
             print_keys: self.print_keys,
         };
         req.validate()?;
@@ -82,5 +85,17 @@ impl BuildCtx {
             super::lint::warn_before_build(ctx, &self.sel.model, &req.comps);
         }
         build(&ctx.root, &req)
+    }
+}
+
+/// The build's cache, or none with a warning when it cannot be used (a link where a folder
+/// should be, a read-only disk): the cache is an optimisation, the build runs without it.
+fn open_cache(flag: Option<&std::path::Path>) -> Option<crate::ctx_build::step_cache::StepCache> {
+    match crate::ctx_build::step_cache::StepCache::from_flag_or_env(flag) {
+        Ok(cache) => cache,
+        Err(e) => {
+            crate::ui::warnings::warn(format!("building without the build cache: {e:#}"));
+            None
+        }
     }
 }

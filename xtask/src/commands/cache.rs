@@ -1,13 +1,15 @@
-//! `cargo xtask cache ls|gc`: the build cache's entries (sizes, last use) and its size
-//! control (least recently used first). The work is `crate::ctx_build::step_cache`.
+//! `cargo xtask cache ls|gc|verify|rm`: the build cache's entries (sizes, last use), its size
+//! control (least recently used first), its check (every stored byte re-hashed) and removal
+//! by key or model. They need only the cache (`--cache DIR` or `XTASK_CACHE_DIR`), never a
+//! project checkout: a cache is shared by many. The work is `crate::ctx_build::step_cache`.
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
-use super::{Ctx, Outcome};
+use super::Outcome;
 use crate::ctx_build::step_cache::gc::{human_bytes, ls_table, parse_size};
-use crate::ctx_build::step_cache::{CACHE_ENV, StepCache};
+use crate::ctx_build::step_cache::{CACHE_ENV, StepCache, short};
 
 #[derive(clap::Args)]
 pub struct Cache {
@@ -24,7 +26,7 @@ struct Where {
 
 #[derive(clap::Subcommand)]
 enum Which {
-    /// List entries: key, size, last use, step and artifact; leftovers of interrupted writers.
+    /// List entries: key, size, last use, step, the model that stored it and its first file.
     #[command(after_help = "Examples:\n  cargo xtask cache ls --cache ~/.cache/xtask-steps")]
     Ls(Where),
     /// Remove least recently used entries until the cache fits (and old leftovers).
@@ -38,6 +40,23 @@ enum Which {
         #[arg(long, value_parser = parse_size)]
         max_size: u64,
     },
+    /// Re-hash every stored file; each bad entry is named by key and file (exit 1 if any).
+    #[command(after_help = "Examples:\n  cargo xtask cache verify --cache ~/.cache/xtask-steps")]
+    Verify(Where),
+    /// Remove one entry by key (or a unique prefix of 8+ digits), or every entry a model stored.
+    #[command(
+        after_help = "Examples:\n  cargo xtask cache rm --cache ~/.cache/xtask-steps 1a2b3c4d5e6f\n  cargo xtask cache rm --cache ~/.cache/xtask-steps --model tiny"
+    )]
+    Rm {
+        #[command(flatten)]
+        at: Where,
+        /// The entry's key, as `cache ls` shows it.
+        #[arg(required_unless_present = "model", conflicts_with = "model")]
+        key: Option<String>,
+        /// Every entry a build of this model stored.
+        #[arg(long)]
+        model: Option<String>,
+    },
 }
 
 fn open(at: &Where) -> Result<StepCache> {
@@ -46,11 +65,12 @@ fn open(at: &Where) -> Result<StepCache> {
 }
 
 impl Cache {
-    pub fn run(self, _ctx: &Ctx) -> Result<Outcome> {
+    /// Runs anywhere: nothing here reads a project.
+    pub fn run(self) -> Result<Outcome> {
         match self.which {
             Which::Ls(at) => {
                 let cache = open(&at)?;
-                crate::outln!("{}", ls_table(&cache, &cache.list()?).trim_end());
+                crate::outln!("{}", ls_table(&cache, &cache.survey()?).trim_end());
             }
             Which::Gc { at, max_size } => {
                 let cache = open(&at)?;
@@ -61,6 +81,41 @@ impl Cache {
                     human_bytes(freed),
                     human_bytes(kept),
                     human_bytes(max_size)
+                );
+            }
+            Which::Verify(at) => {
+                let cache = open(&at)?;
+                let (checked, bad) = cache.verify()?;
+                for b in &bad {
+                    crate::outln!("bad entry {b}");
+                }
+                let keys: std::collections::BTreeSet<&str> =
+                    bad.iter().map(|b| b.key.as_str()).collect();
+                crate::outln!(
+                    "cache verify: {checked} entr{} checked, {} bad",
+                    if checked == 1 { "y" } else { "ies" },
+                    keys.len()
+                );
+                if !bad.is_empty() {
+                    return Ok(Outcome::GateFailed);
+                }
+            }
+            Which::Rm { at, key, model } => {
+                let cache = open(&at)?;
+                let keys = match (key, model) {
+                    (Some(k), _) => vec![cache.resolve(&k)?],
+                    (None, Some(m)) => cache.keys_of_model(&m)?,
+                    (None, None) => bail!("give a KEY or --model M"),
+                };
+                let freed = cache.remove(&keys)?;
+                for k in &keys {
+                    crate::outln!("removed {}", short(k));
+                }
+                crate::outln!(
+                    "cache rm: {} entr{} removed, {} freed",
+                    keys.len(),
+                    if keys.len() == 1 { "y" } else { "ies" },
+                    human_bytes(freed)
                 );
             }
         }

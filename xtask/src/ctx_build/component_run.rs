@@ -115,7 +115,13 @@ impl<'e, 'a> ComponentRun<'e, 'a> {
     fn restore(&mut self, step: &PlannedStep, reasons: &DirtyReasons) -> bool {
         let label = step.kind.label();
         let started = Instant::now();
-        match step_run::restore_step(self.env, step, &mut self.record, &self.record_path) {
+        match step_run::restore_step(
+            self.env,
+            self.comp,
+            step,
+            &mut self.record,
+            &self.record_path,
+        ) {
             Ok(Restored::Yes(outputs, detail, key)) => {
                 let seconds = started.elapsed().as_secs_f64();
                 let how = format!(
@@ -131,10 +137,9 @@ impl<'e, 'a> ComponentRun<'e, 'a> {
             }
             Ok(Restored::Miss) => false,
             Ok(Restored::Refused(why)) => {
-                self.note(&format!(
-                    "{}: {label}: {why}; building it",
-                    self.plan.component
-                ));
+                let text = format!("{}: {label}: {why}; building it", self.plan.component);
+                self.note(&text);
+                crate::ui::warnings::warn(text);
                 self.cache_refused.push(why);
                 false
             }

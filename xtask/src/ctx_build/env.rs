@@ -30,4 +30,6 @@ pub struct BuildEnv<'a> {
     pub versions: &'a Versions,
     /// `--cache` / `XTASK_CACHE_DIR`: steps are restored from it and stored in it.
     pub cache: Option<&'a StepCache>,
+    /// `--force`: every step runs, and its cache entry is replaced.
+    pub force: bool,
 }

@@ -60,6 +60,11 @@ pub struct ToolVersions {
     pub toolchain: ToolchainUsed,
     /// This tool's own version (`xtask` crate): how a step is run is part of what it made.
     pub xtask: String,
+    /// The sha256 over the runtime libraries the steps load (ONNX Runtime, the QNN EP plugin,
+    /// the `libQnn*.so` backends), by content: a rebuilt plugin of the same version is another
+    /// toolchain. Empty in records made before it was recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub libraries: String,
 }
 
 /// A file and its sha256 (paths project-relative).

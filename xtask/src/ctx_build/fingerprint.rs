@@ -269,10 +269,17 @@ fn freshness_of(root: &Path, record: &StepRecord, key: &StepKey, memo: &mut Hash
 /// fetched yet: the recorded version is then judged against the pin (see `pinned_matches`).
 pub const NOT_FETCHED_MARK: &str = " (pinned; runtime not fetched yet)";
 
+/// The libraries' hash a dry run puts in keys when the runtime is not fetched yet: only the
+/// fetched files can tell it, so it is not told as a change either.
+pub const LIBRARIES_NOT_FETCHED: &str = "(pinned wheels; runtime not fetched yet)";
+
 /// Whether the recorded version `old` is the one the pin `new` (`<pin>` + `NOT_FETCHED_MARK`)
 /// names: the same release (`1.24.4`), or a QNN build of it (`v2.47.0.260601114230` for the
 /// pin `2.47.0`), whose build number only the fetched runtime can tell.
 fn pinned_matches(old: &str, new: &str) -> bool {
+    if new == LIBRARIES_NOT_FETCHED {
+        return true;
+    }
     let Some(pin) = new.strip_suffix(NOT_FETCHED_MARK) else {
         return false;
     };

@@ -13,6 +13,7 @@ pub fn test_facts() -> StepFacts {
             qnn: "2".into(),
             toolchain: ToolchainUsed::embedded(),
             xtask: "0".into(),
+            libraries: String::new(),
         },
         qnn_onnx: file.clone(),
         inputs: BTreeMap::new(),

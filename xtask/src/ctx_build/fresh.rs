@@ -26,7 +26,51 @@ pub fn runtime_versions(rt: &Runtime) -> Result<Versions> {
         qnn,
         toolchain: crate::ctx_build::facts::ToolchainUsed::embedded(),
         xtask: crate::identity::XTASK_ID.into(),
+        libraries: libraries_sha256(&rt.libs)?,
     })
+}
+
+/// The sha256 over the libraries the steps load: ONNX Runtime, the QNN EP plugin and every
+/// `libQnn*.so` beside the backends, each by content (`name sha256` lines, sorted). Hashed
+/// once per process (hundreds of MB; a command asks for it once per model).
+pub fn libraries_sha256(libs: &crate::runtime::bootstrap::RuntimeLibs) -> Result<String> {
+    static DONE: std::sync::Mutex<Option<(PathBuf, String)>> = std::sync::Mutex::new(None);
+    let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((for_lib, sha)) = done.as_ref()
+        && *for_lib == libs.ort_dylib
+    {
+        return Ok(sha.clone());
+    }
+    let mut files = vec![libs.ort_dylib.clone()];
+    if let Some(q) = &libs.qnn {
+        files.push(q.plugin.clone());
+        let mut backends: Vec<PathBuf> = std::fs::read_dir(&q.dir)
+            .with_context(|| format!("cannot list {}", q.dir.display()))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("libQnn") && n.contains(".so"))
+                    && p.is_file()
+            })
+            .collect();
+        backends.sort();
+        files.extend(backends);
+    }
+    let mut lines = String::new();
+    for f in &files {
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        let sha = crate::hashing::sha256_file(f)
+            .with_context(|| format!("cannot hash the runtime library {}", f.display()))?;
+        lines.push_str(&format!("{name} {sha}\n"));
+    }
+    let sha = crate::hashing::sha256_bytes(lines.as_bytes());
+    *done = Some((libs.ort_dylib.clone(), sha.clone()));
+    Ok(sha)
 }
 
 /// The versions with the toolchain that built this component's artifacts, as its convert

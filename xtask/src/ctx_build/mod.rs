@@ -66,6 +66,8 @@ pub struct BuildRequest<'a> {
     pub verbose: bool,
     /// `--cache DIR` / `XTASK_CACHE_DIR`: restore steps from it, store them in it.
     pub cache: Option<StepCache>,
+    /// `--cache-max-size` / `XTASK_CACHE_MAX_SIZE`: the cache's cap, applied after the build.
+    pub cache_max_bytes: u64,
     /// `--print-keys`: print each selected step's key (one per line) and run nothing.
     pub print_keys: bool,
 }
@@ -212,6 +214,7 @@ fn execute_build(
         budget: &budget,
         versions: &versions,
         cache: req.cache.as_ref(),
+        force: req.force,
     };
     let results =
         execute::execute_plans(&env, &req.comps, &plans, req.force, req.jobs, req.verbose);
@@ -220,11 +223,35 @@ fn execute_build(
         .unwrap_or_else(|e| e.into_inner())
         .save(memo_path)?;
     let report = write_report(root, req, rt, &versions, results)?;
+    if let Some(cache) = &req.cache {
+        cap_cache(cache, req.cache_max_bytes);
+    }
     Ok(if report.pass {
         Outcome::Success
     } else {
         Outcome::GateFailed
     })
+}
+
+/// Keeps the cache under its cap after a build (least recently used entries first); a failure
+/// is a warning, the build's result stands.
+fn cap_cache(cache: &StepCache, max_bytes: u64) {
+    use crate::ctx_build::step_cache::gc::human_bytes;
+    match cache.gc(max_bytes) {
+        Ok((0, _, _)) => {}
+        Ok((removed, freed, kept)) => crate::errln!(
+            "build cache: {removed} least recently used entr{} removed ({}) to stay under {} \
+             ({} kept)",
+            if removed == 1 { "y" } else { "ies" },
+            human_bytes(freed),
+            human_bytes(max_bytes),
+            human_bytes(kept)
+        ),
+        Err(e) => crate::ui::warnings::warn(format!(
+            "the build cache {} was not trimmed to its size cap: {e:#}",
+            cache.dir().display()
+        )),
+    }
 }
 
 /// Memory and disk for the dirty steps, checked before any of them starts.
@@ -334,5 +361,6 @@ fn versions_for_dry_run(root: &Path) -> Versions {
         ),
         toolchain: facts::ToolchainUsed::embedded(),
         xtask: crate::identity::XTASK_ID.into(),
+        libraries: fingerprint::LIBRARIES_NOT_FETCHED.into(),
     }
 }

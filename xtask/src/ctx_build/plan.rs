@@ -158,7 +158,14 @@ pub fn plan_component(
             kind => toolchain.render(kind, comp, &target, &art),
         })
         .collect();
-    let keys = step_keys(model, comp, &target, versions, &rendered, &hashes);
+    let keys = step_keys(
+        model,
+        comp,
+        &target,
+        versions,
+        &content_only(rendered.clone(), &model.file.model.name, comp, &art),
+        &hashes,
+    );
     let qnn_onnx = if comp.precision().is_quantized() {
         art.qdq.display().to_string()
     } else {
@@ -232,7 +239,8 @@ fn hash_files(
     let mut complete = true;
     for f in files {
         match hash_input(root, f, memo, missing) {
-            Some(sha) => lines.push_str(&format!("{} {sha}\n", f.display())),
+            // By position, not path: the same calibration set elsewhere is the same content.
+            Some(sha) => lines.push_str(&format!("{sha}\n")),
             None => complete = false,
         }
     }
@@ -256,7 +264,12 @@ fn hash_inputs(
             for ext in external_data(root, onnx_rel)? {
                 convert_inputs.push(ext.display().to_string());
                 if let Some(sha) = hash_input(root, &ext, memo, missing) {
-                    parts.insert(format!("external data {}", ext.display()), sha);
+                    // Named as the ONNX names it (beside the graph), not by its project path.
+                    let at = ext.strip_prefix(onnx_rel.parent().unwrap_or(Path::new("")));
+                    parts.insert(
+                        format!("external data {}", at.unwrap_or(&ext).display()),
+                        sha,
+                    );
                 }
             }
             hashes.onnx = missing.is_empty().then_some(parts);
@@ -265,6 +278,57 @@ fn hash_inputs(
     }
     hashes.golden = hash_input(root, &comp.file.golden.file, memo, missing);
     Ok((hashes, convert_inputs))
+}
+
+/// The rendered parts as keys take them: the project paths that name a model's folders (its
+/// ONNX folder, `ctx/<model>`, its rewritten copy's folder) replaced by placeholders, so two
+/// models or checkouts with the same content have the same keys. The dry run shows the real
+/// paths (`Rendered::commands`).
+fn content_only(
+    mut rendered: Vec<Rendered>,
+    model: &str,
+    comp: &Component,
+    art: &crate::ctx_build::artifacts::Artifacts,
+) -> Vec<Rendered> {
+    let dir = |p: &Path| p.parent().map(|d| d.display().to_string());
+    let mut names: Vec<(String, &str)> = [
+        (
+            dir(&crate::ctx_build::toolchain::rendered_qnn_onnx(comp, art)),
+            "ONNX_DIR",
+        ),
+        (dir(&comp.file.component.onnx), "ONNX_DIR"),
+        (Some(format!("ctx/{model}")), "CTX"),
+    ]
+    .into_iter()
+    .filter_map(|(p, to)| p.filter(|p| !p.is_empty()).map(|p| (p, to)))
+    .collect();
+    // Longest first: a folder inside another is replaced whole.
+    names.sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+    for r in &mut rendered {
+        for text in r.parts.values_mut() {
+            for (path, to) in &names {
+                *text = replace_path(text, path, to);
+            }
+        }
+    }
+    rendered
+}
+
+/// `text` with `path` replaced by `to` where it stands as a whole path (followed by `/`, a
+/// space, a line end or nothing), so `onnx/tiny` leaves `onnx/tiny-b` alone.
+fn replace_path(text: &str, path: &str, to: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(path) {
+        let after = &rest[i + path.len()..];
+        let whole = after.is_empty() || after.starts_with(['/', ' ', '\n', '"', '\'', ',']);
+        let before_ok = i == 0 || rest[..i].ends_with([' ', '=', '\n', '"', '\'', ',']);
+        out.push_str(&rest[..i]);
+        out.push_str(if whole && before_ok { to } else { path });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// What the record says a step built, for the dry run (`restored from cache` when it was).

@@ -22,6 +22,7 @@ fn versions(toolchain: &str) -> Versions {
         qnn: "2.47".into(),
         toolchain: used(toolchain),
         xtask: "0".into(),
+        libraries: String::new(),
     }
 }
 
@@ -151,4 +152,65 @@ fn renderings_use_placeholders_not_machine_paths() {
             }
         }
     }
+}
+
+/// The keys of a component's steps as `plan_component` computes them (rendered parts with
+/// project folders replaced).
+fn content_keys(model: &Model, comp: &Component, v: &Versions, toolchain: &str) -> Vec<String> {
+    let soc = crate::soc::parse_soc("77").unwrap();
+    let tc = crate::ctx_build::toolchain::for_plan(&used(toolchain));
+    let art = artifacts(&model.file.model.name, comp.name(), &soc);
+    let rendered = rendered(tc.as_ref(), model, comp, &soc).to_vec();
+    step_keys(
+        model,
+        comp,
+        &HtpTarget::from_recipe(&soc, &comp.file.context),
+        v,
+        &content_only(rendered, &model.file.model.name, comp, &art),
+        &hashes(),
+    )
+    .into_iter()
+    .map(|k| k.unwrap().key)
+    .collect()
+}
+
+#[test]
+fn keys_hold_content_never_a_model_name_or_a_path() {
+    for tc in ["embedded", "qairt-sdk 2.47.0"] {
+        let a = tiny();
+        let mut b = tiny();
+        b.file.model.name = "another-model".into();
+        let comp = &mut b.components[0];
+        comp.file.component.onnx = format!("onnx/elsewhere/{}.onnx", comp.name()).into();
+        comp.file.component.description = "another description".into();
+        let v = versions(tc);
+        let (ka, kb) = (
+            content_keys(&a, &a.components[0], &v, tc),
+            content_keys(&b, &b.components[0], &v, tc),
+        );
+        assert_eq!(ka, kb, "{tc}");
+        // What the steps run with is content: the libraries' hash and the tool's identity
+        // (a hash of its sources) change every key.
+        for edit in [
+            |v: &mut Versions| v.libraries = "another plugin build".into(),
+            |v: &mut Versions| v.xtask = "0.1.0+src.0123456789abcdef".into(),
+        ] {
+            let mut w = versions(tc);
+            edit(&mut w);
+            let kw = content_keys(&a, &a.components[0], &w, tc);
+            assert!(ka.iter().zip(&kw).all(|(x, y)| x != y), "{tc}");
+        }
+    }
+}
+
+#[test]
+fn a_path_is_replaced_only_where_it_stands_whole() {
+    assert_eq!(
+        replace_path(
+            "dir=onnx/tiny x=onnx/tiny/a.onnx y=onnx/tiny-b/a.onnx",
+            "onnx/tiny",
+            "ONNX_DIR"
+        ),
+        "dir=ONNX_DIR x=ONNX_DIR/a.onnx y=onnx/tiny-b/a.onnx"
+    );
 }

@@ -61,6 +61,7 @@ impl Quantize {
         );
         parts.insert("onnxruntime version".into(), versions.onnxruntime.clone());
         parts.insert("xtask version".into(), versions.xtask.clone());
+        parts.insert("toolchain libraries".into(), versions.libraries.clone());
         parts.extend(rendered.parts.clone());
         StepKey::new("quantize", parts)
     }

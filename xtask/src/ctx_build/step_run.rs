@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use crate::ctx_build::detail::StepDetail;
 use crate::ctx_build::env::BuildEnv;
@@ -12,6 +12,7 @@ use crate::ctx_build::fingerprint::{ComponentRecord, StepRecord};
 use crate::ctx_build::plan::{ComponentPlan, PlannedStep, StepKind};
 use crate::ctx_build::report::OutputFile;
 use crate::ctx_build::step_cache::entry::Lookup;
+use crate::ctx_build::step_cache::names::StepNames;
 use crate::ctx_build::steps::{self, StagedOutput, StepRun};
 use crate::ctx_build::toolchain::{QnnOnnx, StepJob};
 use crate::recipe::Component;
@@ -98,7 +99,7 @@ pub fn run_step(
     };
     record.steps.insert(step.record_name.clone(), entry.clone());
     record.save(record_path)?;
-    store_in_cache(env, comp, step, &entry, bar);
+    store_in_cache(env, comp, step, &entry);
     Ok((outputs, detail))
 }
 
@@ -124,24 +125,29 @@ fn compile_watch(
     })
 }
 
-/// Stores a finished step in the build cache; a failure to store is a note, never a failure
-/// of the step (the cache is an optimisation).
-fn store_in_cache(
-    env: &BuildEnv<'_>,
-    comp: &Component,
-    step: &PlannedStep,
-    entry: &StepRecord,
-    bar: &crate::ui::progress::build::Bar,
-) {
+/// Stores a finished step in the build cache; a failure to store (a full disk, a read-only
+/// cache, a link in the way) is a warning, never a failure of the step: the cache is an
+/// optimisation and the build's result stands. `--force` replaces the entry.
+fn store_in_cache(env: &BuildEnv<'_>, comp: &Component, step: &PlannedStep, entry: &StepRecord) {
     if let Some(cache) = env.cache
-        && let Err(e) = cache.store(env.root, &step.record_name, entry)
+        && let Err(e) = cache.store(env.root, &step_names(env, comp, step), entry, env.force)
     {
-        let note = format!(
+        crate::ui::warnings::warn(format!(
             "{}: {} was built but not cached: {e:#}",
             comp.name(),
             step.kind.label()
-        );
-        env.progress.note(bar, &note);
+        ));
+    }
+}
+
+/// The names and paths of a step, as the cache maps them (never part of its key).
+pub fn step_names(env: &BuildEnv<'_>, comp: &Component, step: &PlannedStep) -> StepNames {
+    StepNames {
+        model: env.model.file.model.name.clone(),
+        component: comp.name().to_string(),
+        step: step.record_name.clone(),
+        inputs: step.inputs.clone(),
+        outputs: step.outputs.clone(),
     }
 }
 
@@ -158,6 +164,7 @@ pub enum Restored {
 /// it is copied into a staging folder, moved into place, the record entry written last.
 pub fn restore_step(
     env: &BuildEnv<'_>,
+    comp: &Component,
     step: &PlannedStep,
     record: &mut ComponentRecord,
     record_path: &Path,
@@ -166,41 +173,41 @@ pub fn restore_step(
         return Ok(Restored::Miss);
     };
     let (staging, _partial) = staging_dir(env)?;
-    let (entry, staged) =
-        match cache.lookup(&key.key, &step.record_name, &step.outputs, staging.path()) {
-            Lookup::Miss => return Ok(Restored::Miss),
-            Lookup::Refused(why) => return Ok(Restored::Refused(why)),
-            Lookup::Hit { entry, staged } => (entry, staged),
-        };
-    if entry.record.key != *key {
-        bail!("internal: the cache entry's key parts differ from the plan's");
-    }
-    if step.record_name != entry.step {
-        return Ok(Restored::Refused("it is another step's entry".into()));
+    let names = step_names(env, comp, step);
+    let (entry_record, staged) = match cache.lookup(&key.key, &names, staging.path()) {
+        Lookup::Miss => return Ok(Restored::Miss),
+        Lookup::Refused(why) => return Ok(Restored::Refused(why)),
+        Lookup::Hit { record, staged } => (record, staged),
+    };
+    if entry_record.key != *key {
+        return Ok(Restored::Refused(format!(
+            "cache entry {} refused: its key parts differ from this build's",
+            crate::ctx_build::step_cache::short(&key.key)
+        )));
     }
     if record.steps.remove(&step.record_name).is_some() {
         record.save(record_path)?;
     }
     let outputs = staged
         .iter()
-        .map(|(from, f)| {
+        .map(|(from, artifact, sha256)| {
             move_output(
                 env,
                 &StagedOutput {
                     staged: from.clone(),
-                    artifact: f.artifact.clone().into(),
-                    sha256: f.sha256.clone(),
+                    artifact: artifact.into(),
+                    sha256: sha256.clone(),
                 },
             )
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut restored = entry.record.clone();
+    let mut restored = (*entry_record).clone();
     restored.finished_unix = crate::report::now_unix();
     restored.restored_from_cache = Some(key.key.clone());
     let detail = StepDetail {
         summary: Some(restored.facts.summary()),
         restored_from_cache: Some(key.key.clone()),
-        built_seconds: Some(entry.record.seconds),
+        built_seconds: Some(entry_record.seconds),
         ..StepDetail::default()
     };
     record.steps.insert(step.record_name.clone(), restored);

@@ -58,18 +58,17 @@ pub struct Convert;
 
 impl Convert {
     /// The ONNX and external data, the recipe's graph contract and `[convert]`, what the
-    /// toolchain renders, the tool versions.
+    /// toolchain renders, the tool versions and the libraries' hash (by content, never a
+    /// model name or a path).
     pub fn key(
         comp: &Component,
         versions: &Versions,
         rendered: &Rendered,
         onnx: &BTreeMap<String, String>,
     ) -> StepKey {
+        // Not `[component]`: its name, description and ONNX path are names, and the ONNX's
+        // content is in `onnx`. A key holds content only, so models share entries.
         let mut parts = onnx.clone();
-        parts.insert(
-            "recipe [component]".into(),
-            section_hash(&comp.file.component),
-        );
         parts.insert(
             "recipe inputs/outputs".into(),
             section_hash(&(&comp.file.inputs, &comp.file.outputs)),
@@ -83,6 +82,7 @@ impl Convert {
         parts.insert("qnn version".into(), versions.qnn.clone());
         parts.insert("toolchain".into(), versions.toolchain.label());
         parts.insert("xtask version".into(), versions.xtask.clone());
+        parts.insert("toolchain libraries".into(), versions.libraries.clone());
         parts.extend(rendered.parts.clone());
         StepKey::new("convert", parts)
     }

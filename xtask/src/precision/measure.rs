@@ -114,6 +114,7 @@ impl<'a> ChainMeasure<'a> {
                 allow_sdk_version: false,
                 verbose: false,
                 cache: self.cache.clone(),
+                cache_max_bytes: crate::ctx_build::step_cache::max_size(None)?,
                 print_keys: false,
             };
             let got = match crate::ctx_build::build_with(self.root, &req, Some(self.rt)) {

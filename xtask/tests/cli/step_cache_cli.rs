@@ -1,7 +1,8 @@
 //! The build step cache (`build-ctx --cache DIR`, `XTASK_CACHE_DIR`): two copies of the
 //! project share one cache folder; the second restores every step, byte-identical, and passes
 //! every release-grade check; a changed recipe builds only its own steps; corrupt or partial
-//! entries are refused and rebuilt; `cache ls` and `cache gc` size the folder.
+//! entries are refused and rebuilt; `cache ls` and `cache gc` size the folder. Sharing across
+//! models, links, `cache verify|rm` and the size cap: `step_cache_share_cli`.
 
 use std::path::Path;
 
@@ -144,8 +145,36 @@ fn a_second_copy_restores_every_step_and_passes_every_check() {
     );
 }
 
-fn entry_dir(cache: &Path, key: &str) -> std::path::PathBuf {
-    cache.join("xtask-steps-v1").join(key)
+/// The stored files (blobs) an entry names, by the output they are in the storing build.
+pub fn entry_files(cache: &Path, key: &str) -> Vec<(String, std::path::PathBuf)> {
+    let layout = cache.join("xtask-steps-v2");
+    let entry = read_json(&layout.join("entries").join(format!("{key}.json")));
+    let outputs = entry["names"]["outputs"].as_array().unwrap();
+    entry["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(outputs)
+        .map(|(f, o)| {
+            let sha = f["sha256"].as_str().unwrap();
+            (
+                o.as_str().unwrap().to_string(),
+                layout.join("blobs").join(sha),
+            )
+        })
+        .collect()
+}
+
+/// `<component> <step> <key>` lines of `--print-keys`, as keys.
+pub fn keys(p: &Scratch, extra: &[&str]) -> Vec<String> {
+    let mut args = vec!["build-ctx", "--soc", "77", "--print-keys"];
+    args.extend_from_slice(extra);
+    let run = p.run(&args);
+    run.assert_code(0);
+    run.stdout
+        .lines()
+        .map(|l| l.rsplit(' ').next().unwrap().to_string())
+        .collect()
 }
 
 #[test]
@@ -153,45 +182,28 @@ fn corrupt_and_partial_entries_are_refused_and_rebuilt_and_gc_sizes_the_cache() 
     let cache = tempfile::tempdir().unwrap();
     let a = Scratch::tiny();
     build(&a, cache.path(), &["--only", "vision"]).assert_code(0);
-    let keys = a.run(&[
-        "build-ctx",
-        "--soc",
-        "77",
-        "--only",
-        "vision",
-        "--print-keys",
-    ]);
-    let keys: Vec<String> = keys
-        .stdout
-        .lines()
-        .map(|l| l.rsplit(' ').next().unwrap().to_string())
-        .collect();
-    let files = |key: &str| -> Vec<std::path::PathBuf> {
-        std::fs::read_dir(entry_dir(cache.path(), key).join("files"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect()
-    };
+    let keys = keys(&a, &["--only", "vision"]);
     // convert: its DLC truncated to half, as a writer killed mid-copy would leave it had
-    // the entry not been renamed into place only once complete.
-    let dlc = &files(&keys[0])[0];
+    // the file not been renamed into place only once complete.
+    let dlc = &entry_files(cache.path(), &keys[0])[0].1;
     let bytes = std::fs::read(dlc).unwrap();
     std::fs::write(dlc, &bytes[..bytes.len() / 2]).unwrap();
-    // cpu parity: no entry.json (an incomplete entry).
-    std::fs::remove_file(entry_dir(cache.path(), &keys[1]).join("entry.json")).unwrap();
+    // cpu parity: an entry file that is not an entry.
+    let entries = cache.path().join("xtask-steps-v2/entries");
+    std::fs::write(entries.join(format!("{}.json", keys[1])), b"{\"key\": ").unwrap();
     // context: one byte flipped in the binary.
-    let bin = files(&keys[2])
+    let bin = entry_files(cache.path(), &keys[2])
         .into_iter()
-        .find(|f| f.to_string_lossy().ends_with(".bin"))
-        .unwrap();
+        .find(|(artifact, _)| artifact.ends_with(".bin"))
+        .unwrap()
+        .1;
     let mut bytes = std::fs::read(&bin).unwrap();
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x01;
     std::fs::write(&bin, bytes).unwrap();
     // The leftover of a writer killed before its rename: never read as an entry.
-    let leftover = cache.path().join("xtask-steps-v1/.tmp-killed");
-    std::fs::create_dir_all(leftover.join("files")).unwrap();
-    std::fs::write(leftover.join("files/0-vision.dlc"), b"PK\x03\x04partial").unwrap();
+    let leftover = cache.path().join("xtask-steps-v2/tmp/.tmp-killed");
+    std::fs::write(&leftover, b"PK\x03\x04partial").unwrap();
 
     let b = Scratch::tiny();
     let run = build(&b, cache.path(), &["--only", "vision"]);
@@ -202,8 +214,8 @@ fn corrupt_and_partial_entries_are_refused_and_rebuilt_and_gc_sizes_the_cache() 
         run.all()
     );
     let all = run.all();
-    assert_eq!(all.matches("refused").count(), 3, "{all}");
-    assert!(all.contains("no entry.json"), "{all}");
+    assert_eq!(all.matches("warning: vision").count(), 3, "{all}");
+    assert!(all.contains("not a readable entry"), "{all}");
     b.run(&[
         "build-ctx",
         "--soc",
@@ -238,15 +250,15 @@ fn corrupt_and_partial_entries_are_refused_and_rebuilt_and_gc_sizes_the_cache() 
     let dir = cache.path().to_str().unwrap();
     let ls = a.run(&["cache", "ls", "--cache", dir]);
     ls.assert_code(0);
-    assert!(ls.stdout.contains("4 entries"), "{}", ls.all());
+    assert!(ls.stdout.contains("3 entries"), "{}", ls.all());
     assert!(
-        ls.stdout.contains("left by an interrupted writer"),
+        ls.stdout.contains("1 temporary file(s) left"),
         "{}",
         ls.all()
     );
     assert!(
         ls.stdout
-            .contains("context@soc77 ctx/tiny/vision_socid77_archv73.bin"),
+            .contains("context@soc77 of tiny: ctx/tiny/vision_socid77_archv73.bin"),
         "{}",
         ls.all()
     );
@@ -254,7 +266,7 @@ fn corrupt_and_partial_entries_are_refused_and_rebuilt_and_gc_sizes_the_cache() 
     gc.assert_code(0);
     assert!(gc.stdout.contains("removed 3 entries"), "{}", gc.all());
     let ls = a.run(&["cache", "ls", "--cache", dir]);
-    assert!(ls.stdout.contains("1 entry"), "{}", ls.all());
+    assert!(ls.stdout.contains("0 entries, "), "{}", ls.all());
     a.run(&["cache", "gc", "--cache", dir, "--max-size", "lots"])
         .assert_code(2);
 }

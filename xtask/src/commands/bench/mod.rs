@@ -30,8 +30,8 @@ enum Which {
         after_help = "Examples:\n  cargo xtask bench build\n  cargo xtask bench build --full-width"
     )]
     Build(build::BenchBuild),
-    /// Two fresh copies share one build cache: the second build's restored steps and wall
-    /// time as a ratio of the first (`--full-width` adds the full-width model).
+    /// The build cache in one run: cold, warm in the same clone, in a second clone elsewhere,
+    /// for a second model with the same inputs; bytes stored with and without sharing.
     #[command(after_help = "Examples:\n  cargo xtask bench cache")]
     Cache(cache::BenchCache),
     /// The Rust chain on ORT CPU vs plain Python onnxruntime; host share; chain vs its parts.

@@ -1,24 +1,24 @@
-//! One cache entry: storing a step's outputs and record atomically, and restoring them with
-//! every byte re-hashed against what the entry says.
+//! One cache entry: storing a step's outputs (as content-addressed blobs) and its record, and
+//! restoring them with every byte re-hashed and every name mapped onto the restoring build.
 
-use std::fs;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
-use super::{ENTRIES, StepCache, short};
+use super::names::StepNames;
+use super::safe::{self, Kind};
+use super::{StepCache, short};
 use crate::ctx_build::fingerprint::StepRecord;
 
-/// `entry.json`: written last inside the entry, so an entry without it is incomplete.
+/// `entries/<key>.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EntryFile {
     pub key: String,
-    /// The step's record name (`convert`, `cpu_parity`, `context@soc77`).
-    pub step: String,
+    /// The names and paths of the build that stored it (mapped at restore, never keyed).
+    pub names: StepNames,
+    /// The blobs of the step's outputs, by role: `files[i]` is `names.outputs[i]`.
     pub files: Vec<StoredFile>,
     /// The record of the step that made these files (its typed facts and figures).
     pub record: StepRecord,
@@ -28,225 +28,194 @@ pub struct EntryFile {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoredFile {
-    /// The artifact it is, project-relative (`ctx/tiny/vision.dlc`).
-    pub artifact: String,
-    /// Its name under `files/`.
-    pub stored: String,
     pub bytes: u64,
+    /// The content's hash: the blob's name.
     pub sha256: String,
 }
+
+/// A restored file: (staged path, the artifact it becomes, its sha256).
+pub type StagedFile = (PathBuf, String, String);
 
 /// What a lookup found.
 pub enum Lookup {
     Miss,
-    /// Every file copied into the staging folder and re-hashed: (staged path, stored file).
+    /// Every file copied into the staging folder and re-hashed: (staged path, artifact,
+    /// sha256), and the record mapped onto this build's names.
     Hit {
-        entry: Box<EntryFile>,
-        staged: Vec<(PathBuf, StoredFile)>,
+        record: Box<StepRecord>,
+        staged: Vec<StagedFile>,
     },
-    /// The entry exists but is unusable (why); it was removed so the next writer replaces it.
+    /// The entry is unusable (why, naming the key and the file): the step builds and its
+    /// store replaces the entry. A stored file whose bytes are wrong is removed (it is wrong
+    /// for every entry that refers to it).
     Refused(String),
 }
 
 impl StepCache {
-    /// Stores a step that just ran: its outputs (read from `root`) and its record. A key
-    /// already present is kept as it is (another build stored the same content first).
-    pub fn store(&self, root: &Path, step: &str, record: &StepRecord) -> Result<()> {
+    /// Stores a step that just ran: its outputs (read from `root`) and its record. A complete
+    /// entry already under the key is kept (another build stored the same content), unless
+    /// `replace` (`--force`).
+    pub fn store(
+        &self,
+        root: &Path,
+        names: &StepNames,
+        record: &StepRecord,
+        replace: bool,
+    ) -> Result<()> {
+        self.check_folders()?;
         let key = &record.key.key;
-        let dest = self.entry_dir(key)?;
-        if dest.join("entry.json").is_file() {
-            return Ok(());
+        let dest = self.entry_file(key)?;
+        if !replace && self.complete(key) {
+            return self.touch(key);
         }
-        // A folder under the key without its entry.json is not an entry: out of the way.
-        if dest.exists() {
-            self.discard(&dest);
-        }
-        let tmp = tempfile::Builder::new()
-            .prefix(".tmp-")
-            .tempdir_in(self.dir().join(ENTRIES))
-            .context("cannot create a temporary entry in the build cache")?;
-        fs::create_dir(tmp.path().join("files"))?;
         let mut files = Vec::new();
-        for (i, (artifact, sha256)) in record.outputs.iter().enumerate() {
-            let name = Path::new(artifact)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let stored = format!("{i}-{name}");
-            let (bytes, got) = copy_hashed(
-                &root.join(artifact),
-                &tmp.path().join("files").join(&stored),
-            )?;
-            if &got != sha256 {
-                bail!(
-                    "{artifact} changed while it was being cached (sha256 {got}, recorded {sha256})"
-                );
+        for artifact in &names.outputs {
+            let sha256 = record
+                .outputs
+                .get(artifact)
+                .with_context(|| format!("the record names no output {artifact}"))?;
+            let from = root.join(artifact);
+            let bytes = std::fs::metadata(&from)
+                .with_context(|| format!("cannot stat {}", from.display()))?
+                .len();
+            let blob = self.blob(sha256)?;
+            if replace || safe::kind(&blob) != Kind::File(bytes) {
+                let (tmp, n, got) = safe::copy_to_temp(&from, &self.tmp())?;
+                if &got != sha256 || n != bytes {
+                    bail!(
+                        "{artifact} changed while it was being cached (sha256 {got}, recorded \
+                         {sha256})"
+                    );
+                }
+                safe::persist(tmp, &blob)?;
+            } else {
+                safe::freshen(&blob);
             }
             files.push(StoredFile {
-                artifact: artifact.clone(),
-                stored,
                 bytes,
-                sha256: got,
+                sha256: sha256.clone(),
             });
         }
         let entry = EntryFile {
             key: key.clone(),
-            step: step.to_string(),
+            names: names.clone(),
             files,
             record: record.clone(),
             stored_unix: crate::report::now_unix(),
         };
-        write_synced(
-            &tmp.path().join("entry.json"),
-            &serde_json::to_vec_pretty(&entry)?,
-        )?;
-        sync_dir(&tmp.path().join("files"))?;
-        sync_dir(tmp.path())?;
-        let kept = tmp.keep();
-        match fs::rename(&kept, &dest) {
-            Ok(()) => {
-                sync_dir(&self.dir().join(ENTRIES))?;
-                touch(&dest);
-                Ok(())
-            }
-            // Another build stored this key meanwhile: its entry is as good as ours.
-            Err(_) if dest.join("entry.json").is_file() => {
-                let _ = fs::remove_dir_all(&kept);
-                Ok(())
-            }
-            Err(e) => {
-                let _ = fs::remove_dir_all(&kept);
-                Err(e).with_context(|| format!("cannot place the cache entry {}", dest.display()))
-            }
-        }
+        safe::write_replace(&self.tmp(), &dest, &serde_json::to_vec_pretty(&entry)?)?;
+        self.touch(key)
     }
 
-    /// Looks `key` up for step `step`, whose outputs must be `artifacts`; on a hit every file
-    /// is copied into `staging` and re-hashed. A refused entry is removed.
-    pub fn lookup(&self, key: &str, step: &str, artifacts: &[String], staging: &Path) -> Lookup {
-        let Ok(dir) = self.entry_dir(key) else {
+    /// True when `key`'s entry reads back and each of its blobs is a regular file of its size
+    /// (cheap: the bytes are hashed when restored and by `cache verify`).
+    fn complete(&self, key: &str) -> bool {
+        self.read(key).is_ok_and(|e| {
+            e.files.iter().all(|f| {
+                self.blob(&f.sha256)
+                    .is_ok_and(|b| safe::kind(&b) == Kind::File(f.bytes))
+            })
+        })
+    }
+
+    /// Reads `key`'s entry (never through a link), checked to be filed under its key.
+    pub fn read(&self, key: &str) -> Result<EntryFile> {
+        let path = self.entry_file(key)?;
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut safe::open_read(&path)?, &mut text)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let entry: EntryFile =
+            serde_json::from_slice(&text).context("entry file is not a readable entry")?;
+        if entry.key != key || entry.record.key.key != key {
+            bail!("it is filed under another key");
+        }
+        if entry.files.len() != entry.names.outputs.len() {
+            bail!(
+                "it lists {} files for {} outputs",
+                entry.files.len(),
+                entry.names.outputs.len()
+            );
+        }
+        for (f, artifact) in entry.files.iter().zip(&entry.names.outputs) {
+            if entry.record.outputs.get(artifact) != Some(&f.sha256) {
+                bail!(
+                    "its record does not list {artifact} with sha256 {}",
+                    short(&f.sha256)
+                );
+            }
+        }
+        Ok(entry)
+    }
+
+    /// Looks `key` up for the step `names`; on a hit every file is copied into `staging` and
+    /// re-hashed. Nothing is removed but a stored file whose bytes are wrong.
+    pub fn lookup(&self, key: &str, names: &StepNames, staging: &Path) -> Lookup {
+        let Ok(path) = self.entry_file(key) else {
             return Lookup::Miss;
         };
-        if !dir.exists() {
+        if safe::kind(&path) == Kind::Missing {
             return Lookup::Miss;
         }
-        match self.read_entry(&dir, key, step, artifacts, staging) {
-            Ok((entry, staged)) => {
-                touch(&dir);
+        match self.restore_files(key, names, staging) {
+            Ok((record, staged)) => {
+                // Best effort: a read-only cache still restores.
+                let _ = self.touch(key);
                 Lookup::Hit {
-                    entry: Box::new(entry),
+                    record: Box::new(record),
                     staged,
                 }
             }
-            Err(e) => {
-                let why = format!("cache entry {} refused: {e:#}", short(key));
-                self.discard(&dir);
-                Lookup::Refused(why)
-            }
+            Err(e) => Lookup::Refused(format!("cache entry {} refused: {e:#}", short(key))),
         }
     }
 
-    fn read_entry(
+    fn restore_files(
         &self,
-        dir: &Path,
         key: &str,
-        step: &str,
-        artifacts: &[String],
+        names: &StepNames,
         staging: &Path,
-    ) -> Result<(EntryFile, Vec<(PathBuf, StoredFile)>)> {
-        let bytes =
-            fs::read(dir.join("entry.json")).context("no entry.json (an incomplete entry)")?;
-        let entry: EntryFile =
-            serde_json::from_slice(&bytes).context("entry.json is not a readable entry")?;
-        if entry.key != key || entry.record.key.key != key || entry.step != step {
-            bail!("it is filed under another key or step");
-        }
-        // The same files, whichever order the entry lists them in (a set, not a sequence:
-        // the quantize step's entry once came back sorted and was refused).
-        let mut listed: Vec<&str> = entry.files.iter().map(|f| f.artifact.as_str()).collect();
-        let mut wanted: Vec<&str> = artifacts.iter().map(String::as_str).collect();
-        listed.sort_unstable();
-        wanted.sort_unstable();
-        if listed != wanted {
-            bail!("it holds {listed:?}, this step makes {artifacts:?}");
+    ) -> Result<(StepRecord, Vec<StagedFile>)> {
+        let entry = self.read(key)?;
+        if entry.names.step != names.step || entry.files.len() != names.outputs.len() {
+            bail!(
+                "it is a `{}` step with {} file(s), this is a `{}` step with {}",
+                entry.names.step,
+                entry.files.len(),
+                names.step,
+                names.outputs.len()
+            );
         }
         let mut staged = Vec::new();
-        for f in &entry.files {
-            if f.stored.contains('/') || f.stored.contains("..") {
-                bail!("file name {:?} leaves the entry", f.stored);
-            }
-            if entry.record.outputs.get(&f.artifact) != Some(&f.sha256) {
-                bail!("its record does not list {} with that sha256", f.artifact);
-            }
-            let to = staging.join(&f.stored);
-            let (n, sha) = copy_hashed(&dir.join("files").join(&f.stored), &to)?;
+        for (i, (f, artifact)) in entry.files.iter().zip(&names.outputs).enumerate() {
+            let blob = self.blob(&f.sha256)?;
+            let stored_as = &entry.names.outputs[i];
+            let file = Path::new(artifact)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let to = staging.join(format!("{i}-{file}"));
+            let (n, sha) = safe::copy_out(&blob, &to).with_context(|| {
+                format!("its file {stored_as} ({}) is unreadable", short(&f.sha256))
+            })?;
             if n != f.bytes || sha != f.sha256 {
+                // Wrong for every entry that names it: out of the way, so the build that
+                // follows stores the right bytes under that hash.
+                let _ = safe::remove(&self.tmp(), &blob);
                 bail!(
-                    "{} is {n} bytes with sha256 {}, the entry says {} bytes with {}",
-                    f.stored,
+                    "its file {stored_as} is {n} bytes with sha256 {}, the entry says {} bytes \
+                     with {}",
                     short(&sha),
                     f.bytes,
                     short(&f.sha256)
                 );
             }
-            staged.push((to, f.clone()));
+            staged.push((to, artifact.clone(), sha));
         }
-        Ok((entry, staged))
+        let mapped = names.map_onto(&entry.names, serde_json::to_value(&entry.record)?);
+        let mut record: StepRecord =
+            serde_json::from_value(mapped).context("its record does not map onto this build")?;
+        // The key holds content only: never mapped.
+        record.key = entry.record.key;
+        Ok((record, staged))
     }
-
-    /// Removes an entry: renamed out of the way first (readers see it gone at once).
-    pub fn discard(&self, dir: &Path) {
-        let name = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let trash = dir.with_file_name(format!(".tmp-discarded-{name}-{}", std::process::id()));
-        if fs::rename(dir, &trash).is_ok() {
-            let _ = fs::remove_dir_all(&trash);
-        }
-    }
-}
-
-/// Copies `from` to `to` (a new file), hashing what was read; synced. Returns (bytes, sha256).
-fn copy_hashed(from: &Path, to: &Path) -> Result<(u64, String)> {
-    let mut src =
-        fs::File::open(from).with_context(|| format!("cannot open {}", from.display()))?;
-    let mut dst =
-        fs::File::create(to).with_context(|| format!("cannot create {}", to.display()))?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut total = 0u64;
-    loop {
-        let n = src
-            .read(&mut buf)
-            .with_context(|| format!("cannot read {}", from.display()))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        dst.write_all(&buf[..n])
-            .with_context(|| format!("cannot write {}", to.display()))?;
-        total += n as u64;
-    }
-    dst.sync_all()?;
-    Ok((total, crate::hashing::hex(&hasher.finalize())))
-}
-
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut f =
-        fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    Ok(())
-}
-
-fn sync_dir(dir: &Path) -> Result<()> {
-    fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .with_context(|| format!("cannot sync {}", dir.display()))
-}
-
-/// Marks an entry used now (`last-used`'s mtime orders `gc`).
-pub fn touch(dir: &Path) {
-    let _ = fs::write(dir.join("last-used"), crate::report::now_unix().to_string());
 }

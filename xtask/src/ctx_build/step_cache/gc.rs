@@ -1,107 +1,214 @@
-//! Size control: `cache ls` (entries, sizes, last use) and `cache gc --max-size` (least
-//! recently used first). Real entries are gigabytes (a vision context binary is 1.8 GB).
+//! Size control: `cache ls` (entries, sizes, last use) and `cache gc` (least recently used
+//! entries first, then the stored files no entry refers to). Real entries are gigabytes (a
+//! vision context binary is 1.8 GB); a file shared by entries is counted and freed once.
 
+use std::collections::BTreeMap;
 use std::fs;
-use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use super::entry::EntryFile;
-use super::{ENTRIES, StepCache, short};
+use super::safe::{self, Kind};
+use super::{StepCache, short};
 
-/// One folder of the cache, as `ls` shows it.
+/// A writer may still be filling a temporary file, or about to name a new blob in its entry,
+/// for this long: `gc` leaves younger leftovers and unreferenced blobs alone.
+const GRACE_S: u64 = 3600;
+
+/// One entry, as `ls` shows it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Listed {
     pub key: String,
-    /// The step (`convert`, `cpu_parity`, `context@soc77`) and its first artifact; for a
-    /// leftover, what it is.
+    /// The step (`convert`, `cpu_parity`, `context@soc77`), the model that stored it and its
+    /// first output there; for an unreadable entry, why.
     pub what: String,
+    /// The bytes of its files (shared ones counted in each entry that names them).
     pub bytes: u64,
     /// Unix seconds of the last store or restore.
     pub last_used_unix: u64,
-    /// False for an interrupted writer's `.tmp-*` folder or an entry without `entry.json`.
     pub complete: bool,
+    /// The blobs it names (content hashes).
+    #[serde(skip)]
+    pub blobs: Vec<String>,
+}
+
+/// The whole cache, as `ls` and `gc` see it.
+pub struct Survey {
+    pub entries: Vec<Listed>,
+    /// Stored files: sha256 → (bytes, mtime).
+    pub blobs: BTreeMap<String, (u64, u64)>,
+    /// Temporary files of writers (interrupted or still writing): (path, bytes, mtime).
+    pub leftovers: Vec<(std::path::PathBuf, u64, u64)>,
+}
+
+impl Survey {
+    /// Bytes on disk: each stored file once, plus leftovers.
+    pub fn stored_bytes(&self) -> u64 {
+        self.blobs.values().map(|b| b.0).sum::<u64>()
+            + self.leftovers.iter().map(|l| l.1).sum::<u64>()
+    }
+
+    /// What the same entries would take if each held its own copy of its files.
+    pub fn unshared_bytes(&self) -> u64 {
+        self.entries.iter().map(|e| e.bytes).sum()
+    }
 }
 
 impl StepCache {
-    /// Every entry and leftover, most recently used first.
-    pub fn list(&self) -> Result<Vec<Listed>> {
-        let mut out = Vec::new();
-        for e in fs::read_dir(self.dir().join(ENTRIES))?.flatten() {
-            let path = e.path();
+    /// Every entry (most recently used first), stored file and leftover.
+    pub fn survey(&self) -> Result<Survey> {
+        let mut entries = Vec::new();
+        for e in fs::read_dir(self.entries())?.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if !path.is_dir() {
+            // Only `<key>.json`: anything else in the folder is not ours to list or remove.
+            let Some(key) = name
+                .strip_suffix(".json")
+                .filter(|k| self.entry_file(k).is_ok())
+            else {
                 continue;
-            }
-            let entry: Option<EntryFile> = fs::read(path.join("entry.json"))
-                .ok()
-                .and_then(|b| serde_json::from_slice(&b).ok());
-            let complete = entry.is_some() && !name.starts_with('.');
-            let what = match &entry {
-                Some(en) if complete => format!(
-                    "{} {}",
-                    en.step,
-                    en.files
-                        .first()
-                        .map_or("(no files)", |f| f.artifact.as_str())
-                ),
-                _ if name.starts_with(".tmp-") => "(left by an interrupted writer)".into(),
-                _ => "(incomplete: no readable entry.json)".into(),
             };
-            out.push(Listed {
-                key: name,
-                what,
-                bytes: folder_bytes(&path),
-                last_used_unix: last_used(&path),
-                complete,
+            let last = self
+                .stamp_file(key)
+                .ok()
+                .and_then(|s| safe::mtime(&s))
+                .or_else(|| safe::mtime(&e.path()))
+                .unwrap_or(0);
+            entries.push(match self.read(key) {
+                Ok(en) => Listed {
+                    key: key.to_string(),
+                    what: format!(
+                        "{} of {}: {}",
+                        en.names.step,
+                        en.names.model,
+                        en.names
+                            .outputs
+                            .first()
+                            .map_or("(no files)", String::as_str)
+                    ),
+                    bytes: en.files.iter().map(|f| f.bytes).sum(),
+                    last_used_unix: last,
+                    complete: true,
+                    blobs: en.files.iter().map(|f| f.sha256.clone()).collect(),
+                },
+                Err(why) => Listed {
+                    key: key.to_string(),
+                    what: format!("(unreadable: {why:#})"),
+                    bytes: 0,
+                    last_used_unix: last,
+                    complete: false,
+                    blobs: Vec::new(),
+                },
             });
         }
-        out.sort_by_key(|l| std::cmp::Reverse(l.last_used_unix));
-        Ok(out)
+        entries.sort_by_key(|l| std::cmp::Reverse(l.last_used_unix));
+        let mut blobs = BTreeMap::new();
+        for e in fs::read_dir(self.blobs())?.flatten() {
+            if let Kind::File(n) = safe::kind(&e.path()) {
+                let name = e.file_name().to_string_lossy().into_owned();
+                blobs.insert(name, (n, safe::mtime(&e.path()).unwrap_or(0)));
+            }
+        }
+        let mut leftovers = Vec::new();
+        for e in fs::read_dir(self.tmp())?.flatten() {
+            let n = match safe::kind(&e.path()) {
+                Kind::File(n) => n,
+                _ => 0,
+            };
+            leftovers.push((e.path(), n, safe::mtime(&e.path()).unwrap_or(0)));
+        }
+        Ok(Survey {
+            entries,
+            blobs,
+            leftovers,
+        })
     }
 
-    /// Removes leftovers older than an hour (a writer may still be filling a younger one),
-    /// then least recently used entries until the cache holds at most `max_bytes`.
-    /// Returns (entries removed, bytes freed, bytes kept).
+    /// Every entry and leftover, most recently used first.
+    pub fn list(&self) -> Result<Vec<Listed>> {
+        Ok(self.survey()?.entries)
+    }
+
+    /// Removes leftovers and unreferenced stored files older than an hour, then least
+    /// recently used entries until the stored files take at most `max_bytes` (a file goes
+    /// when the last entry naming it goes). Returns (entries removed, bytes freed, bytes kept).
     pub fn gc(&self, max_bytes: u64) -> Result<(usize, u64, u64)> {
+        let survey = self.survey()?;
         let now = crate::report::now_unix();
-        let mut removed = 0;
+        let old = |mtime: u64| now.saturating_sub(mtime) > GRACE_S;
         let mut freed = 0;
-        let mut entries = Vec::new();
-        for l in self.list()? {
-            if !l.complete {
-                if now.saturating_sub(l.last_used_unix) > 3600 {
-                    let dir = self.dir().join(ENTRIES).join(&l.key);
-                    if fs::remove_dir_all(&dir).is_ok() {
-                        removed += 1;
-                        freed += l.bytes;
-                    }
-                }
-                continue;
+        for (path, n, mtime) in &survey.leftovers {
+            if old(*mtime) && safe::remove(&self.tmp(), path).is_ok() {
+                freed += n;
             }
-            entries.push(l);
         }
-        let mut total: u64 = entries.iter().map(|l| l.bytes).sum();
-        // Oldest last use first.
-        entries.sort_by_key(|l| l.last_used_unix);
-        for l in entries {
-            if total <= max_bytes {
+        let mut refs: BTreeMap<&str, usize> = BTreeMap::new();
+        for e in &survey.entries {
+            for b in &e.blobs {
+                *refs.entry(b.as_str()).or_default() += 1;
+            }
+        }
+        let mut total = 0;
+        for (sha, (n, mtime)) in &survey.blobs {
+            if !refs.contains_key(sha.as_str()) && old(*mtime) {
+                if safe::remove(&self.tmp(), &self.blobs().join(sha)).is_ok() {
+                    freed += n;
+                }
+            } else {
+                total += n;
+            }
+        }
+        // Stamps whose entry is gone (a removal interrupted between the two files).
+        for e in fs::read_dir(self.entries())?.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(key) = name.strip_suffix(".used")
+                && self
+                    .entry_file(key)
+                    .is_ok_and(|f| safe::kind(&f) == Kind::Missing)
+                && safe::mtime(&e.path()).is_some_and(old)
+            {
+                let _ = safe::remove(&self.tmp(), &e.path());
+            }
+        }
+        let mut removed = 0;
+        // Unreadable entries first, then the oldest last use.
+        let mut order: Vec<&Listed> = survey.entries.iter().collect();
+        order.sort_by_key(|l| (l.complete, l.last_used_unix));
+        for l in order {
+            if total <= max_bytes && l.complete {
                 break;
             }
-            self.discard(&self.dir().join(ENTRIES).join(&l.key));
-            total -= l.bytes;
-            freed += l.bytes;
+            self.remove_entry(&l.key)?;
             removed += 1;
+            for b in &l.blobs {
+                let left = refs.get_mut(b.as_str()).map(|r| {
+                    *r -= 1;
+                    *r
+                });
+                if left == Some(0)
+                    && let Some((n, _)) = survey.blobs.get(b)
+                    && safe::remove(&self.tmp(), &self.blobs().join(b)).is_ok()
+                {
+                    total -= n;
+                    freed += n;
+                }
+            }
         }
         Ok((removed, freed, total))
+    }
+
+    /// Removes `key`'s entry file and stamp (not its blobs: see `gc`, `rm`).
+    pub fn remove_entry(&self, key: &str) -> Result<()> {
+        safe::remove(&self.tmp(), &self.entry_file(key)?)?;
+        if safe::kind(&self.stamp_file(key)?) != Kind::Missing {
+            let _ = safe::remove(&self.tmp(), &self.stamp_file(key)?);
+        }
+        Ok(())
     }
 }
 
 /// The table `cache ls` prints.
-pub fn ls_table(cache: &StepCache, listed: &[Listed]) -> String {
+pub fn ls_table(cache: &StepCache, survey: &Survey) -> String {
     let mut text = format!("build cache {}\n", cache.dir().display());
-    let total: u64 = listed.iter().map(|l| l.bytes).sum();
-    for l in listed {
+    for l in &survey.entries {
         text.push_str(&format!(
             "  {:<12}  {:>10}  last used {}  {}\n",
             short(&l.key),
@@ -110,11 +217,19 @@ pub fn ls_table(cache: &StepCache, listed: &[Listed]) -> String {
             l.what
         ));
     }
+    if !survey.leftovers.is_empty() {
+        text.push_str(&format!(
+            "  {} temporary file(s) left by interrupted or running writers\n",
+            survey.leftovers.len()
+        ));
+    }
+    let n = survey.entries.len();
     text.push_str(&format!(
-        "{} entr{}, {} in all\n",
-        listed.len(),
-        if listed.len() == 1 { "y" } else { "ies" },
-        human_bytes(total)
+        "{n} entr{}, {} stored in {} file(s) ({} without sharing)\n",
+        if n == 1 { "y" } else { "ies" },
+        human_bytes(survey.stored_bytes()),
+        survey.blobs.len(),
+        human_bytes(survey.unshared_bytes()),
     ));
     text
 }
@@ -132,14 +247,14 @@ pub fn parse_size(text: &str) -> Result<u64> {
         "M" => 20,
         "G" => 30,
         "T" => 40,
-        _ => bail!("--max-size {text:?}: use a number with K, M, G or T (e.g. 50G)"),
+        _ => bail!("size {text:?}: use a number with K, M, G or T (e.g. 50G)"),
     };
     let n: f64 = num
         .trim()
         .parse()
         .ok()
         .filter(|n: &f64| n.is_finite() && *n >= 0.0)
-        .ok_or_else(|| anyhow::anyhow!("--max-size {text:?}: not a size (e.g. 50G)"))?;
+        .ok_or_else(|| anyhow::anyhow!("size {text:?}: not a size (e.g. 50G)"))?;
     Ok((n * (1u64 << shift) as f64) as u64)
 }
 
@@ -162,30 +277,6 @@ fn ago(unix: u64) -> String {
     }
 }
 
-fn folder_bytes(dir: &Path) -> u64 {
-    walkdir::WalkDir::new(dir)
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.metadata().ok())
-        .filter(|m| m.is_file())
-        .map(|m| m.len())
-        .sum()
-}
-
-/// The last use of an entry: `last-used`'s mtime, else the folder's.
-fn last_used(dir: &Path) -> u64 {
-    let mtime = |p: &Path| {
-        fs::metadata(p)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| d.as_secs())
-    };
-    mtime(&dir.join("last-used"))
-        .or_else(|| mtime(dir))
-        .unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,63 +288,5 @@ mod tests {
         assert_eq!(parse_size("10").unwrap(), 10);
         assert!(parse_size("ten").is_err());
         assert!(parse_size("5X").is_err());
-    }
-
-    fn entry(cache: &StepCache, key: &str, age_s: u64) {
-        let e = cache.dir().join(ENTRIES).join(key);
-        fs::create_dir_all(e.join("files")).unwrap();
-        fs::write(e.join("files/0-x"), vec![0u8; 1000]).unwrap();
-        let record = crate::ctx_build::fingerprint::StepRecord {
-            key: crate::ctx_build::fingerprint::StepKey {
-                key: key.into(),
-                parts: Default::default(),
-            },
-            outputs: Default::default(),
-            finished_unix: 0,
-            seconds: 0.0,
-            facts: crate::ctx_build::fingerprint::test_facts(),
-            restored_from_cache: None,
-            detail: Default::default(),
-        };
-        let file = EntryFile {
-            key: key.into(),
-            step: "convert".into(),
-            files: vec![],
-            record,
-            stored_unix: 0,
-        };
-        fs::write(e.join("entry.json"), serde_json::to_vec(&file).unwrap()).unwrap();
-        let t = std::time::SystemTime::now() - std::time::Duration::from_secs(age_s);
-        fs::File::create(e.join("last-used"))
-            .unwrap()
-            .set_modified(t)
-            .unwrap();
-    }
-
-    #[test]
-    fn gc_removes_least_recently_used_first_and_keeps_young_leftovers() {
-        let dir = tempfile::tempdir().unwrap();
-        let cache = StepCache::open(dir.path()).unwrap();
-        entry(&cache, &"a".repeat(64), 300);
-        entry(&cache, &"b".repeat(64), 100);
-        entry(&cache, &"c".repeat(64), 200);
-        fs::create_dir_all(cache.dir().join(ENTRIES).join(".tmp-writer/files")).unwrap();
-        let size = cache
-            .list()
-            .unwrap()
-            .iter()
-            .find(|l| l.complete)
-            .unwrap()
-            .bytes;
-        // Room for two entries: the least recently used (a) goes.
-        let (removed, _, kept) = cache.gc(2 * size + 10).unwrap();
-        assert_eq!((removed, kept), (1, 2 * size));
-        let left: Vec<String> = cache.list().unwrap().into_iter().map(|l| l.key).collect();
-        assert!(left.contains(&"b".repeat(64)) && left.contains(&"c".repeat(64)));
-        assert!(
-            left.contains(&".tmp-writer".to_string()),
-            "a young leftover may be in use"
-        );
-        assert!(!left.contains(&"a".repeat(64)));
     }
 }
