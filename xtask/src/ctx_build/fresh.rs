@@ -31,8 +31,9 @@ pub fn runtime_versions(rt: &Runtime) -> Result<Versions> {
 }
 
 /// The sha256 over the libraries the steps load: ONNX Runtime, the QNN EP plugin and every
-/// `libQnn*.so` beside the backends, each by content (`name sha256` lines, sorted). Hashed
-/// once per process (hundreds of MB; a command asks for it once per model).
+/// `libQnn*.so` beside the backends, each by content (`name sha256` lines, sorted). A library
+/// of the embedded runtime has just been checked against its pin (`trust_stamp`): its sha256
+/// is taken from that check; others are hashed, once per process.
 pub fn libraries_sha256(libs: &crate::runtime::bootstrap::RuntimeLibs) -> Result<String> {
     static DONE: std::sync::Mutex<Option<(PathBuf, String)>> = std::sync::Mutex::new(None);
     let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
@@ -64,8 +65,12 @@ pub fn libraries_sha256(libs: &crate::runtime::bootstrap::RuntimeLibs) -> Result
             .file_name()
             .map(|n| n.to_string_lossy())
             .unwrap_or_default();
-        let sha = crate::hashing::sha256_file(f)
-            .with_context(|| format!("cannot hash the runtime library {}", f.display()))?;
+        // Checked against its pin before this command loaded it: that check's sha256.
+        let sha = match crate::runtime::trust_stamp::verified_sha256(f) {
+            Some(sha) => sha,
+            None => crate::hashing::sha256_file(f)
+                .with_context(|| format!("cannot hash the runtime library {}", f.display()))?,
+        };
         lines.push_str(&format!("{name} {sha}\n"));
     }
     let sha = crate::hashing::sha256_bytes(lines.as_bytes());

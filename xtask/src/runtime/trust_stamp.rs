@@ -51,6 +51,27 @@ struct Stamp {
     files: BTreeMap<String, Seen>,
 }
 
+/// The files this process checked against their pinned sha256 (canonical path → sha256):
+/// what needs a library's content hash (the build cache's key) takes it from here instead of
+/// hashing hundreds of MB again.
+static VERIFIED: std::sync::Mutex<BTreeMap<std::path::PathBuf, String>> =
+    std::sync::Mutex::new(BTreeMap::new());
+
+/// The sha256 of `path` when this process checked it against its pin (None: never checked,
+/// such as a library the user brought).
+pub fn verified_sha256(path: &Path) -> Option<String> {
+    let real = std::fs::canonicalize(path).ok()?;
+    let map = VERIFIED.lock().unwrap_or_else(|e| e.into_inner());
+    map.get(&real).cloned()
+}
+
+fn remember(path: &Path, sha256: &str) {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        let mut map = VERIFIED.lock().unwrap_or_else(|e| e.into_inner());
+        map.insert(real, sha256.to_string());
+    }
+}
+
 /// What a check found: how many files were hashed (the rest were trusted), and each file whose
 /// bytes are not the recorded ones.
 pub struct Checked {
@@ -96,6 +117,7 @@ pub fn check(dir: &Path, files: &[RuntimeFile], full: bool) -> Result<Checked> {
         let before = Seen::of(&meta, &f.sha256);
         if old.files.get(&f.path) == Some(&before) {
             checked.trusted += 1;
+            remember(&path, &f.sha256);
             new.files.insert(f.path.clone(), before);
             continue;
         }
@@ -108,8 +130,11 @@ pub fn check(dir: &Path, files: &[RuntimeFile], full: bool) -> Result<Checked> {
                 "{} has sha256 {sha}, {} when unpacked",
                 f.path, f.sha256
             ));
-        } else if after.as_ref().ok() == Some(&before) {
-            new.files.insert(f.path.clone(), before);
+        } else {
+            remember(&path, &f.sha256);
+            if after.as_ref().ok() == Some(&before) {
+                new.files.insert(f.path.clone(), before);
+            }
         }
     }
     if checked.hashed > 0 || full {
