@@ -366,3 +366,26 @@ pub fn link_quantizer(p: &Scratch) {
     )
     .unwrap();
 }
+
+/// The tool's `--help` text for the command `args` names (offline: nothing is fetched).
+pub fn help<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(args)
+        .arg("--help")
+        .env("XTASK_OFFLINE", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?} --help failed");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The subcommand names a help text lists under `Commands:` (`help` left out).
+pub fn subcommands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|c| c != "help")
+        .collect()
+}

@@ -5,31 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use crate::common::repo_root;
-
-fn help(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(args)
-        .arg("--help")
-        .env("XTASK_OFFLINE", "1")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{args:?} --help failed");
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// The subcommand names a help text lists under `Commands:` (`help` left out).
-fn subcommands(help: &str) -> Vec<String> {
-    help.lines()
-        .skip_while(|l| !l.starts_with("Commands:"))
-        .skip(1)
-        .take_while(|l| !l.trim().is_empty())
-        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-        .filter(|c| c != "help")
-        .collect()
-}
+use crate::common::{help, repo_root, subcommands};
 
 /// Every `--long` and `-s` flag a help text lists.
 fn flags(help: &str) -> BTreeSet<String> {
@@ -86,7 +63,7 @@ fn written_flags(word: &str) -> Vec<String> {
 
 #[test]
 fn every_command_and_flag_the_docs_show_exists() {
-    let top = help(&[]);
+    let top = help::<&str>(&[]);
     let commands = subcommands(&top);
     assert!(commands.len() > 10, "no commands parsed from:\n{top}");
     let global = flags(&top);
@@ -159,7 +136,7 @@ fn every_command_has_a_section_in_the_docs() {
                 .collect::<Vec<_>>()
         })
         .collect();
-    let missing: Vec<String> = subcommands(&help(&[]))
+    let missing: Vec<String> = subcommands(&help::<&str>(&[]))
         .into_iter()
         .filter(|c| {
             let named = format!("`cargo xtask {c}`");

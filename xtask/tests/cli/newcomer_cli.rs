@@ -1,7 +1,7 @@
 //! A newcomer's first hour: the first `cargo xtask` shows cargo compiling the tool (the tool
 //! cannot speak before it exists), and every command's `--help` shows an example.
 
-use crate::common::repo_root;
+use crate::common::{help, repo_root, subcommands};
 
 /// The `cargo xtask` alias lets cargo show the first compile: no `--quiet`/`-q` in it.
 #[test]
@@ -22,34 +22,11 @@ fn the_alias_shows_the_first_compile() {
     );
 }
 
-/// `cargo xtask <path…> --help`, as the binary prints it.
-fn help(path: &[String]) -> String {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(path)
-        .arg("--help")
-        .env("XTASK_OFFLINE", "1")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{path:?} --help failed");
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// The (visible) subcommands a help text lists under `Commands:`, `help` left out.
-fn subcommands(help: &str) -> Vec<String> {
-    help.lines()
-        .skip_while(|l| !l.starts_with("Commands:"))
-        .skip(1)
-        .take_while(|l| !l.trim().is_empty())
-        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-        .filter(|c| c != "help")
-        .collect()
-}
-
 /// Every command's `--help`, nested ones too, ends with `Examples:` and at least one
 /// `cargo xtask <that command> …` line whose every flag the command's help lists.
 #[test]
 fn every_command_s_help_shows_an_example_that_it_accepts() {
-    let mut stack: Vec<Vec<String>> = subcommands(&help(&[]))
+    let mut stack: Vec<Vec<String>> = subcommands(&help::<&str>(&[]))
         .into_iter()
         .map(|c| vec![c])
         .collect();
