@@ -54,6 +54,7 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
     let hub = ready_hf()?;
     let _lock = Scratch::lock(req.root)?;
     let scratch = Scratch::new(req.root)?;
+    super::release_target::refuse_ambiguous(req.repo, &upload.target, scratch.path())?;
     if let Some(commit) = already_there(req.repo, &upload.target, &req.bundle, scratch.path())? {
         crate::outln!(
             "{} already holds this bundle (commit {commit}): nothing uploaded",

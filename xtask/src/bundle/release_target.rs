@@ -91,6 +91,61 @@ pub(super) fn already_there(
     }
 }
 
+/// Refuses a target whose name would mean two revisions on the Hub: a new branch named like an
+/// existing tag, or a tag named like an existing branch (the Hub resolves a bare name to
+/// either; which one a later `fetch --revision` gets is not this release's to decide). Tags
+/// come from `hf repos tag list --format json` (`cli/repos.py` `tag_list`); the CLI lists no
+/// branches, so a name that resolves (a download of it succeeds) without being a tag is one.
+pub(super) fn refuse_ambiguous(repo: &str, target: &Target, scratch: &Path) -> Result<()> {
+    let (name, is_tag) = match target {
+        Target::Main => return Ok(()),
+        Target::Branch(b) => (b.as_str(), false),
+        Target::Tag(t) => (t.as_str(), true),
+    };
+    let tags = tags(repo)?;
+    let tagged = tags.iter().any(|t| t == name);
+    let ambiguous = match is_tag {
+        false => tagged.then(|| format!("{repo} has a tag {name} (refs/tags/{name})")),
+        true if tagged => None,
+        true => download_pair(repo, name, &scratch.join("probe"))
+            .is_ok()
+            .then(|| format!("{repo} has a branch (or a commit) named {name}")),
+    };
+    if let Some(other) = ambiguous {
+        return Err(crate::bad_input::BadInput(anyhow::anyhow!(
+            "{} {name:?} is ambiguous: {other}, and a {} of the same name would make `{name}` mean two revisions; nothing was uploaded: choose another name",
+            if is_tag { "--tag" } else { "--revision" },
+            if is_tag { "tag" } else { "branch" },
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// The repository's tag names; none when the repository does not exist yet.
+fn tags(repo: &str) -> Result<Vec<String>> {
+    let argv = super::hf::hf_argv(
+        "repos",
+        &super::hf::args(&["tag", "list", "--format", "json"]),
+        &super::hf::args(&[repo]),
+    );
+    let output = match run_hf(&argv) {
+        Ok(out) => out,
+        Err(e) if format!("{e:#}").contains("not found") => return Ok(Vec::new()),
+        Err(e) => return Err(e.context(format!("cannot list the tags of {repo}"))),
+    };
+    let json = output
+        .lines()
+        .find(|l| l.trim_start().starts_with('['))
+        .with_context(|| format!("`hf repos tag list` printed no JSON list: {output}"))?;
+    let rows: Vec<serde_json::Value> = serde_json::from_str(json)
+        .with_context(|| format!("`hf repos tag list` printed {json:?}"))?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| r["name"].as_str().map(str::to_string))
+        .collect())
+}
+
 fn download_pair(repo: &str, rev: &str, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     let options = super::hf::args(&[

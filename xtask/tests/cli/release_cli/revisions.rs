@@ -226,3 +226,38 @@ fn a_release_to_a_tag_creates_a_tag_not_a_branch() {
         .collect();
     assert_eq!(heads, ["main"], "{}", failed.all());
 }
+
+/// A name that would mean two revisions on the Hub is refused before anything is uploaded: a new
+/// branch named like an existing tag, a tag named like an existing branch.
+#[test]
+fn a_branch_named_like_a_tag_or_a_tag_named_like_a_branch_is_refused() {
+    let p = Scratch::tiny();
+    let bundle = packaged(&p);
+    let release = |extra: &[&str]| Run::from(release_cmd(&p, &bundle, extra).output().unwrap());
+    release(&["--tag", "v1"]).assert_code(0);
+    release(&["--revision", "dev"]).assert_code(0);
+    let refs = |kind: &str| -> Vec<String> {
+        let mut names: Vec<String> =
+            std::fs::read_dir(p.path("hf-store/someone/tiny/refs").join(kind))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+        names.sort();
+        names
+    };
+    let before = (refs("heads"), refs("tags"));
+    release(&["--revision", "v1"]).assert_refused(
+        2,
+        "--revision \"v1\" is ambiguous: someone/tiny has a tag v1 (refs/tags/v1)",
+    );
+    release(&["--tag", "dev"]).assert_refused(
+        2,
+        "--tag \"dev\" is ambiguous: someone/tiny has a branch (or a commit) named dev",
+    );
+    assert_eq!((refs("heads"), refs("tags")), before, "a ref was made");
+    let log = std::fs::read_to_string(p.path("hf.log")).unwrap();
+    assert!(
+        log.contains("hf repos tag list --format json -- someone/tiny"),
+        "{log}"
+    );
+}
