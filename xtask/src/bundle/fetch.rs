@@ -152,6 +152,7 @@ pub fn fetch(req: &FetchRequest<'_>) -> Result<usize> {
     let (tmp, _lock) = super::fetch_scratch::scratch(req)?;
     let include = include_patterns(req);
     download(req, tmp.path(), include.as_deref())?;
+    refuse_ambiguous_revision(req, tmp.path())?;
     let files = files_to_lay_out(req, tmp.path(), include.as_deref())?;
     if !req.unverified || std::fs::symlink_metadata(tmp.path().join("manifest.json")).is_ok() {
         let only: Option<Vec<&str>> = req
@@ -175,6 +176,31 @@ pub fn fetch(req: &FetchRequest<'_>) -> Result<usize> {
         req.repo,
     );
     Ok(laid.len())
+}
+
+/// A `--revision` that is a tag and also resolved to another commit (a branch of the same
+/// name) is refused with both meanings: the `hf` CLI lists tags with their commits (`hf repos
+/// tag list`) but no branches, and the download records the commit the Hub resolved. When the
+/// two agree, both names hold the same files.
+fn refuse_ambiguous_revision(req: &FetchRequest<'_>, dir: &Path) -> Result<()> {
+    let Some(rev) = req.revision else {
+        return Ok(());
+    };
+    let Some((_, tagged)) = super::release_target::tags(req.repo)?
+        .into_iter()
+        .find(|(t, _)| t == rev)
+    else {
+        return Ok(());
+    };
+    let resolved = super::release_target::downloaded_commit(dir).unwrap_or_default();
+    if !resolved.is_empty() && resolved != tagged {
+        return Err(crate::bad_input::BadInput(anyhow::anyhow!(
+            "--revision {rev:?} is ambiguous on {}: the tag {rev} is commit {tagged}, but the Hub resolved {rev} to commit {resolved} (a branch of the same name); nothing was laid out: pass the commit you mean as --revision",
+            req.repo
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 /// A file of the download to lay out: its path in the bundle and, when a manifest lists it,

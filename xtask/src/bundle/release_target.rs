@@ -103,7 +103,7 @@ pub(super) fn refuse_ambiguous(repo: &str, target: &Target, scratch: &Path) -> R
         Target::Tag(t) => (t.as_str(), true),
     };
     let tags = tags(repo)?;
-    let tagged = tags.iter().any(|t| t == name);
+    let tagged = tags.iter().any(|(t, _)| t == name);
     let ambiguous = match is_tag {
         false => tagged.then(|| format!("{repo} has a tag {name} (refs/tags/{name})")),
         true if tagged => None,
@@ -122,8 +122,8 @@ pub(super) fn refuse_ambiguous(repo: &str, target: &Target, scratch: &Path) -> R
     Ok(())
 }
 
-/// The repository's tag names; none when the repository does not exist yet.
-fn tags(repo: &str) -> Result<Vec<String>> {
+/// The repository's tags as (name, target commit); none when the repository does not exist.
+pub(super) fn tags(repo: &str) -> Result<Vec<(String, String)>> {
     let argv = super::hf::hf_argv(
         "repos",
         &super::hf::args(&["tag", "list", "--format", "json"]),
@@ -142,7 +142,13 @@ fn tags(repo: &str) -> Result<Vec<String>> {
         .with_context(|| format!("`hf repos tag list` printed {json:?}"))?;
     Ok(rows
         .iter()
-        .filter_map(|r| r["name"].as_str().map(str::to_string))
+        .filter_map(|r| {
+            let name = r["name"].as_str()?.to_string();
+            Some((
+                name,
+                r["target_commit"].as_str().unwrap_or_default().to_string(),
+            ))
+        })
         .collect())
 }
 
@@ -163,7 +169,7 @@ fn download_pair(repo: &str, rev: &str, dir: &Path) -> Result<()> {
 
 /// The commit `hf download` recorded for `manifest.json` (first line of its metadata file in
 /// `.cache/huggingface/download/`, huggingface_hub `_local_folder.py`).
-fn downloaded_commit(dir: &Path) -> Option<String> {
+pub(super) fn downloaded_commit(dir: &Path) -> Option<String> {
     std::fs::read_to_string(dir.join(".cache/huggingface/download/manifest.json.metadata"))
         .ok()?
         .lines()

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::{packaged, release_cmd, remote_tree, run_with_hf, with_hf_double};
+use super::{packaged, release_cmd, remote_tree, run_with_hf, walk, with_hf_double};
 use crate::common::{Run, Scratch, copy_tree, read_json};
 
 /// The Hub as it really is: every repository has a `.gitattributes` that downloads bring along,
@@ -260,4 +260,35 @@ fn a_branch_named_like_a_tag_or_a_tag_named_like_a_branch_is_refused() {
         log.contains("hf repos tag list --format json -- someone/tiny"),
         "{log}"
     );
+
+    // Made elsewhere (by hand on the Hub): a branch v1 at another commit than the tag v1.
+    // `fetch --revision v1` refuses it with both commits; a plain tag fetches.
+    let repo = p.path("hf-store/someone/tiny");
+    std::fs::copy(repo.join("refs/heads/dev"), repo.join("refs/heads/v1")).unwrap();
+    let tag_commit = std::fs::read_to_string(repo.join("refs/tags/v1")).unwrap();
+    let ctx_before = walk(&p.path("ctx/tiny"));
+    let fetch = run_with_hf(
+        &p,
+        &["fetch", "--repo", "someone/tiny", "--revision", "v1"],
+        true,
+        None,
+    );
+    fetch.assert_refused(
+        2,
+        "--revision \"v1\" is ambiguous on someone/tiny: the tag v1 is commit",
+    );
+    assert!(fetch.stderr.contains(tag_commit.trim()), "{}", fetch.all());
+    assert_eq!(
+        walk(&p.path("ctx/tiny")),
+        ctx_before,
+        "nothing was laid out"
+    );
+    std::fs::remove_file(repo.join("refs/heads/v1")).unwrap();
+    run_with_hf(
+        &p,
+        &["fetch", "--repo", "someone/tiny", "--revision", "v1"],
+        true,
+        None,
+    )
+    .assert_code(0);
 }
