@@ -54,6 +54,23 @@ pub fn check_family_and_qairt(path: &Path, text: &str, file: &ModelFile) -> Resu
     Ok(())
 }
 
+/// `[model] source_repo` and `source_revision` become `hf` arguments when `fetch` uses them:
+/// each is held to the repository-id and revision rules when the recipe loads, so a bad value
+/// is named with its file and line, not as a flag nobody typed.
+pub fn check_source(path: &Path, text: &str, file: &ModelFile) -> Result<()> {
+    if let Some(repo) = &file.model.source_repo
+        && let Err(e) = crate::bundle::hf::validate_repo_id(repo)
+    {
+        bail!("{}: {e:#}", at(path, text, "model", "source_repo", 0));
+    }
+    if let Some(rev) = &file.model.source_revision
+        && let Err(e) = crate::bundle::hf::validate_revision(rev)
+    {
+        bail!("{}: {e:#}", at(path, text, "model", "source_revision", 0));
+    }
+    Ok(())
+}
+
 /// `[model] seq_len` is the sequence every LLM split takes: `hidden_states` [1, seq, hidden]
 /// and `attention_bias` [1, 1, seq, seq] (a chain with another length would build the
 /// attention mask for the wrong size).

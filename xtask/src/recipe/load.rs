@@ -88,6 +88,7 @@ pub fn load_model(root: &Path, name: &str) -> Result<Model> {
     }
     super::target::check_model_section(&model_path, &text, &file)?;
     super::limits::check_family_and_qairt(&model_path, &text, &file)?;
+    super::limits::check_source(&model_path, &text, &file)?;
     let mut components = Vec::new();
     for comp in &file.model.components {
         let comp = load_component(root, name, comp)?;

@@ -80,6 +80,25 @@ fn model_values() -> Vec<Case> {
             after: nothing_built,
         },
         Case {
+            name: "source_repo = \"-h/x\" (would reach hf as a flag)",
+            setup: |s| {
+                edit(
+                    &s.p,
+                    MODEL,
+                    "seq_len = 130",
+                    "seq_len = 130\nsource_repo = \"-h/x\"",
+                )
+            },
+            args: PARITY,
+            env: &[],
+            code: 2,
+            says: &[
+                "recipes/tiny/model.toml:13: model.source_repo",
+                "is not a Hugging Face repository id",
+            ],
+            after: nothing,
+        },
+        Case {
             name: "vtcm_mb = 1000000",
             setup: |s| edit(&s.p, RECIPE, "vtcm_mb = 0", "vtcm_mb = 1000000"),
             args: BUILD,
