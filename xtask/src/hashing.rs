@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
@@ -23,18 +23,27 @@ pub fn sha256_bytes(bytes: &[u8]) -> String {
 pub fn sha256_file(path: &Path) -> Result<String> {
     let mut file =
         fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let (_, sha) = copy_hashed(&mut file, &mut std::io::sink())
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(sha)
+}
+
+/// Streams `src` into `dst` in 1 MiB blocks, hashing what passes: (bytes, sha256). The one
+/// streaming hash of the tool (`io::sink()` as `dst` only hashes); callers add which file.
+pub fn copy_hashed(src: &mut impl Read, dst: &mut impl Write) -> std::io::Result<(u64, String)> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
     loop {
-        let n = file
-            .read(&mut buf)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+        let n = src.read(&mut buf)?;
         if n == 0 {
             break;
         }
         hasher.update(&buf[..n]);
+        dst.write_all(&buf[..n])?;
+        total += n as u64;
     }
-    Ok(hex(&hasher.finalize()))
+    Ok((total, hex(&hasher.finalize())))
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

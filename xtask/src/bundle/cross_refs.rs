@@ -264,18 +264,21 @@ fn hashed_inputs(manifest: &Manifest, c: &BundleComponent) -> Vec<String> {
     problems
 }
 
-/// Binaries and wrappers in `ctx/` no component of `bundle.json` owns.
+/// Binaries and wrappers (in `ctx/`, or listed as wrappers anywhere) no component of
+/// `bundle.json` owns: nothing the loader would open escapes the component checks.
 fn orphans(manifest: &Manifest, info: &BundleInfo) -> Vec<String> {
     manifest
         .files
         .iter()
-        .filter(|f| f.path.starts_with("ctx/"))
-        .filter(|f| f.path.ends_with(".bin") || f.path.ends_with("_ctx.onnx"))
         .filter(|f| {
-            let file = f.path.trim_start_matches("ctx/");
+            f.role == "epcontext-wrapper"
+                || (f.path.starts_with("ctx/")
+                    && (f.path.ends_with(".bin") || f.path.ends_with("_ctx.onnx")))
+        })
+        .filter(|f| {
             !info.components.iter().any(|c| {
                 let stem = c.bin_file.trim_end_matches(".bin");
-                file == c.bin_file || file == format!("{stem}_ctx.onnx")
+                f.path == format!("ctx/{}", c.bin_file) || f.path == format!("ctx/{stem}_ctx.onnx")
             })
         })
         .map(|f| {

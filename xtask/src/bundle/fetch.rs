@@ -186,13 +186,13 @@ fn refuse_ambiguous_revision(req: &FetchRequest<'_>, dir: &Path) -> Result<()> {
     let Some(rev) = req.revision else {
         return Ok(());
     };
-    let Some((_, tagged)) = super::release_target::tags(req.repo)?
+    let Some((_, tagged)) = super::hf::tags(req.repo)?
         .into_iter()
         .find(|(t, _)| t == rev)
     else {
         return Ok(());
     };
-    let resolved = super::release_target::downloaded_commit(dir).unwrap_or_default();
+    let resolved = super::hf::downloaded_commit(dir).unwrap_or_default();
     if !resolved.is_empty() && resolved != tagged {
         return Err(crate::bad_input::BadInput(anyhow::anyhow!(
             "--revision {rev:?} is ambiguous on {}: the tag {rev} is commit {tagged}, but the Hub resolved {rev} to commit {resolved} (a branch of the same name); nothing was laid out: pass the commit you mean as --revision",

@@ -203,6 +203,46 @@ pub fn hf_argv(sub: &str, options: &[String], positionals: &[String]) -> Vec<Str
     argv
 }
 
+/// The repository's tags as (name, target commit); none when the repository does not exist.
+pub fn tags(repo: &str) -> Result<Vec<(String, String)>> {
+    let argv = hf_argv(
+        "repos",
+        &args(&["tag", "list", "--format", "json"]),
+        &args(&[repo]),
+    );
+    let output = match run_hf(&argv) {
+        Ok(out) => out,
+        Err(e) if format!("{e:#}").contains("not found") => return Ok(Vec::new()),
+        Err(e) => return Err(e.context(format!("cannot list the tags of {repo}"))),
+    };
+    let json = output
+        .lines()
+        .find(|l| l.trim_start().starts_with('['))
+        .with_context(|| format!("`hf repos tag list` printed no JSON list: {output}"))?;
+    let rows: Vec<serde_json::Value> = serde_json::from_str(json)
+        .with_context(|| format!("`hf repos tag list` printed {json:?}"))?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| {
+            let name = r["name"].as_str()?.to_string();
+            Some((
+                name,
+                r["target_commit"].as_str().unwrap_or_default().to_string(),
+            ))
+        })
+        .collect())
+}
+
+/// The commit `hf download` recorded for `manifest.json` (first line of its metadata file in
+/// `.cache/huggingface/download/`, huggingface_hub `_local_folder.py`).
+pub fn downloaded_commit(dir: &std::path::Path) -> Option<String> {
+    std::fs::read_to_string(dir.join(".cache/huggingface/download/manifest.json.metadata"))
+        .ok()?
+        .lines()
+        .next()
+        .map(str::to_string)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

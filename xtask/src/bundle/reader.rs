@@ -13,13 +13,12 @@
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use sha2::{Digest, Sha256};
 
 /// Why a manifest path is unsafe, or None when it names a file inside the bundle.
 pub fn unsafe_path(rel: &str) -> Option<&'static str> {
@@ -217,22 +216,12 @@ fn has_entry(dir: &Path, rel: &str) -> bool {
 }
 
 /// Streams `from` into `to` (when given) while hashing; returns the sha256 and the byte count.
-fn stream(from: &mut File, mut to: Option<&mut File>) -> io::Result<(String, u64)> {
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut total = 0u64;
-    loop {
-        let n = from.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        if let Some(out) = to.as_mut() {
-            out.write_all(&buf[..n])?;
-        }
-        total += n as u64;
-    }
-    Ok((crate::hashing::hex(&hasher.finalize()), total))
+fn stream(from: &mut File, to: Option<&mut File>) -> io::Result<(String, u64)> {
+    let (total, sha) = match to {
+        Some(out) => crate::hashing::copy_hashed(from, out)?,
+        None => crate::hashing::copy_hashed(from, &mut io::sink())?,
+    };
+    Ok((sha, total))
 }
 
 /// sha256 of a bundle file, opened as `open` does.

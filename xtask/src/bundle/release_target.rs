@@ -79,7 +79,7 @@ pub(super) fn already_there(
         .iter()
         .all(|f| std::fs::read(dir.join(f)).ok() == std::fs::read(bundle.join(f)).ok());
     if same {
-        return Ok(downloaded_commit(&dir));
+        return Ok(super::hf::downloaded_commit(&dir));
     }
     match target {
         Target::Main => Ok(None),
@@ -102,7 +102,7 @@ pub(super) fn refuse_ambiguous(repo: &str, target: &Target, scratch: &Path) -> R
         Target::Branch(b) => (b.as_str(), false),
         Target::Tag(t) => (t.as_str(), true),
     };
-    let tags = tags(repo)?;
+    let tags = super::hf::tags(repo)?;
     let tagged = tags.iter().any(|(t, _)| t == name);
     let ambiguous = match is_tag {
         false => tagged.then(|| format!("{repo} has a tag {name} (refs/tags/{name})")),
@@ -122,36 +122,6 @@ pub(super) fn refuse_ambiguous(repo: &str, target: &Target, scratch: &Path) -> R
     Ok(())
 }
 
-/// The repository's tags as (name, target commit); none when the repository does not exist.
-pub(super) fn tags(repo: &str) -> Result<Vec<(String, String)>> {
-    let argv = super::hf::hf_argv(
-        "repos",
-        &super::hf::args(&["tag", "list", "--format", "json"]),
-        &super::hf::args(&[repo]),
-    );
-    let output = match run_hf(&argv) {
-        Ok(out) => out,
-        Err(e) if format!("{e:#}").contains("not found") => return Ok(Vec::new()),
-        Err(e) => return Err(e.context(format!("cannot list the tags of {repo}"))),
-    };
-    let json = output
-        .lines()
-        .find(|l| l.trim_start().starts_with('['))
-        .with_context(|| format!("`hf repos tag list` printed no JSON list: {output}"))?;
-    let rows: Vec<serde_json::Value> = serde_json::from_str(json)
-        .with_context(|| format!("`hf repos tag list` printed {json:?}"))?;
-    Ok(rows
-        .iter()
-        .filter_map(|r| {
-            let name = r["name"].as_str()?.to_string();
-            Some((
-                name,
-                r["target_commit"].as_str().unwrap_or_default().to_string(),
-            ))
-        })
-        .collect())
-}
-
 fn download_pair(repo: &str, rev: &str, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     let options = super::hf::args(&[
@@ -165,16 +135,6 @@ fn download_pair(repo: &str, rev: &str, dir: &Path) -> Result<()> {
     let positionals = super::hf::args(&[repo, "manifest.json", "SHA256SUMS"]);
     run_hf(&super::hf::hf_argv("download", &options, &positionals))?;
     Ok(())
-}
-
-/// The commit `hf download` recorded for `manifest.json` (first line of its metadata file in
-/// `.cache/huggingface/download/`, huggingface_hub `_local_folder.py`).
-pub(super) fn downloaded_commit(dir: &Path) -> Option<String> {
-    std::fs::read_to_string(dir.join(".cache/huggingface/download/manifest.json.metadata"))
-        .ok()?
-        .lines()
-        .next()
-        .map(str::to_string)
 }
 
 /// `manifest.json` and `SHA256SUMS` of `commit`, byte for byte those of the bundle.

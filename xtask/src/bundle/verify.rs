@@ -1,6 +1,6 @@
 //! Proving a bundle intact: every file re-hashed against `manifest.json` (a changed, missing
-//! or extra file is named), `SHA256SUMS` consistent, every EPContext wrapper resolving to a
-//! binary beside it, every binary loading on the HTP backend (after the QNN build its record
+//! or extra file is named), `SHA256SUMS` consistent, the files bound to each other
+//! (`cross_refs`: every EPContext wrapper owned by its component and naming its binary), every binary loading on the HTP backend (after the QNN build its record
 //! says compiled it is checked against this runtime's), the card's tables equal to what the
 //! bundled reports render, and `bundle.json`'s build facts equal to the shipped build records.
 
@@ -36,11 +36,11 @@ pub fn verify_bundle(root: &Path, dir: &Path) -> Result<usize> {
     }
     let mut problems = check_files(dir)?;
     // Only a bundle of plain, listed, intact files is read any further (wrappers, card, loads).
-    if problems.is_empty() {
-        problems.extend(check_wrappers(dir)?);
-        if let (Ok(manifest), Ok(info)) = (read_manifest(dir), read_info(dir)) {
-            problems.extend(super::cross_refs::check(dir, &manifest, &info, &|_| true));
-        }
+    // Every wrapper is checked there: owned by a component, naming its binary beside it.
+    if problems.is_empty()
+        && let (Ok(manifest), Ok(info)) = (read_manifest(dir), read_info(dir))
+    {
+        problems.extend(super::cross_refs::check(dir, &manifest, &info, &|_| true));
     }
     problems.extend(check_card(dir));
     problems.extend(super::records::check_bundle(dir));
@@ -61,42 +61,6 @@ fn wrappers(dir: &Path) -> Result<Vec<String>> {
         .filter(|f| f.role == "epcontext-wrapper")
         .map(|f| f.path)
         .collect())
-}
-
-fn check_wrappers(dir: &Path) -> Result<Vec<String>> {
-    let mut problems = Vec::new();
-    for rel in wrappers(dir)? {
-        let parsed =
-            reader::read_small(dir, &rel).and_then(|b| crate::onnx::proto::parse_model(&b));
-        let Ok(summary) = parsed else {
-            problems.push(format!("{rel}: not a readable ONNX wrapper"));
-            continue;
-        };
-        let targets: Vec<String> = summary
-            .nodes
-            .iter()
-            .filter(|n| n.op_type == "EPContext")
-            .filter_map(|n| n.attr_str("ep_cache_context").map(str::to_string))
-            .collect();
-        if targets.is_empty() {
-            problems.push(format!("{rel}: holds no EPContext node"));
-        }
-        for t in targets {
-            let beside = match rel.rsplit_once('/') {
-                Some((folder, _)) => format!("{folder}/{t}"),
-                None => t.clone(),
-            };
-            if t.contains('/')
-                || reader::unsafe_path(&beside).is_some()
-                || reader::open(dir, &beside).is_err()
-            {
-                problems.push(format!(
-                    "{rel}: its EPContext points at {t:?}, which is not a binary beside it"
-                ));
-            }
-        }
-    }
-    Ok(problems)
 }
 
 /// Renders the card from the bundled reports and compares it with README.md.

@@ -17,6 +17,15 @@ fn outside_copy(what: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("xtask-outside-{what}-{}.toml", std::process::id()))
 }
 
+/// Moves the project file `rel` out of the project (to `outside_copy(what)`) and leaves a
+/// link to it in its place.
+fn link_out(s: &Sandbox, rel: &str, what: &str) {
+    let outside = outside_copy(what);
+    std::fs::copy(s.p.path(rel), &outside).unwrap();
+    std::fs::remove_file(s.p.path(rel)).unwrap();
+    std::os::unix::fs::symlink(&outside, s.p.path(rel)).unwrap();
+}
+
 fn nothing_built(s: &Sandbox) {
     assert!(!s.p.path("ctx/tiny").exists(), "ctx/tiny was created");
 }
@@ -136,12 +145,7 @@ fn model_values() -> Vec<Case> {
         },
         Case {
             name: "model.toml a link to a file outside the project",
-            setup: |s| {
-                let outside = outside_copy("model");
-                std::fs::copy(s.p.path(MODEL), &outside).unwrap();
-                std::fs::remove_file(s.p.path(MODEL)).unwrap();
-                std::os::unix::fs::symlink(&outside, s.p.path(MODEL)).unwrap();
-            },
+            setup: |s| link_out(s, MODEL, "model"),
             args: PARITY,
             env: &[],
             code: 2,
@@ -153,12 +157,7 @@ fn model_values() -> Vec<Case> {
         },
         Case {
             name: "a component recipe a link to a file outside the project",
-            setup: |s| {
-                let outside = outside_copy("recipe");
-                std::fs::copy(s.p.path(RECIPE), &outside).unwrap();
-                std::fs::remove_file(s.p.path(RECIPE)).unwrap();
-                std::os::unix::fs::symlink(&outside, s.p.path(RECIPE)).unwrap();
-            },
+            setup: |s| link_out(s, RECIPE, "recipe"),
             args: PARITY,
             env: &[],
             code: 2,

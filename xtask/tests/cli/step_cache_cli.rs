@@ -18,7 +18,8 @@ const COMPONENTS: [&str; 7] = [
     "action_step",
 ];
 
-fn build(p: &Scratch, cache: &Path, extra: &[&str]) -> crate::common::Run {
+/// `build-ctx --soc 77 --cache CACHE <extra…>` on the project.
+pub(crate) fn build(p: &Scratch, cache: &Path, extra: &[&str]) -> crate::common::Run {
     let mut args = vec![
         "build-ctx",
         "--soc",

@@ -6,19 +6,7 @@
 use std::path::Path;
 
 use crate::common::{Run, Scratch, copy_tree, sha256_hex};
-use crate::step_cache_cli::{entry_files, keys};
-
-fn build(p: &Scratch, cache: &Path, extra: &[&str]) -> Run {
-    let mut args = vec![
-        "build-ctx",
-        "--soc",
-        "77",
-        "--cache",
-        cache.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    p.run(&args)
-}
+use crate::step_cache_cli::{build, entry_files, keys};
 
 fn assert_summary(run: &Run, summary: &str) {
     run.assert_code(0);

@@ -12,7 +12,6 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use sha2::{Digest, Sha256};
 
 /// What is at `path`, without following a link.
 #[derive(Debug, PartialEq, Eq)]
@@ -124,21 +123,7 @@ pub fn hash_file(path: &Path) -> Result<(u64, String)> {
 }
 
 fn copy_hashed(src: &mut impl Read, dst: &mut impl Write, from: &Path) -> Result<(u64, String)> {
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut total = 0u64;
-    loop {
-        let n = src
-            .read(&mut buf)
-            .with_context(|| format!("cannot read {}", from.display()))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        dst.write_all(&buf[..n]).context("cannot write a copy")?;
-        total += n as u64;
-    }
-    Ok((total, crate::hashing::hex(&hasher.finalize())))
+    crate::hashing::copy_hashed(src, dst).with_context(|| format!("cannot copy {}", from.display()))
 }
 
 /// Marks `blob` used now without writing through a link: its mtime is set on a descriptor
