@@ -3,6 +3,7 @@
 
 pub mod assemble;
 pub mod card;
+mod card_build;
 pub mod card_reports;
 pub mod checks;
 pub mod component;

@@ -2,6 +2,8 @@
 //! each backend (the QNN CPU backend computes in fp32, the HTP in fp16, so their bounds
 //! differ), the verdict, and the sentence that says what is wrong.
 
+use std::collections::BTreeMap;
+
 use crate::vocab::BackendKind;
 use serde::{Deserialize, Serialize};
 
@@ -204,6 +206,60 @@ pub fn value(x: f64) -> String {
         format!("{x:.6}")
     } else {
         format!("{x:.5e}")
+    }
+}
+
+/// The worst-judged output of the node (most severe verdict, then largest rel-L2).
+pub(super) fn worst_output(
+    backend: BackendKind,
+    expected: &BTreeMap<String, Tensor>,
+    actual: &BTreeMap<String, Tensor>,
+) -> Judged {
+    let b = bound(backend);
+    expected
+        .iter()
+        .map(|(name, r)| match actual.get(name) {
+            Some(a) => judge(&b, name, r, a),
+            None => Judged::failed(Verdict::Error, format!("{backend} returned no `{name}`")),
+        })
+        .max_by(|x, y| {
+            x.verdict
+                .cmp(&y.verdict)
+                .then(x.rel_l2.total_cmp(&y.rel_l2))
+        })
+        .unwrap_or_else(|| Judged::failed(Verdict::Error, "the node has no output".into()))
+}
+
+/// Whether the HTP's deviation is the fp16 rounding of the inputs themselves: the reference
+/// run again on inputs rounded to fp16; when the HTP is within its bound of that, the
+/// operator is not at fault (the inputs cannot be told apart in fp16).
+pub(super) fn fp16_inputs_explain(
+    reference: &mut crate::runtime::session::CheckedSession,
+    inputs: &BTreeMap<String, Tensor>,
+    actual: &BTreeMap<String, Tensor>,
+) -> String {
+    let rounded: BTreeMap<String, Tensor> = inputs
+        .iter()
+        .map(|(k, t)| (k.clone(), super::inputs::rounded_to_fp16(t)))
+        .collect();
+    if rounded == *inputs {
+        return "; the inputs are exact in fp16, so the operator itself deviates".into();
+    }
+    match reference.run(&rounded) {
+        Ok(expected) => {
+            let again = worst_output(BackendKind::Htp, &expected, actual);
+            if again.verdict == Verdict::Ok {
+                format!(
+                    "; the reference on the inputs rounded to fp16 agrees with the HTP (max-abs {:.2e}): \
+                     fp16 cannot resolve these inputs, the operator is not at fault",
+                    again.max_abs
+                )
+            } else {
+                "; it deviates from the reference on fp16-rounded inputs too: the operator itself"
+                    .into()
+            }
+        }
+        Err(_) => String::new(),
     }
 }
 

@@ -18,19 +18,17 @@ pub mod judge;
 pub mod lint;
 pub mod report;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Result;
 
 use collect::{Group, collect, feeds};
-use judge::{Judged, Verdict, bound, judge};
+use judge::{Judged, Verdict, bound, fp16_inputs_explain, worst_output};
 use report::{ConformanceReport, Described, InputHash, OpGroup, Row};
 
 use crate::recipe::{Component, Model};
 use crate::runtime::{Backend, Runtime};
-use crate::tensor::Tensor;
 use crate::vocab::BackendKind;
 
 /// What one sweep measures.
@@ -346,60 +344,6 @@ fn row(job: &SweepJob<'_>, g: &Group, backend: BackendKind, set: &str, j: Judged
         non_finite: j.non_finite,
         verdict: j.verdict,
         wrong: crate::project::scrub(job.root, &j.wrong),
-    }
-}
-
-/// The worst-judged output of the node (most severe verdict, then largest rel-L2).
-fn worst_output(
-    backend: BackendKind,
-    expected: &BTreeMap<String, Tensor>,
-    actual: &BTreeMap<String, Tensor>,
-) -> Judged {
-    let b = bound(backend);
-    expected
-        .iter()
-        .map(|(name, r)| match actual.get(name) {
-            Some(a) => judge(&b, name, r, a),
-            None => Judged::failed(Verdict::Error, format!("{backend} returned no `{name}`")),
-        })
-        .max_by(|x, y| {
-            x.verdict
-                .cmp(&y.verdict)
-                .then(x.rel_l2.total_cmp(&y.rel_l2))
-        })
-        .unwrap_or_else(|| Judged::failed(Verdict::Error, "the node has no output".into()))
-}
-
-/// Whether the HTP's deviation is the fp16 rounding of the inputs themselves: the reference
-/// run again on inputs rounded to fp16; when the HTP is within its bound of that, the
-/// operator is not at fault (the inputs cannot be told apart in fp16).
-fn fp16_inputs_explain(
-    reference: &mut crate::runtime::session::CheckedSession,
-    inputs: &BTreeMap<String, Tensor>,
-    actual: &BTreeMap<String, Tensor>,
-) -> String {
-    let rounded: BTreeMap<String, Tensor> = inputs
-        .iter()
-        .map(|(k, t)| (k.clone(), inputs::rounded_to_fp16(t)))
-        .collect();
-    if rounded == *inputs {
-        return "; the inputs are exact in fp16, so the operator itself deviates".into();
-    }
-    match reference.run(&rounded) {
-        Ok(expected) => {
-            let again = worst_output(BackendKind::Htp, &expected, actual);
-            if again.verdict == Verdict::Ok {
-                format!(
-                    "; the reference on the inputs rounded to fp16 agrees with the HTP (max-abs {:.2e}): \
-                     fp16 cannot resolve these inputs, the operator is not at fault",
-                    again.max_abs
-                )
-            } else {
-                "; it deviates from the reference on fp16-rounded inputs too: the operator itself"
-                    .into()
-            }
-        }
-        Err(_) => String::new(),
     }
 }
 
