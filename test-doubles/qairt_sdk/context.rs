@@ -11,7 +11,7 @@ pub(crate) fn generate(rt: &Runtime, a: &BTreeMap<String, String>, corrupt: bool
     let htp_path = config["backend_extensions"]["config_file_path"]
         .as_str()
         .context("no backend_extensions.config_file_path")?;
-    let htp: xtask::htp_target::HtpBackendConfig =
+    let htp: xtask_recipe::htp_target::HtpBackendConfig =
         serde_json::from_slice(&std::fs::read(htp_path)?)
             .with_context(|| format!("{htp_path}: not an HTP backend-extension config"))?;
     let mut target = HtpTarget::from_sdk_config(&htp)?;
@@ -27,7 +27,7 @@ pub(crate) fn generate(rt: &Runtime, a: &BTreeMap<String, String>, corrupt: bool
     std::fs::write(&graph_path, &graph)?;
     let wrapper = tmp.path().join("g_ctx.onnx");
     rt.compile_context(&graph_path, &target, &wrapper)?;
-    let summary = xtask::onnx::proto::read_summary(&wrapper)?;
+    let summary = xtask_onnx::onnx::proto::read_summary(&wrapper)?;
     let node = summary
         .nodes
         .iter()
@@ -54,7 +54,7 @@ pub(crate) fn generate(rt: &Runtime, a: &BTreeMap<String, String>, corrupt: bool
             }}],
         },
     });
-    let sha = xtask::hashing::sha256_bytes(&qnn);
+    let sha = xtask_base::hashing::sha256_bytes(&qnn);
     std::fs::create_dir_all(CONTEXTS)?;
     std::fs::write(
         Path::new(CONTEXTS).join(format!("{sha}.json")),
@@ -76,7 +76,7 @@ pub(crate) fn generate(rt: &Runtime, a: &BTreeMap<String, String>, corrupt: bool
 pub(crate) fn read_context(path: &Path) -> Result<(Vec<u8>, serde_json::Value)> {
     let bytes = std::fs::read(path)
         .with_context(|| format!("cannot read the context binary {}", path.display()))?;
-    let sha = xtask::hashing::sha256_bytes(&bytes);
+    let sha = xtask_base::hashing::sha256_bytes(&bytes);
     let record = Path::new(CONTEXTS).join(format!("{sha}.json"));
     let meta: serde_json::Value = match std::fs::read(&record) {
         Ok(b) => serde_json::from_slice(&b)?,
@@ -118,14 +118,14 @@ pub(crate) fn wrapper_for_binary(
 ) -> Result<(PathBuf, HtpTarget, serde_json::Value)> {
     let (qnn, meta) = read_context(bin)?;
     let target: HtpTarget = serde_json::from_value(meta["target"].clone())?;
-    let tensors = |key: &str| -> Result<Vec<xtask::onnx::writer::WrapperTensor>> {
+    let tensors = |key: &str| -> Result<Vec<xtask_onnx::onnx::writer::WrapperTensor>> {
         meta[key]
             .as_array()
             .into_iter()
             .flatten()
             .map(|t| {
                 let d: Option<DType> = serde_json::from_value(t["dtype"].clone())?;
-                Ok(xtask::onnx::writer::WrapperTensor {
+                Ok(xtask_onnx::onnx::writer::WrapperTensor {
                     name: t["name"].as_str().unwrap_or_default().to_string(),
                     dims: t["dims"]
                         .as_array()
@@ -145,7 +145,7 @@ pub(crate) fn wrapper_for_binary(
     };
     std::fs::write(dir.join("ctx.bin"), qnn)?;
     let graph = &meta["info"]["graphs"][0]["info"];
-    let bytes = xtask::onnx::writer::epcontext_wrapper(
+    let bytes = xtask_onnx::onnx::writer::epcontext_wrapper(
         graph["graphName"].as_str().unwrap_or_default(),
         "ctx.bin",
         meta["info"]["buildId"].as_str().unwrap_or_default(),

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
-use xtask::{commands, project, ui};
+use xtask::commands;
+use xtask_base::{project, ui};
 
 #[derive(Parser)]
 #[command(
@@ -132,6 +133,7 @@ const JSON_COMMANDS: &[&str] = &["doctor", "parity", "run", "bisect", "verify"];
 
 /// Exit codes: 0 all good, 1 a parity gate or build step failed, 2 bad input or environment.
 fn main() -> ExitCode {
+    xtask_base::identity::set(env!("CARGO_PKG_VERSION"), env!("XTASK_SOURCE_SHA256"));
     let matches = match Cli::command().try_get_matches() {
         Ok(m) => m,
         Err(e) => better_suggestion(e).exit(),
@@ -184,11 +186,11 @@ fn main() -> ExitCode {
     };
     ui::warnings::flush();
     let (code, error) = match result {
-        Ok(xtask::vocab::Outcome::Success) => (0, None),
-        Ok(xtask::vocab::Outcome::GateFailed) => (1, None),
+        Ok(xtask_base::vocab::Outcome::Success) => (0, None),
+        Ok(xtask_base::vocab::Outcome::GateFailed) => (1, None),
         Err(err) => {
             let text = ui::humanize(&format!("{err:#}"));
-            xtask::errln!("error: {text}");
+            xtask_base::errln!("error: {text}");
             (2, Some(text))
         }
     };
@@ -229,7 +231,7 @@ fn better_suggestion(mut e: clap::Error) -> clap::Error {
     e
 }
 
-fn dispatch(command: Command, ctx: &commands::Ctx) -> anyhow::Result<xtask::vocab::Outcome> {
+fn dispatch(command: Command, ctx: &commands::Ctx) -> anyhow::Result<xtask_base::vocab::Outcome> {
     match command {
         Command::Doctor(cmd) => cmd.run(ctx),
         Command::Parity(cmd) => cmd.run(ctx),
@@ -248,7 +250,7 @@ fn dispatch(command: Command, ctx: &commands::Ctx) -> anyhow::Result<xtask::voca
         Command::LintFp16(cmd) => cmd.run(ctx),
         Command::Conformance(cmd) => cmd.run(ctx),
         Command::Lint(cmd) => cmd.run(ctx),
-        Command::Completions { .. } => Ok(xtask::vocab::Outcome::Success),
+        Command::Completions { .. } => Ok(xtask_base::vocab::Outcome::Success),
     }
 }
 

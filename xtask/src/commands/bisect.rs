@@ -5,12 +5,12 @@
 use anyhow::{Result, bail};
 
 use super::{BackendKind, Ctx, Outcome, backend_for_component, require_files};
-use crate::diagnose::bisect::{BisectJob, bisect};
-use crate::diagnose::bisect_report::{html, markdown, print_summary};
-use crate::parity::component::load_golden;
-use crate::recipe::load_model;
-use crate::runtime::Runtime;
-use crate::runtime::bootstrap::ensure_runtime;
+use xtask_diagnose::diagnose::bisect::{BisectJob, bisect};
+use xtask_diagnose::diagnose::bisect_report::{html, markdown, print_summary};
+use xtask_parity::parity::component::load_golden;
+use xtask_recipe::recipe::load_model;
+use xtask_runtime::runtime::Runtime;
+use xtask_runtime::runtime::bootstrap::ensure_runtime;
 
 #[derive(clap::Args)]
 pub struct Bisect {
@@ -18,9 +18,9 @@ pub struct Bisect {
     component: String,
     /// The QNN backend compared against ORT's CPU EP.
     #[arg(long, value_enum)]
-    backend: crate::vocab::QnnBackendKind,
+    backend: xtask_base::vocab::QnnBackendKind,
     /// The model: a folder under `recipes/`.
-    #[arg(long, default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
+    #[arg(long, default_value = "tiny", value_parser = xtask_recipe::recipe::names::parse_model_name)]
     model: String,
     /// Find the first tensor whose cosine against the reference falls below this. Without
     /// it, every float tensor is measured and operators are ranked by the error they introduce.
@@ -68,14 +68,14 @@ impl Bisect {
             top: self.top,
             max_outputs: self.max_outputs,
         })?;
-        let dir = crate::project::reports_dir(&ctx.root, &self.model);
+        let dir = xtask_base::project::reports_dir(&ctx.root, &self.model);
         let stem = report.stem();
-        crate::report::write_json_and_markdown(&dir, &stem, &report, &markdown(&report))?;
-        crate::ui::json::offer(&report);
-        crate::atomic::write_atomic(&dir.join(format!("{stem}.html")), html(&report).as_bytes())?;
+        xtask_runtime::report::write_json_and_markdown(&dir, &stem, &report, &markdown(&report))?;
+        xtask_base::ui::json::offer(&report);
+        xtask_base::atomic::write_atomic(&dir.join(format!("{stem}.html")), html(&report).as_bytes())?;
         print_summary(
             &report,
-            &crate::project::rel(&ctx.root, &dir.join(format!("{stem}.html"))),
+            &xtask_base::project::rel(&ctx.root, &dir.join(format!("{stem}.html"))),
         );
         Ok(Outcome::Success)
     }

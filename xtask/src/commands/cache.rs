@@ -1,15 +1,15 @@
 //! `cargo xtask cache ls|gc|verify|rm`: the build cache's entries (sizes, last use), its size
 //! control (least recently used first), its check (every stored byte re-hashed) and removal
 //! by key or model. They need only the cache (`--cache DIR` or `XTASK_CACHE_DIR`), never a
-//! project checkout: a cache is shared by many. The work is `crate::ctx_build::step_cache`.
+//! project checkout: a cache is shared by many. The work is `xtask_build::step_cache`.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
 use super::Outcome;
-use crate::ctx_build::step_cache::gc::{human_bytes, ls_table, parse_size};
-use crate::ctx_build::step_cache::{CACHE_ENV, StepCache, short};
+use xtask_build::step_cache::gc::{human_bytes, ls_table, parse_size};
+use xtask_build::step_cache::{CACHE_ENV, StepCache, short};
 
 #[derive(clap::Args)]
 pub struct Cache {
@@ -70,12 +70,12 @@ impl Cache {
         match self.which {
             Which::Ls(at) => {
                 let cache = open(&at)?;
-                crate::outln!("{}", ls_table(&cache, &cache.survey()?).trim_end());
+                xtask_base::outln!("{}", ls_table(&cache, &cache.survey()?).trim_end());
             }
             Which::Gc { at, max_size } => {
                 let cache = open(&at)?;
                 let (removed, freed, kept) = cache.gc(max_size)?;
-                crate::outln!(
+                xtask_base::outln!(
                     "cache gc: removed {removed} entr{} ({}), {} kept (limit {})",
                     if removed == 1 { "y" } else { "ies" },
                     human_bytes(freed),
@@ -87,11 +87,11 @@ impl Cache {
                 let cache = open(&at)?;
                 let (checked, bad) = cache.verify()?;
                 for b in &bad {
-                    crate::outln!("bad entry {b}");
+                    xtask_base::outln!("bad entry {b}");
                 }
                 let keys: std::collections::BTreeSet<&str> =
                     bad.iter().map(|b| b.key.as_str()).collect();
-                crate::outln!(
+                xtask_base::outln!(
                     "cache verify: {checked} entr{} checked, {} bad",
                     if checked == 1 { "y" } else { "ies" },
                     keys.len()
@@ -109,9 +109,9 @@ impl Cache {
                 };
                 let freed = cache.remove(&keys)?;
                 for k in &keys {
-                    crate::outln!("removed {}", short(k));
+                    xtask_base::outln!("removed {}", short(k));
                 }
-                crate::outln!(
+                xtask_base::outln!(
                     "cache rm: {} entr{} removed, {} freed",
                     keys.len(),
                     if keys.len() == 1 { "y" } else { "ies" },

@@ -1,6 +1,6 @@
 //! `cargo xtask conformance [--model M] [--only C,…] [--op Op,…] [--backend cpu,htp]
 //! [--seed N]`: every operator the graphs run, alone, on the QNN CPU backend and the emulated
-//! HTP against ORT's CPU EP (see `crate::conformance`). The full sweep writes
+//! HTP against ORT's CPU EP (see `xtask_diagnose::conformance`). The full sweep writes
 //! `reports/<model>/conformance.{json,md}` (committed; `lint` reads it); a narrowed one
 //! (`--only`, `--op`, one backend, another seed) writes `conformance-partial.*` beside it, so
 //! reproducing one figure never replaces the committed report.
@@ -8,9 +8,9 @@
 use anyhow::{Result, bail};
 
 use super::{BackendKind, Ctx, Outcome, require_files};
-use crate::conformance::{DEFAULT_SEED, SweepJob, seed_flag, sweep};
-use crate::runtime::Runtime;
-use crate::runtime::bootstrap::ensure_runtime;
+use xtask_diagnose::conformance::{DEFAULT_SEED, SweepJob, seed_flag, sweep};
+use xtask_runtime::runtime::Runtime;
+use xtask_runtime::runtime::bootstrap::ensure_runtime;
 
 #[derive(clap::Args)]
 pub struct Conformance {
@@ -59,19 +59,19 @@ impl Conformance {
             seed: self.seed,
             command,
         })?;
-        let dir = crate::project::reports_dir(&ctx.root, &self.sel.model);
+        let dir = xtask_base::project::reports_dir(&ctx.root, &self.sel.model);
         let stem = if full {
             "conformance"
         } else {
             "conformance-partial"
         };
-        crate::conformance::html::write_all(&dir, stem, &report)?;
+        xtask_diagnose::conformance::html::write_all(&dir, stem, &report)?;
         let findings = report.findings().count();
-        crate::outln!(
+        xtask_base::outln!(
             "conformance {}: {} row(s), {findings} finding(s) (DEVIATES/UNSUPPORTED/ERROR); report {}",
             self.sel.model,
             report.rows.len(),
-            crate::project::rel(&ctx.root, &dir.join(format!("{stem}.md")))
+            xtask_base::project::rel(&ctx.root, &dir.join(format!("{stem}.md")))
         );
         // Findings are the product of the sweep, not a failure of it: `lint` acts on them.
         Ok(Outcome::Success)

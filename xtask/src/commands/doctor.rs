@@ -7,15 +7,16 @@
 
 use std::path::Path;
 
+use xtask_base::vocab::{PINNED_ORT_VERSION, PINNED_QNN_VERSION};
 use anyhow::Result;
 
 use super::{Ctx, Outcome};
-use crate::runtime::bootstrap::{
-    PINNED_ORT_VERSION, PINNED_QNN_VERSION, Platform, ensure_runtime, runtime_dir,
+use xtask_runtime::runtime::bootstrap::{
+    Platform, ensure_runtime, runtime_dir,
 };
-use crate::runtime::device::{Finding, QnnSearch, looked_text, what_to_set};
-use crate::runtime::probe::{HtpKind, probe_backend};
-use crate::runtime::{Backend, HtpTarget, Runtime};
+use xtask_runtime::runtime::device::{Finding, QnnSearch, looked_text, what_to_set};
+use xtask_runtime::runtime::probe::{HtpKind, probe_backend};
+use xtask_runtime::runtime::{Backend, HtpTarget, Runtime};
 
 #[derive(clap::Args)]
 pub struct Doctor {
@@ -27,10 +28,10 @@ pub struct Doctor {
     need: Vec<super::BackendKind>,
     /// Check a board over ssh instead (`ssh://user@host[:port][/workdir]`): its arch, QAIRT
     /// SDK version, HTP libraries and free disk (see README "Validate on a board").
-    #[arg(long, value_name = "ssh://user@host[:port][/workdir]", value_parser = crate::device::url::parse_device_arg)]
+    #[arg(long, value_name = "ssh://user@host[:port][/workdir]", value_parser = xtask_chain::device::url::parse_device_arg)]
     device: Option<String>,
     /// With --device: the QAIRT version to expect (default: the tiny model's `[target] qairt`).
-    #[arg(long, requires = "device", default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
+    #[arg(long, requires = "device", default_value = "tiny", value_parser = xtask_recipe::recipe::names::parse_model_name)]
     model: String,
     /// Also make (on first use) and check the quantizer's Python environment,
     /// `target/quant-venv`, that `[quantize]` recipes need (about a minute, once).
@@ -46,9 +47,9 @@ impl Doctor {
     /// verdict (exit 1 when a needed backend is unusable or a recipe wants another QAIRT).
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         if let Some(url) = &self.device {
-            let model = crate::recipe::load_model(&ctx.root, &self.model)?;
-            let soc = crate::htp_target::target_soc(&model, None)?;
-            return crate::device::doctor::report(url, &model.file.target.qairt, soc);
+            let model = xtask_recipe::recipe::load_model(&ctx.root, &self.model)?;
+            let soc = xtask_recipe::htp_target::target_soc(&model, None)?;
+            return xtask_chain::device::doctor::report(url, &model.file.target.qairt, soc);
         }
         let platform = Platform::host();
         let rt = self.load_runtime(&ctx.root)?;
@@ -57,10 +58,10 @@ impl Doctor {
         let qnn_build = probed.qnn_build.clone();
         print_versions(&rt, platform, qnn_build.as_deref());
         if self.quantizer {
-            let env = crate::quantize::env::ensure(&ctx.root)?;
-            crate::outln!(
+            let env = xtask_runtime::quantize::env::ensure(&ctx.root)?;
+            xtask_base::outln!(
                 "quantizer:   {} checked against its pins: {}",
-                crate::project::rel(&ctx.root, &env.dir),
+                xtask_base::project::rel(&ctx.root, &env.dir),
                 env.packages
                     .iter()
                     .map(|(n, v)| format!("{n} {v}"))
@@ -70,10 +71,10 @@ impl Doctor {
         }
         let qairt = qairt_vs_recipes(&ctx.root, qnn_build.as_deref(), sdk_version().as_deref());
         for line in &qairt {
-            crate::outln!("{line}");
+            xtask_base::outln!("{line}");
         }
         if rt.qnn_unavailable().is_some() {
-            crate::outln!("to use QNN:   {}", what_to_set(&crate::soc::board()));
+            xtask_base::outln!("to use QNN:   {}", what_to_set(&xtask_base::soc::board()));
         }
         check_pins(
             &rt.ort_version,
@@ -87,13 +88,13 @@ impl Doctor {
             .filter(|b| probed.unusable.contains(b))
             .collect();
         let mismatched = qairt.iter().any(|l| l.ends_with("MISMATCH"));
-        crate::ui::json::offer(&DoctorReport {
+        xtask_base::ui::json::offer(&DoctorReport {
             backends: probed.backends,
             needed_but_unusable: needed.clone(),
             platform: platform.name(),
             qairt_vs_recipes: qairt,
             qnn_build,
-            versions: crate::report::ToolVersions::of(&rt),
+            versions: xtask_runtime::report::ToolVersions::of(&rt),
         });
         Ok(conclude(&needed, mismatched))
     }
@@ -102,12 +103,12 @@ impl Doctor {
     /// when missing, its files re-hashed, loaded.
     fn load_runtime(&self, root: &Path) -> Result<Runtime> {
         if self.repair_runtime {
-            crate::runtime::bootstrap::repair_runtime(root)?;
-            crate::outln!("runtime unpacked again from the verified wheels");
+            xtask_runtime::runtime::bootstrap::repair_runtime(root)?;
+            xtask_base::outln!("runtime unpacked again from the verified wheels");
         }
         let libs = ensure_runtime(root)?;
-        if let Some(n) = crate::runtime::bootstrap::rehash_runtime(root)? {
-            crate::outln!("runtime files {n} unpacked files match their recorded sha256");
+        if let Some(n) = xtask_runtime::runtime::bootstrap::rehash_runtime(root)? {
+            xtask_base::outln!("runtime files {n} unpacked files match their recorded sha256");
         }
         Runtime::load(libs)
     }
@@ -122,7 +123,7 @@ struct DoctorReport {
     platform: &'static str,
     qairt_vs_recipes: Vec<String>,
     qnn_build: Option<String>,
-    versions: crate::report::ToolVersions,
+    versions: xtask_runtime::report::ToolVersions,
 }
 
 /// One backend as probed: usable or not, and what the probe said.
@@ -144,28 +145,28 @@ struct Probed {
 /// The platform, ONNX Runtime, the QNN plugin and (on a board) every piece of the QNN stack,
 /// whether QNN loaded and registered its device: where each library came from.
 fn print_libraries(root: &Path, platform: Platform, rt: &Runtime) {
-    let rel = |p: &Path| crate::project::rel(root, p);
-    crate::outln!(
+    let rel = |p: &Path| xtask_base::project::rel(root, p);
+    xtask_base::outln!(
         "platform      {} (runtime folder {})",
         platform.name(),
         rel(&runtime_dir(root, platform))
     );
-    crate::outln!(
+    xtask_base::outln!(
         "ONNX Runtime  {} ({})",
         rt.ort_version,
         rel(&rt.libs.ort_dylib)
     );
     match (platform.qnn_wheel(), rt.libs.qnn_plugin()) {
-        (Some(wheel), Some(plugin)) => crate::outln!(
+        (Some(wheel), Some(plugin)) => xtask_base::outln!(
             "QNN plugin    {} ({}, source: {})",
             wheel.requirement,
             rel(plugin),
             rt.libs.source
         ),
         (_, Some(plugin)) => {
-            crate::outln!("QNN plugin    {} (source: {})", rel(plugin), rt.libs.source)
+            xtask_base::outln!("QNN plugin    {} (source: {})", rel(plugin), rt.libs.source)
         }
-        (_, None) => crate::outln!("QNN plugin    MISSING"),
+        (_, None) => xtask_base::outln!("QNN plugin    MISSING"),
     }
     if platform.qnn_wheel().is_none() {
         let search = QnnSearch::from_env(Some(&rt.libs.ort_dylib));
@@ -174,12 +175,12 @@ fn print_libraries(root: &Path, platform: Platform, rt: &Runtime) {
     match rt.qnn_unavailable() {
         // on a board the list above already says what is missing and where it looked
         Some(_) if platform.qnn_wheel().is_none() && rt.libs.qnn_plugin().is_none() => {
-            crate::outln!("QNN           MISSING (see the list above)")
+            xtask_base::outln!("QNN           MISSING (see the list above)")
         }
-        Some(why) => crate::outln!("QNN           MISSING: {why}"),
+        Some(why) => xtask_base::outln!("QNN           MISSING: {why}"),
         None => {}
     }
-    crate::outln!(
+    xtask_base::outln!(
         "QNN device    {}",
         if rt.has_qnn_device() {
             "registered"
@@ -197,7 +198,7 @@ fn probe_backends(rt: &Runtime) -> Probed {
         unusable: Vec::new(),
         qnn_build: None,
     };
-    crate::outln!("backends:");
+    xtask_base::outln!("backends:");
     for backend in [Backend::OrtCpu, Backend::QnnCpu, htp] {
         let name = match &backend {
             Backend::OrtCpu => "ORT CPU EP".to_string(),
@@ -207,7 +208,7 @@ fn probe_backends(rt: &Runtime) -> Probed {
             }
         };
         if backend != Backend::OrtCpu && rt.qnn_unavailable().is_some() {
-            crate::outln!("  {name:<52} MISSING: QNN is not available (see above)");
+            xtask_base::outln!("  {name:<52} MISSING: QNN is not available (see above)");
             probed.backends.push(BackendState {
                 backend: backend.label(),
                 usable: false,
@@ -222,7 +223,7 @@ fn probe_backends(rt: &Runtime) -> Probed {
         }
         probed.qnn_build = probed.qnn_build.or(probe.qnn_build.clone());
         let state = if probe.usable { "usable" } else { "NOT usable" };
-        crate::outln!("  {name:<52} {state}: {}", probe.detail);
+        xtask_base::outln!("  {name:<52} {state}: {}", probe.detail);
         probed.backends.push(BackendState {
             backend: backend.label(),
             usable: probe.usable,
@@ -234,22 +235,22 @@ fn probe_backends(rt: &Runtime) -> Probed {
 
 /// The QNN build, what the HTP's latency figures would be, and the QAIRT SDK.
 fn print_versions(rt: &Runtime, platform: Platform, qnn_build: Option<&str>) {
-    crate::outln!("QNN build     {}", qnn_build.unwrap_or("(not reported)"));
+    xtask_base::outln!("QNN build     {}", qnn_build.unwrap_or("(not reported)"));
     let htp_label = HtpKind::of(rt).latency_label();
     match rt.qnn_unavailable() {
-        None => crate::outln!("HTP latency   {htp_label}"),
+        None => xtask_base::outln!("HTP latency   {htp_label}"),
         Some(_) => {
-            crate::outln!("HTP latency   none here (QNN missing); with QNN: {htp_label}")
+            xtask_base::outln!("HTP latency   none here (QNN missing); with QNN: {htp_label}")
         }
     }
-    crate::outln!("QAIRT SDK     {}", sdk_status(platform));
+    xtask_base::outln!("QAIRT SDK     {}", sdk_status(platform));
 }
 
 /// The closing line and the exit code: a needed backend that is unusable, or a recipe that
 /// wants another QAIRT, fails the doctor.
 fn conclude(needed: &[&str], mismatched: bool) -> Outcome {
     if mismatched {
-        crate::outln!(
+        xtask_base::outln!(
             "doctor: a recipe's [target] qairt is not the QNN version here (MISMATCH above): its binaries would be built and judged with another QAIRT"
         );
     }
@@ -260,7 +261,7 @@ fn conclude(needed: &[&str], mismatched: bool) -> Outcome {
             Outcome::Success
         };
     }
-    crate::outln!(
+    xtask_base::outln!(
         "doctor: backend(s) {} needed but not usable (see above); `--need ort` checks the ORT CPU backend alone",
         needed.join(", ")
     );
@@ -268,7 +269,7 @@ fn conclude(needed: &[&str], mismatched: bool) -> Outcome {
 }
 
 pub fn htp_kind() -> &'static str {
-    if crate::runtime::probe::htp_is_emulated() {
+    if xtask_runtime::runtime::probe::htp_is_emulated() {
         "emulated on x86_64"
     } else {
         "on device"
@@ -277,9 +278,9 @@ pub fn htp_kind() -> &'static str {
 
 /// One line per piece of the on-device QNN stack: present (where) or MISSING (where looked).
 fn print_inventory(findings: &[Finding]) {
-    crate::outln!("QNN on this board (no wheel carries it for linux aarch64):");
+    xtask_base::outln!("QNN on this board (no wheel carries it for linux aarch64):");
     for line in inventory_lines(findings) {
-        crate::outln!("  {line}");
+        xtask_base::outln!("  {line}");
     }
 }
 
@@ -302,7 +303,7 @@ pub fn qairt_vs_recipes(root: &Path, qnn_build: Option<&str>, sdk: Option<&str>)
     let here = qnn_build
         .map(|b| (b.trim_start_matches('v').to_string(), "QNN build"))
         .or_else(|| sdk.map(|s| (s.to_string(), "QAIRT SDK")));
-    crate::recipe::known_models(root)
+    xtask_recipe::recipe::known_models(root)
         .into_iter()
         .filter_map(|m| {
             let path = root.join("recipes").join(&m).join("model.toml");
@@ -323,7 +324,7 @@ pub fn qairt_vs_recipes(root: &Path, qnn_build: Option<&str>, sdk: Option<&str>)
 }
 
 fn sdk_version() -> Option<String> {
-    crate::ctx_build::toolchain::sdk::Sdk::detect()
+    xtask_build::toolchain::sdk::Sdk::detect()
         .ok()
         .map(|s| s.version)
 }
@@ -337,7 +338,7 @@ fn sdk_status(platform: Platform) -> String {
             "not set (QNN_SDK_ROOT / QAIRT_SDK_ROOT unset)".into()
         };
     }
-    match crate::ctx_build::toolchain::sdk::Sdk::detect() {
+    match xtask_build::toolchain::sdk::Sdk::detect() {
         Ok(sdk) if platform.qnn_wheel().is_none() => {
             format!("{} at {}", sdk.version, sdk.root.display())
         }
@@ -374,11 +375,11 @@ fn sdk_status(platform: Platform) -> String {
 
 fn check_pins(ort: &str, qnn: Option<&str>, qnn_loaded: bool) {
     if ort != PINNED_ORT_VERSION {
-        crate::outln!("note: ONNX Runtime {ort} differs from the pinned {PINNED_ORT_VERSION}");
+        xtask_base::outln!("note: ONNX Runtime {ort} differs from the pinned {PINNED_ORT_VERSION}");
     }
     if qnn_loaded && !qnn.is_some_and(|q| q.trim_start_matches('v').starts_with(PINNED_QNN_VERSION))
     {
-        crate::outln!("note: QNN build {qnn:?} differs from the pinned {PINNED_QNN_VERSION}");
+        xtask_base::outln!("note: QNN build {qnn:?} differs from the pinned {PINNED_QNN_VERSION}");
     }
 }
 

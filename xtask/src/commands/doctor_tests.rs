@@ -23,7 +23,7 @@ fn missing_libraries_are_named_with_where_they_were_looked_for() {
     );
     let skel = line("libQnnHtpV73Skel.so");
     assert!(
-        skel.starts_with("MISSING") && skel.contains(&crate::soc::board().dsp_lib_dir()),
+        skel.starts_with("MISSING") && skel.contains(&xtask_base::soc::board().dsp_lib_dir()),
         "{skel}"
     );
     assert!(

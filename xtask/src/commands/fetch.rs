@@ -7,7 +7,7 @@
 use anyhow::{Result, bail};
 
 use super::{Ctx, Outcome};
-use crate::bundle::fetch::{FetchRequest, cache_key, fetch};
+use xtask_bundle::fetch::{FetchRequest, cache_key, fetch};
 
 #[derive(clap::Args)]
 pub struct Fetch {
@@ -48,9 +48,9 @@ impl Fetch {
             .revision
             .as_deref()
             .or(section.source_revision.as_deref());
-        crate::bundle::hf::validate_repo_id(repo)?;
+        xtask_recipe::recipe::hub_names::validate_repo_id(repo)?;
         if let Some(r) = revision {
-            crate::bundle::hf::validate_revision(r)?;
+            xtask_recipe::recipe::hub_names::validate_revision(r)?;
         }
         let req = FetchRequest {
             root: &ctx.root,
@@ -62,7 +62,7 @@ impl Fetch {
             unverified: self.unverified,
         };
         if self.cache_key {
-            crate::outln!("{}", cache_key(&req)?);
+            xtask_base::outln!("{}", cache_key(&req)?);
             return Ok(Outcome::Success);
         }
         fetch(&req)?;
@@ -77,7 +77,7 @@ fn refuse_missing_inputs(ctx: &Ctx, sel: &super::Selection, repo: &str) -> Resul
         .components()
         .iter()
         .flat_map(|c| {
-            crate::recipe::missing_files(&ctx.root, c)
+            xtask_recipe::recipe::missing_files(&ctx.root, c)
                 .into_iter()
                 .map(move |p| format!("  {} ({})", p.display(), c.name()))
         })

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::{Ctx, Outcome};
-use crate::conformance::lint::{lint, report_path};
+use xtask_diagnose::conformance::lint::{lint, report_path};
 
 #[derive(clap::Args)]
 pub struct Lint {
@@ -40,7 +40,7 @@ impl Lint {
                     Ok(_) => None,
                 };
                 if let Some(problem) = problem {
-                    return Err(crate::bad_input::BadInput(anyhow::anyhow!(
+                    return Err(xtask_base::bad_input::BadInput(anyhow::anyhow!(
                         "--report {}: {problem}",
                         path.display()
                     ))
@@ -51,22 +51,22 @@ impl Lint {
             None => report_path(&ctx.root, &self.sel.model),
         };
         let found = lint(&ctx.root, &self.sel.model, &comps, &report)?;
-        let verbose = crate::ui::verbose();
+        let verbose = xtask_base::ui::verbose();
         let edge = found.warnings.iter().filter(|w| w.edge_only).count();
         for w in found.warnings.iter().filter(|w| verbose || !w.edge_only) {
-            crate::outln!("warning: {}", w.text);
+            xtask_base::outln!("warning: {}", w.text);
         }
         if edge > 0 && !verbose {
-            crate::outln!(
+            xtask_base::outln!(
                 "{edge} operator(s) deviate on edge-case inputs only (zeros, negative, large, fp16-max); -v lists them"
             );
         }
         let denied = found.warnings.len() - edge;
-        crate::outln!(
+        xtask_base::outln!(
             "lint {}: {} node(s) checked against {}, {} warning(s) ({edge} on edge-case inputs only)",
             self.sel.model,
             found.nodes,
-            crate::project::rel(&ctx.root, &report),
+            xtask_base::project::rel(&ctx.root, &report),
             found.warnings.len()
         );
         Ok(match self.deny && denied > 0 {
@@ -79,22 +79,22 @@ impl Lint {
 /// The lint's warnings for `build-ctx`, printed before it builds (to stderr, so a
 /// `--dry-run --json` plan on stdout stays JSON). A lint that cannot run says so and the
 /// build goes on.
-pub fn warn_before_build(ctx: &Ctx, model: &str, comps: &[&crate::recipe::Component]) {
+pub fn warn_before_build(ctx: &Ctx, model: &str, comps: &[&xtask_recipe::recipe::Component]) {
     match lint(&ctx.root, model, comps, &report_path(&ctx.root, model)) {
         Ok(found) => {
             let (edge, listed): (Vec<_>, Vec<_>) =
                 found.warnings.into_iter().partition(|w| w.edge_only);
             for w in listed {
-                crate::ui::warning(&w.text);
+                xtask_base::ui::warning(&w.text);
             }
             // Known fp16 edge cases are noise on every build: counted only with -v.
-            if !edge.is_empty() && crate::ui::verbose() {
-                crate::ui::warning(&format!(
+            if !edge.is_empty() && xtask_base::ui::verbose() {
+                xtask_base::ui::warning(&format!(
                     "{} operator(s) of these graphs deviate on edge-case inputs only (zeros, negative, large, fp16-max); `cargo xtask lint -v --model {model}` lists them",
                     edge.len()
                 ));
             }
         }
-        Err(e) => crate::ui::warning(&format!("the conformance lint could not run: {e:#}")),
+        Err(e) => xtask_base::ui::warning(&format!("the conformance lint could not run: {e:#}")),
     }
 }

@@ -5,10 +5,10 @@
 use anyhow::Result;
 
 use super::{Ctx, Outcome, require_files};
-use crate::fp16::{Fp16Finding, scan, scan_golden};
-use crate::parity::component::load_golden;
-use crate::runtime::bootstrap::ensure_runtime;
-use crate::runtime::{Backend, Runtime};
+use xtask_recipe::fp16::{Fp16Finding, scan, scan_golden};
+use xtask_parity::parity::component::load_golden;
+use xtask_runtime::runtime::bootstrap::ensure_runtime;
+use xtask_runtime::runtime::{Backend, Runtime};
 
 #[derive(clap::Args)]
 pub struct LintFp16 {
@@ -30,14 +30,14 @@ impl LintFp16 {
             let mut findings = scan_golden(comp, &golden.inputs, &golden.expected);
             findings.extend(intermediates(ctx, &rt, comp, &golden.inputs)?);
             let largest = findings.iter().map(|f| f.max_abs).fold(0.0f64, f64::max);
-            crate::outln!(
+            xtask_base::outln!(
                 "{:<16} largest |x| {largest:.4e} over {} tensors",
                 comp.name(),
                 findings.len()
             );
             for f in &findings {
                 if f.offender || f.status != "ok" || f.kind != "intermediate" {
-                    crate::outln!(
+                    xtask_base::outln!(
                         "  {:<12} {:<32} max |x| {:>11.4e}  {}{}",
                         f.kind,
                         f.tensor,
@@ -54,15 +54,15 @@ impl LintFp16 {
             offenders += findings.iter().filter(|f| f.offender).count();
             report.push(serde_json::json!({ "component": comp.name(), "largest_abs": largest, "tensors": findings }));
         }
-        let dir = crate::project::reports_dir(&ctx.root, &self.sel.model);
-        crate::atomic::write_atomic(
+        let dir = xtask_base::project::reports_dir(&ctx.root, &self.sel.model);
+        xtask_base::atomic::write_atomic(
             &dir.join("lint-fp16.json"),
             &serde_json::to_vec_pretty(&report)?,
         )?;
-        crate::outln!(
+        xtask_base::outln!(
             "lint-fp16 {}: {offenders} offender(s); report {}",
             self.sel.model,
-            crate::project::rel(&ctx.root, &dir.join("lint-fp16.json"))
+            xtask_base::project::rel(&ctx.root, &dir.join("lint-fp16.json"))
         );
         Ok(if offenders == 0 {
             Outcome::Success
@@ -77,24 +77,24 @@ impl LintFp16 {
 fn intermediates(
     ctx: &Ctx,
     rt: &Runtime,
-    comp: &crate::recipe::Component,
-    inputs: &std::collections::BTreeMap<String, crate::tensor::Tensor>,
+    comp: &xtask_recipe::recipe::Component,
+    inputs: &std::collections::BTreeMap<String, xtask_onnx::tensor::Tensor>,
 ) -> Result<Vec<Fp16Finding>> {
     let onnx = ctx.root.join(&comp.file.component.onnx);
     let bytes = std::fs::read(&onnx)?;
-    let graph = crate::onnx::proto::parse_model(&bytes)?;
+    let graph = xtask_onnx::onnx::proto::parse_model(&bytes)?;
     let names: Vec<String> = graph
         .nodes
         .iter()
         .flat_map(|n| n.outputs.iter().cloned())
         .filter(|o| !o.is_empty() && !graph.graph_outputs.contains(o))
         .collect();
-    let work = crate::project::scratch_dir(&ctx.root, "lint-fp16").join(comp.name());
-    let copy = crate::diagnose::probe::write_exposed_copy(&work, &onnx, &bytes, &graph, &names)?;
+    let work = xtask_base::project::scratch_dir(&ctx.root, "lint-fp16").join(comp.name());
+    let copy = xtask_diagnose::diagnose::probe::write_exposed_copy(&work, &onnx, &bytes, &graph, &names)?;
     // Fed what the HTP is fed: marked masks clamped.
     let outputs = rt
         .open(&copy, &Backend::OrtCpu)?
-        .run(&crate::fp16::clamp_masks(comp, inputs))?;
+        .run(&xtask_recipe::fp16::clamp_masks(comp, inputs))?;
     let feeds_softmax = |name: &str| {
         graph
             .nodes
@@ -107,7 +107,7 @@ fn intermediates(
         .map(|mut f| {
             // Masked attention scores (mask + scores) dip just below -65504; fp16 saturates them
             // and Softmax gives those positions zero weight either way.
-            if f.offender && f.min < -crate::fp16::FP16_MAX && f.max_abs <= -f.min && -f.min < 2.0 * crate::fp16::FP16_MAX && feeds_softmax(&f.tensor) {
+            if f.offender && f.min < -xtask_recipe::fp16::FP16_MAX && f.max_abs <= -f.min && -f.min < 2.0 * xtask_recipe::fp16::FP16_MAX && feeds_softmax(&f.tensor) {
                 f.offender = false;
                 f.status = "masked scores below -65504 (saturate in fp16; zero weight after the Softmax it feeds)".into();
             }

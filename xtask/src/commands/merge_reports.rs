@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 
 use super::{Ctx, Outcome};
-use crate::parity::report::ParityReport;
-use crate::parity::report_files::write_parity_report;
+use xtask_parity::parity::report::ParityReport;
+use xtask_parity::parity::report_files::write_parity_report;
 
 #[derive(clap::Args)]
 pub struct MergeReports {
@@ -28,10 +28,10 @@ impl MergeReports {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         let sel = self.sel.select(ctx)?;
         let order: Vec<&str> = sel.model.components.iter().map(|c| c.name()).collect();
-        let out = crate::project::reports_dir(&ctx.root, sel.name());
+        let out = xtask_base::project::reports_dir(&ctx.root, sel.name());
         let mut pass = true;
         let mut merged_any = false;
-        for backend in crate::vocab::BackendKind::ALL {
+        for backend in xtask_base::vocab::BackendKind::ALL {
             let Some(report) = self.merge_backend(backend, sel.name(), &order)? else {
                 continue;
             };
@@ -54,7 +54,7 @@ impl MergeReports {
     /// None when no folder has one.
     fn merge_backend(
         &self,
-        backend: crate::vocab::BackendKind,
+        backend: xtask_base::vocab::BackendKind,
         model: &str,
         order: &[&str],
     ) -> Result<Option<ParityReport>> {
@@ -104,7 +104,7 @@ fn join(
     earlier: ParityReport,
     mut report: ParityReport,
     file: &Path,
-    backend: crate::vocab::BackendKind,
+    backend: xtask_base::vocab::BackendKind,
     order: &[&str],
 ) -> Result<ParityReport> {
     let twice: Vec<&str> = report
@@ -141,8 +141,8 @@ fn join(
 }
 
 /// The line saying what was merged for `backend` and whether all of it passed.
-fn announce(backend: crate::vocab::BackendKind, report: &ParityReport) {
-    crate::outln!(
+fn announce(backend: xtask_base::vocab::BackendKind, report: &ParityReport) {
+    xtask_base::outln!(
         "parity-{backend}: {} component(s) merged ({}), {}",
         report.components.len(),
         report

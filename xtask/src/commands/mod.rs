@@ -22,10 +22,10 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 
-pub use crate::htp_target::target_soc;
-use crate::recipe::{Component, Model};
-pub use crate::runtime::{backend_for, backend_for_component};
-pub use crate::vocab::{BackendKind, Outcome, ToolchainKind};
+pub use xtask_recipe::htp_target::target_soc;
+use xtask_recipe::recipe::{Component, Model};
+pub use xtask_runtime::runtime::{backend_for, backend_for_component};
+pub use xtask_base::vocab::{BackendKind, Outcome, ToolchainKind};
 
 pub struct Ctx {
     pub root: PathBuf,
@@ -46,7 +46,7 @@ pub struct JsonFlag {
 #[derive(clap::Args, Debug, Clone)]
 pub struct ModelArgs {
     /// The model: a folder under `recipes/`.
-    #[arg(long, default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
+    #[arg(long, default_value = "tiny", value_parser = xtask_recipe::recipe::names::parse_model_name)]
     pub model: String,
     /// Only these components (comma-separated); pipeline order is kept.
     #[arg(long, value_delimiter = ',')]
@@ -59,9 +59,9 @@ pub fn find_component<'m>(model: &'m Model, name: &str) -> Result<&'m Component>
     let known: Vec<&str> = model.components.iter().map(|c| c.name()).collect();
     match model.components.iter().find(|c| c.name() == name) {
         Some(c) => Ok(c),
-        None => Err(crate::bad_input::BadInput(anyhow::anyhow!(
+        None => Err(xtask_base::bad_input::BadInput(anyhow::anyhow!(
             "unknown component `{name}`{}; model `{}` has: {}",
-            crate::ui::suggest::did_you_mean(name, known.iter().copied()),
+            xtask_base::ui::suggest::did_you_mean(name, known.iter().copied()),
             model.file.model.name,
             known.join(", ")
         ))
@@ -78,7 +78,7 @@ pub struct Selection {
 
 impl ModelArgs {
     pub fn select(&self, ctx: &Ctx) -> Result<Selection> {
-        let model = crate::recipe::load_model(&ctx.root, &self.model)?;
+        let model = xtask_recipe::recipe::load_model(&ctx.root, &self.model)?;
         select_components(&model, &self.only)?;
         Ok(Selection {
             model,
@@ -109,7 +109,7 @@ pub fn select_components<'m>(model: &'m Model, only: &[String]) -> Result<Vec<&'
         if !known.contains(&name.as_str()) {
             bail!(
                 "unknown component `{name}` in --only{}; model `{}` has: {}",
-                crate::ui::suggest::did_you_mean(name, known.iter().copied()),
+                xtask_base::ui::suggest::did_you_mean(name, known.iter().copied()),
                 model.file.model.name,
                 known.join(", ")
             );
@@ -129,13 +129,13 @@ pub fn require_files(ctx: &Ctx, model: &Model, comps: &[&Component]) -> Result<(
     require_present(ctx, model, comps)?;
     let problems: Vec<String> = comps
         .iter()
-        .filter_map(|c| crate::golden::check_component_files(&ctx.root, c).err())
-        .map(|e| format!("  {}", crate::project::scrub(&ctx.root, &format!("{e:#}"))))
+        .filter_map(|c| xtask_recipe::golden::check_component_files(&ctx.root, c).err())
+        .map(|e| format!("  {}", xtask_base::project::scrub(&ctx.root, &format!("{e:#}"))))
         .collect();
     if problems.is_empty() {
         return Ok(());
     }
-    Err(anyhow::Error::new(crate::bad_input::BadInput(
+    Err(anyhow::Error::new(xtask_base::bad_input::BadInput(
         anyhow::anyhow!(
             "{} component(s) of model `{}` have files that do not match their recipes (nothing was run):\n{}",
             problems.len(),
@@ -146,9 +146,9 @@ pub fn require_files(ctx: &Ctx, model: &Model, comps: &[&Component]) -> Result<(
 }
 
 fn require_present(ctx: &Ctx, model: &Model, comps: &[&Component]) -> Result<()> {
-    let missing: Vec<crate::recipe::missing::Missing> = comps
+    let missing: Vec<xtask_recipe::recipe::missing::Missing> = comps
         .iter()
-        .flat_map(|c| crate::recipe::missing::missing(&ctx.root, c))
+        .flat_map(|c| xtask_recipe::recipe::missing::missing(&ctx.root, c))
         .collect();
     if missing.is_empty() {
         return Ok(());
@@ -169,7 +169,7 @@ fn require_present(ctx: &Ctx, model: &Model, comps: &[&Component]) -> Result<()>
         true => format!("fix the recipe line(s) above if a name is mistyped; else {obtain}"),
         false => obtain,
     };
-    Err(crate::bad_input::BadInput(anyhow::anyhow!(
+    Err(xtask_base::bad_input::BadInput(anyhow::anyhow!(
         "model `{}` is missing {} file(s):\n{}\n{hint}",
         model.file.model.name,
         missing.len(),

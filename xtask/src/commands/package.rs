@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::{Ctx, Outcome};
-use crate::bundle::package::{PackageRequest, package};
+use xtask_bundle::package::{PackageRequest, package};
 
 #[derive(clap::Args)]
 pub struct Package {
@@ -31,7 +31,7 @@ pub struct Package {
 impl Package {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         let sel = self.sel.select(ctx)?;
-        crate::recipe::placeholder::refuse_placeholder_repo(&ctx.root, sel.name())?;
+        xtask_recipe::recipe::placeholder::refuse_placeholder_repo(&ctx.root, sel.name())?;
         let model = &sel.model;
         let soc = super::target_soc(model, self.soc.as_deref())?;
         let comps = sel.components();
@@ -46,7 +46,7 @@ impl Package {
             allow_unmeasured: self.allow_unmeasured,
         })?;
         let total: u64 = manifest.files.iter().map(|f| f.bytes).sum();
-        crate::outln!(
+        xtask_base::outln!(
             "bundle {}: {} files, {:.1} MB; verify it with `cargo xtask verify {}`",
             self.out.display(),
             manifest.files.len(),

@@ -4,9 +4,9 @@
 use anyhow::{Result, bail};
 
 use super::{BackendKind, Ctx, Outcome, ToolchainKind, backend_for, require_files};
-use crate::executors::{device::OnDevice, embedded::Embedded, sdk::SdkNetRun};
-use crate::parity::runner::{Executor, ParityRun};
-use crate::runtime::{Runtime, bootstrap::ensure_runtime};
+use xtask_chain::executors::{device::OnDevice, embedded::Embedded, sdk::SdkNetRun};
+use xtask_parity::parity::runner::{Executor, ParityRun};
+use xtask_runtime::runtime::{Runtime, bootstrap::ensure_runtime};
 
 #[derive(clap::Args)]
 pub struct Parity {
@@ -28,7 +28,7 @@ pub struct Parity {
     iters: u32,
     /// Run the context binaries on a board over ssh (`ssh://user@host[:port][/workdir]`) with
     /// the device's own QAIRT SDK (`--backend htp` only); see README "Validate on a board".
-    #[arg(long, value_name = "ssh://user@host[:port][/workdir]", value_parser = crate::device::url::parse_device_arg)]
+    #[arg(long, value_name = "ssh://user@host[:port][/workdir]", value_parser = xtask_chain::device::url::parse_device_arg)]
     device: Option<String>,
     #[command(flatten)]
     pub json: super::JsonFlag,
@@ -55,16 +55,16 @@ impl Parity {
         require_files(ctx, &sel.model, &comps)?;
         // An HTP result can be released: its libraries are re-hashed in full first.
         let libs = match self.backend {
-            BackendKind::Htp => crate::runtime::bootstrap::ensure_runtime_rehashed(&ctx.root)?,
+            BackendKind::Htp => xtask_runtime::runtime::bootstrap::ensure_runtime_rehashed(&ctx.root)?,
             _ => ensure_runtime(&ctx.root)?,
         };
         let rt = Runtime::load(libs)?;
         if self.backend != BackendKind::Ort && !sdk {
-            crate::recipe::target::check_qairt(&sel.model, rt.qnn_build_version().as_deref())?;
+            xtask_recipe::recipe::target::check_qairt(&sel.model, rt.qnn_build_version().as_deref())?;
         }
         if htp && self.device.is_none() {
             // Missing or stale binaries are the environment's (exit 2, one build command).
-            crate::ctx_build::fresh::fresh_context_wrappers(&ctx.root, &rt, &sel.model, &comps)?;
+            xtask_build::fresh::fresh_context_wrappers(&ctx.root, &rt, &sel.model, &comps)?;
         }
         let (root, model, clamp, iters) =
             (&ctx.root, &sel.model, !self.no_clamp, self.iters as usize);

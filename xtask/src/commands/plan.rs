@@ -10,10 +10,10 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::{Ctx, Outcome};
-use crate::bundle::fetch::{component_patterns, glob_match};
-use crate::ctx_build::plan::artifacts;
-use crate::recipe::{Component, Model};
-use crate::soc::parse_soc;
+use xtask_bundle::fetch::{component_patterns, glob_match};
+use xtask_build::plan::artifacts;
+use xtask_recipe::recipe::{Component, Model};
+use xtask_base::soc::parse_soc;
 
 #[path = "plan_sizing/mod.rs"]
 mod sizing;
@@ -59,7 +59,7 @@ impl Plan {
         let sel = self.sel.select(ctx)?;
         check_estimates(&sel.model, sel.name())?;
         let manifest = match &self.manifest {
-            Some(p) => Some(crate::bundle::manifest::read_manifest(
+            Some(p) => Some(xtask_bundle::manifest::read_manifest(
                 p.parent().context("--manifest needs a file path")?,
             )?),
             None => None,
@@ -86,7 +86,7 @@ impl Plan {
         }
         if self.json {
             let matrix = serde_json::json!({ "include": include });
-            crate::outln!("{matrix}");
+            xtask_base::outln!("{matrix}");
         } else {
             print_commands(&include);
         }
@@ -120,18 +120,18 @@ fn check_estimates(model: &Model, name: &str) -> Result<()> {
 struct EntryInputs<'a> {
     root: &'a Path,
     model: &'a Model,
-    manifest: Option<&'a crate::bundle::manifest::Manifest>,
+    manifest: Option<&'a xtask_bundle::manifest::Manifest>,
     runners: &'a sizing::Runners,
 }
 
 impl EntryInputs<'_> {
     /// One entry: the build command and its artifacts, the input bytes and their source, the
     /// estimates, and the runner that holds them (or the blocker).
-    fn entry(&self, comp: &Component, soc: &crate::soc::Soc) -> Result<PlanEntry> {
+    fn entry(&self, comp: &Component, soc: &xtask_base::soc::Soc) -> Result<PlanEntry> {
         let (model, name) = (self.model, comp.name());
         let model_name = &model.file.model.name;
         let art = artifacts(model_name, name, soc);
-        let on_disk = crate::recipe::missing_files(self.root, comp).is_empty();
+        let on_disk = xtask_recipe::recipe::missing_files(self.root, comp).is_empty();
         let bytes = input_bytes(self.root, model, comp, self.manifest)?;
         let est = sizing::estimate(
             bytes.as_ref().map(|b| (b.weights, b.total)),
@@ -167,7 +167,7 @@ impl EntryInputs<'_> {
 /// Without `--json`: each entry's build command with its runner, timeout and blocker.
 fn print_commands(include: &[PlanEntry]) {
     for e in include {
-        crate::outln!(
+        xtask_base::outln!(
             "{}   # runner {}, timeout {} min{}",
             e.build,
             e.runner,
@@ -216,13 +216,13 @@ fn input_bytes(
     root: &Path,
     model: &Model,
     comp: &Component,
-    manifest: Option<&crate::bundle::manifest::Manifest>,
+    manifest: Option<&xtask_bundle::manifest::Manifest>,
 ) -> Result<Option<InputBytes>> {
     let onnx = &comp.file.component.onnx;
-    if crate::recipe::missing_files(root, comp).is_empty() {
+    if xtask_recipe::recipe::missing_files(root, comp).is_empty() {
         let size = |p: &Path| std::fs::metadata(root.join(p)).map_or(0, |m| m.len());
         let mut weights = size(onnx);
-        for data in crate::ctx_build::plan::external_data(root, onnx)? {
+        for data in xtask_build::plan::external_data(root, onnx)? {
             weights += size(&data);
         }
         let mut total = weights + size(&comp.file.golden.file);

@@ -6,18 +6,18 @@
 use anyhow::{Result, bail};
 
 use super::{Ctx, Outcome};
-use crate::precision::measure::ChainMeasure;
-use crate::precision::report::{PrecisionReport, SearchBackend};
-use crate::precision::search::{Outcome as SearchOutcome, search};
-use crate::recipe::load_model;
-use crate::runtime::Runtime;
-use crate::runtime::bootstrap::ensure_runtime_rehashed;
-use crate::vocab::Precision;
+use xtask_chain::precision::measure::ChainMeasure;
+use xtask_chain::precision::report::{PrecisionReport, SearchBackend};
+use xtask_chain::precision::search::{Outcome as SearchOutcome, search};
+use xtask_recipe::recipe::load_model;
+use xtask_runtime::runtime::Runtime;
+use xtask_runtime::runtime::bootstrap::ensure_runtime_rehashed;
+use xtask_base::vocab::Precision;
 
 #[derive(clap::Args)]
 pub struct PrecisionCmd {
     /// The model: a folder under `recipes/`.
-    #[arg(long, default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
+    #[arg(long, default_value = "tiny", value_parser = xtask_recipe::recipe::names::parse_model_name)]
     model: String,
     /// The largest absolute error of the final actions against the float golden that a
     /// proposal may cause.
@@ -54,7 +54,7 @@ fn parse_budget(s: &str) -> std::result::Result<f64, String> {
 impl PrecisionCmd {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         let model = load_model(&ctx.root, &self.model)?;
-        crate::chain::run::host_section(&model)?;
+        xtask_chain::chain::run::host_section(&model)?;
         let comps = super::select_components(&model, &self.only)?;
         super::require_files(ctx, &model, &comps)?;
         let names: Vec<String> = comps.iter().map(|c| c.name().to_string()).collect();
@@ -68,14 +68,14 @@ impl PrecisionCmd {
             bail!("--precisions names no quantized precision to try (fp16 is the baseline)");
         }
         let rt = Runtime::load(ensure_runtime_rehashed(&ctx.root)?)?;
-        crate::recipe::target::check_qairt(&model, rt.qnn_build_version().as_deref())?;
+        xtask_recipe::recipe::target::check_qairt(&model, rt.qnn_build_version().as_deref())?;
         let versions =
-            crate::report::ToolVersions::of(&rt).with_provenance(&ctx.root, &model.file.model.name);
+            xtask_runtime::report::ToolVersions::of(&rt).with_provenance(&ctx.root, &model.file.model.name);
         let cache =
-            crate::ctx_build::step_cache::StepCache::from_flag_or_env(self.cache.as_deref())?;
+            xtask_build::step_cache::StepCache::from_flag_or_env(self.cache.as_deref())?;
         let mut measure =
             ChainMeasure::new(&ctx.root, &model, &rt, self.backend, &precisions, cache)?;
-        let dir = crate::project::reports_dir(&ctx.root, &model.file.model.name);
+        let dir = xtask_base::project::reports_dir(&ctx.root, &model.file.model.name);
         let report_of = |o: &SearchOutcome, complete| {
             PrecisionReport::of(
                 &model,
@@ -100,15 +100,15 @@ impl PrecisionCmd {
         }
         let report = report_of(&outcome, true);
         report.write(&dir)?;
-        report.print(&crate::project::rel(&ctx.root, &dir));
+        report.print(&xtask_base::project::rel(&ctx.root, &dir));
         let Some(proposal) = &outcome.proposal else {
             return Ok(Outcome::GateFailed);
         };
         if self.apply {
-            let changed = crate::precision::apply::apply(&ctx.root, &model, proposal)?;
+            let changed = xtask_chain::precision::apply::apply(&ctx.root, &model, proposal)?;
             match changed.as_slice() {
-                [] => crate::outln!("--apply: the recipes already say the proposal"),
-                _ => crate::outln!(
+                [] => xtask_base::outln!("--apply: the recipes already say the proposal"),
+                _ => xtask_base::outln!(
                     "--apply: wrote [quantize] precision into {} recipe(s) ({}); build them with `cargo xtask build-ctx --soc {} --model {}`",
                     changed.len(),
                     changed.join(", "),

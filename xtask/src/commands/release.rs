@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::{Ctx, Outcome};
-use crate::bundle::release::{ReleaseRequest, release};
+use xtask_bundle::release::{ReleaseRequest, release};
 
 #[derive(clap::Args)]
 pub struct Release {
@@ -20,7 +20,7 @@ pub struct Release {
     #[arg(long)]
     tag: Option<String>,
     /// The model: a folder under `recipes/`.
-    #[arg(long, default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
+    #[arg(long, default_value = "tiny", value_parser = xtask_recipe::recipe::names::parse_model_name)]
     model: String,
     /// The bundle to upload (default: dist/<model> in the project root).
     #[arg(long)]
@@ -32,13 +32,13 @@ pub struct Release {
 
 impl Release {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
-        crate::bundle::hf::validate_repo_id(&self.repo)?;
-        crate::recipe::placeholder::refuse_placeholder_repo(&ctx.root, &self.model)?;
+        xtask_recipe::recipe::hub_names::validate_repo_id(&self.repo)?;
+        xtask_recipe::recipe::placeholder::refuse_placeholder_repo(&ctx.root, &self.model)?;
         if let Some(r) = &self.revision {
-            crate::bundle::hf::validate_revision(r)?;
+            xtask_recipe::recipe::hub_names::validate_revision(r)?;
         }
         if let Some(t) = &self.tag {
-            crate::bundle::hf::validate_revision(t)
+            xtask_recipe::recipe::hub_names::validate_revision(t)
                 .map_err(|e| anyhow::anyhow!("{e:#}").context(format!("--tag {t:?}")))?;
         }
         let bundle = self

@@ -6,9 +6,9 @@
 use anyhow::Result;
 
 use super::{BackendKind, Ctx, Outcome, backend_for, require_files, select_components};
-use crate::chain::host::{RunOptions, run_on_host};
-use crate::chain::run::host_section;
-use crate::recipe::load_model;
+use xtask_chain::chain::host::{RunOptions, run_on_host};
+use xtask_chain::chain::run::host_section;
+use xtask_recipe::recipe::load_model;
 
 #[derive(clap::Args)]
 pub struct Run {
@@ -16,14 +16,14 @@ pub struct Run {
     #[arg(long, value_enum)]
     backend: BackendKind,
     /// The model: a folder under `recipes/`.
-    #[arg(long, default_value = "tiny", value_parser = crate::recipe::names::parse_model_name)]
+    #[arg(long, default_value = "tiny", value_parser = xtask_recipe::recipe::names::parse_model_name)]
     model: String,
     /// Timed chain runs. Another count than 10 (or --warmup than 2) writes its report under a
     /// variant name (`run-htp-iters2-warmup1.json`), never over the default run's.
-    #[arg(long, default_value_t = crate::chain::report::DEFAULT_ITERS)]
+    #[arg(long, default_value_t = xtask_chain::chain::report::DEFAULT_ITERS)]
     iters: usize,
     /// Untimed chain runs before timing.
-    #[arg(long, default_value_t = crate::chain::report::DEFAULT_WARMUP)]
+    #[arg(long, default_value_t = xtask_chain::chain::report::DEFAULT_WARMUP)]
     warmup: usize,
     /// Print the run, write no report file (a quick look that keeps every report as it is).
     #[arg(long)]
@@ -41,7 +41,7 @@ pub struct Run {
         long,
         value_name = "ssh://user@host[:port][/workdir]",
         conflicts_with = "streaming",
-        value_parser = crate::device::url::parse_device_arg
+        value_parser = xtask_chain::device::url::parse_device_arg
     )]
     device: Option<String>,
     /// What-if: run these components (comma-separated) on ORT's CPU EP in fp32, the rest on
@@ -68,7 +68,7 @@ impl Run {
             if self.no_report {
                 anyhow::bail!("--no-report applies to runs on this host, not --device");
             }
-            let report = crate::device::chain::connect_and_run(
+            let report = xtask_chain::device::chain::connect_and_run(
                 &ctx.root,
                 &model,
                 url,

@@ -16,26 +16,26 @@ pub struct Verify {
 
 impl Verify {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
-        let loaded = crate::bundle::verify::verify_bundle(&ctx.root, &self.dir)?;
-        let unmeasured = crate::bundle::verify::htp_unmeasured(&self.dir)?;
-        crate::ui::json::offer(&serde_json::json!({
+        let loaded = xtask_bundle::verify::verify_bundle(&ctx.root, &self.dir)?;
+        let unmeasured = xtask_bundle::verify::htp_unmeasured(&self.dir)?;
+        xtask_base::ui::json::offer(&serde_json::json!({
             "bundle": self.dir.display().to_string(),
             "verified": true,
             "context_binaries_loaded": loaded,
             "htp_parity_unmeasured": unmeasured,
         }));
         if !unmeasured.is_empty() {
-            crate::ui::warning(&format!(
+            xtask_base::ui::warning(&format!(
                 "HTP parity was never measured on {} of the bundle's binaries (intact, but unproven on the HTP):\n  {}",
                 unmeasured.len(),
                 unmeasured.join("\n  ")
             ));
         }
-        crate::outln!(
+        xtask_base::outln!(
             "bundle {} verified: every file matches manifest.json, {loaded} context binaries load on the HTP, the card matches the reports",
             self.dir.display()
         );
-        crate::outln!("{}", crate::bundle::verify::next_step(&self.dir)?);
+        xtask_base::outln!("{}", xtask_bundle::verify::next_step(&self.dir)?);
         Ok(Outcome::Success)
     }
 }

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 
 use common::{Scratch, read_json};
 use ndarray::{ArrayD, IxDyn};
-use xtask::onnx::builder::{Attr, Graph, Node};
-use xtask::tensor::{Tensor, write_npz};
+use xtask_onnx::onnx::builder::{Attr, Graph, Node};
+use xtask_onnx::tensor::{Tensor, write_npz};
 
 const SHAPE: [usize; 4] = [1, 2, 8, 8];
 const OUT: [usize; 4] = [1, 2, 14, 14];

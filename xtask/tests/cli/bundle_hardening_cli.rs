@@ -57,7 +57,7 @@ fn broken_is_never_packaged_and_an_mtime_preserving_edit_is_caught() {
     std::fs::write(&bin, &good).unwrap();
     let wrapper = p.path("ctx/tiny/action_context_socid77_archv73_ctx.onnx");
     let bytes = std::fs::read(&wrapper).unwrap();
-    let moved = xtask::onnx::rewrite::set_node_string_attr(
+    let moved = xtask_onnx::onnx::rewrite::set_node_string_attr(
         &bytes,
         "EPContext",
         "ep_cache_context",

@@ -11,9 +11,9 @@ use std::f64::consts::PI;
 
 use common::{Scratch, read_json, sha256_hex};
 use ndarray::{ArrayD, IxDyn};
-use xtask::onnx::builder::{Attr, Graph, Node};
-use xtask::onnx::writer::seeded_weights;
-use xtask::tensor::{Tensor, write_npz};
+use xtask_onnx::onnx::builder::{Attr, Graph, Node};
+use xtask_onnx::onnx::writer::seeded_weights;
+use xtask_onnx::tensor::{Tensor, write_npz};
 
 const MODEL: &str = "gelu_mlp";
 const TOKENS: usize = 16;

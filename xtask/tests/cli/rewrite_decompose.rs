@@ -7,13 +7,13 @@ use crate::common;
 use std::collections::BTreeMap;
 
 use ndarray::{ArrayD, IxDyn};
-use xtask::onnx::builder::{Attr, Graph, Node};
-use xtask::onnx::decompose;
-use xtask::onnx::writer::seeded_weights;
-use xtask::parity::metrics::{Metrics, compare};
-use xtask::runtime::bootstrap::ensure_runtime;
-use xtask::runtime::{Backend, Runtime};
-use xtask::tensor::Tensor;
+use xtask_onnx::onnx::builder::{Attr, Graph, Node};
+use xtask_onnx::onnx::decompose;
+use xtask_onnx::onnx::writer::seeded_weights;
+use xtask_parity::parity::metrics::{Metrics, compare};
+use xtask_runtime::runtime::bootstrap::ensure_runtime;
+use xtask_runtime::runtime::{Backend, Runtime};
+use xtask_onnx::tensor::Tensor;
 
 fn f32_tensor(shape: &[usize], v: Vec<f32>) -> Tensor {
     Tensor::F32(ArrayD::from_shape_vec(IxDyn(shape), v).unwrap())

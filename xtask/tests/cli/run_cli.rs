@@ -3,7 +3,7 @@
 use crate::common;
 
 use common::{Scratch, drop_npz_key, read_json};
-use xtask::tensor::{Tensor, read_npz, write_npz};
+use xtask_onnx::tensor::{Tensor, read_npz, write_npz};
 
 /// The trace npz the model's `[host] trace` names (through its `npz` key).
 fn trace_npz(p: &Scratch) -> std::path::PathBuf {

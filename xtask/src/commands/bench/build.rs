@@ -11,9 +11,9 @@ use anyhow::{Context, Result};
 
 use super::super::{Ctx, Outcome};
 use super::{link_runtime, xtask_in};
-use crate::runtime::bootstrap::ensure_runtime;
-use crate::runtime::{Backend, Runtime};
-use crate::tensor::Tensor;
+use xtask_runtime::runtime::bootstrap::ensure_runtime;
+use xtask_runtime::runtime::{Backend, Runtime};
+use xtask_onnx::tensor::Tensor;
 
 #[derive(clap::Args)]
 pub struct BenchBuild {
@@ -90,7 +90,7 @@ impl BenchBuild {
             return Ok(Outcome::Success);
         }
         let libs = ensure_runtime(&ctx.root)?;
-        let bench_dir = crate::project::scratch_dir(&ctx.root, "bench/build");
+        let bench_dir = xtask_base::project::scratch_dir(&ctx.root, "bench/build");
         if bench_dir.exists() {
             std::fs::remove_dir_all(&bench_dir)?;
         }
@@ -99,7 +99,7 @@ impl BenchBuild {
         let large = setup_large(&ctx.root, &bench_dir.join("large"), &rt, self.large_hidden)?;
         let weights_mb =
             std::fs::metadata(large.join("onnx/large/mlp.onnx.data"))?.len() as f64 / 1e6;
-        crate::outln!(
+        xtask_base::outln!(
             "{:<28} {:>11} {:>11} {:>9} {:>22} {:>9}",
             "model",
             "cold build",
@@ -118,15 +118,15 @@ impl BenchBuild {
         ] {
             let cold = time_build(root, model)?;
             let noop = time_build(root, model)?;
-            std::fs::remove_file(crate::hashing::HashMemo::path_in(root))?;
+            std::fs::remove_file(xtask_base::hashing::HashMemo::path_in(root))?;
             let rehash = time_build(root, model)?;
-            crate::outln!(
+            xtask_base::outln!(
                 "{label:<28} {cold:>10.2}s {noop:>10.3}s {:>9.4} {rehash:>21.3}s {:>9.4}",
                 noop / cold,
                 rehash / cold
             );
         }
-        crate::outln!(
+        xtask_base::outln!(
             "(no-op = a second build-ctx with nothing changed; memo cleared = the same with the path/size/mtime hash memo deleted, so every input is re-hashed)"
         );
         Ok(Outcome::Success)
@@ -147,16 +147,16 @@ fn setup_large(repo: &Path, project: &Path, rt: &Runtime, hidden: usize) -> Resu
     const WIDTH: usize = 2560;
     let onnx = project.join("onnx/large/mlp.onnx");
     std::fs::create_dir_all(onnx.parent().context("onnx dir")?)?;
-    crate::onnx::writer::write_mlp(&onnx, SEQ, WIDTH, hidden, 42)?;
+    xtask_onnx::onnx::writer::write_mlp(&onnx, SEQ, WIDTH, hidden, 42)?;
     let x = ndarray::ArrayD::from_shape_vec(
         vec![1, SEQ, WIDTH],
-        crate::onnx::writer::seeded_weights(SEQ * WIDTH, 7, 1.0),
+        xtask_onnx::onnx::writer::seeded_weights(SEQ * WIDTH, 7, 1.0),
     )?;
     let inputs = BTreeMap::from([("x".to_string(), Tensor::F32(x))]);
     let mut outputs = rt.open(&onnx, &Backend::OrtCpu)?.run(&inputs)?;
     let mut golden = inputs;
     golden.insert("y".into(), outputs.remove("y").context("no output y")?);
-    crate::tensor::write_npz(&project.join("golden/large/mlp_io.npz"), &golden)?;
+    xtask_onnx::tensor::write_npz(&project.join("golden/large/mlp_io.npz"), &golden)?;
     std::fs::create_dir_all(project.join("recipes/large"))?;
     std::fs::write(project.join("recipes/large/model.toml"), LARGE_MODEL_TOML)?;
     std::fs::write(project.join("recipes/large/mlp.toml"), LARGE_MLP_TOML)?;

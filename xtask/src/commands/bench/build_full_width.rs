@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use crate::ctx_build::report::BuildReport;
+use xtask_build::report::BuildReport;
 use anyhow::{Context, Result};
 
 use super::{full_width_project, xtask_in};
@@ -21,11 +21,11 @@ struct Measured {
 
 pub fn run(repo: &Path) -> Result<()> {
     let project = full_width_project(repo)?;
-    let out = crate::project::scratch_dir(repo, "bench/build-fullwidth");
+    let out = xtask_base::project::scratch_dir(repo, "bench/build-fullwidth");
     std::fs::create_dir_all(&out)?;
     let mut runs = Vec::new();
     for jobs in [1usize, 2] {
-        crate::errln!("build-ctx --model fullwidth --jobs {jobs} --force ...");
+        xtask_base::errln!("build-ctx --model fullwidth --jobs {jobs} --force ...");
         let started = Instant::now();
         let jobs_arg = jobs.to_string();
         xtask_in(
@@ -50,29 +50,29 @@ pub fn run(repo: &Path) -> Result<()> {
         runs.push(Measured { jobs, wall, report });
     }
     print_steps(&runs[0]);
-    crate::outln!();
+    xtask_base::outln!();
     for r in &runs {
-        crate::outln!(
+        xtask_base::outln!(
             "--jobs {}: wall {:.1} s ({:.1} min)",
             r.jobs,
             r.wall,
             r.wall / 60.0
         );
     }
-    crate::outln!(
+    xtask_base::outln!(
         "--jobs 2 / --jobs 1 wall time: {:.3} (goal <= 0.6 on 2 cores)",
         runs[1].wall / runs[0].wall
     );
     let (longest, name, total) = longest_component(&runs[0].report);
-    crate::outln!(
+    xtask_base::outln!(
         "best any schedule can do with 2 jobs: max(longest component, total / 2) / total = {:.3} \
          (`{name}` takes {longest:.1} s of the {total:.1} s its steps took with --jobs 1; a \
          component's steps run in order and each HTP compile is single-threaded)",
         longest.max(total / 2.0) / total
     );
-    crate::outln!(
+    xtask_base::outln!(
         "(peak RSS with --jobs 1 is the step's own; with --jobs 2 it is the process's, steps beside each other included; reports kept in {})",
-        crate::project::rel(repo, &out)
+        xtask_base::project::rel(repo, &out)
     );
     Ok(())
 }
@@ -99,7 +99,7 @@ fn print_steps(run: &Measured) {
 
 /// The per-step table of a build report (also the real-size bench's).
 pub fn print_steps_of(report: &BuildReport) {
-    crate::outln!(
+    xtask_base::outln!(
         "{:<16} {:<11} {:>9} {:>10} {:>10} {:>10}  compile stages (s)",
         "component",
         "step",
@@ -119,7 +119,7 @@ pub fn print_steps_of(report: &BuildReport) {
                 .map(|(name, s)| format!("{name} {s:.1}"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            crate::outln!(
+            xtask_base::outln!(
                 "{:<16} {:<11} {:>9.1} {:>10} {:>10} {:>10}  {}",
                 comp.component,
                 step.step,

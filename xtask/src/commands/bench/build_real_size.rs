@@ -27,8 +27,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::ctx_build::report::BuildReport;
-use crate::parity::report::ParityReport;
+use xtask_build::report::BuildReport;
+use xtask_parity::parity::report::ParityReport;
 use anyhow::{Context, Result};
 
 use super::{generate_once, xtask_in};
@@ -55,13 +55,13 @@ pub struct Phases {
 }
 
 pub fn run(repo: &Path, phases: &Phases) -> Result<()> {
-    let project = crate::project::scratch_dir(repo, "bench/realsize");
-    let out = crate::project::scratch_dir(repo, "bench/build-realsize");
+    let project = xtask_base::project::scratch_dir(repo, "bench/realsize");
+    let out = xtask_base::project::scratch_dir(repo, "bench/build-realsize");
     std::fs::create_dir_all(&out)?;
     let mut base: Option<(f64, f64)> = None;
     let mut whole_cpu = std::collections::BTreeMap::new();
     if !phases.vision_layers.is_empty() {
-        crate::outln!("vision compile scaling (real width, O3, fp16, soc 77):");
+        xtask_base::outln!("vision compile scaling (real width, O3, fp16, soc 77):");
         for &n in &phases.vision_layers {
             let model = format!("realsize-vit{n}");
             generate(repo, &project, Some(n))?;
@@ -69,7 +69,7 @@ pub fn run(repo: &Path, phases: &Phases) -> Result<()> {
             let (wall, cpu, stage) = context_seconds(&report, "vision");
             whole_cpu.insert(n, cpu);
             let (bw, bc) = *base.get_or_insert((wall / n as f64, cpu / n as f64));
-            crate::outln!(
+            xtask_base::outln!(
                 "  {n} layer(s): context {wall:.0} s wall, {cpu:.0} s CPU ({:.2}x / {:.2}x the 1-layer figure per layer); slowest stage {stage}",
                 wall / n as f64 / bw,
                 cpu / n as f64 / bc,
@@ -78,19 +78,19 @@ pub fn run(repo: &Path, phases: &Phases) -> Result<()> {
     }
     if phases.remedies {
         generate(repo, &project, Some(1))?;
-        crate::outln!("remedies on the 1-layer vision graph, each by recipe:");
+        xtask_base::outln!("remedies on the 1-layer vision graph, each by recipe:");
         for (suffix, what, edit) in REMEDIES {
             let model = remedy_recipes(&project, "realsize-vit1", suffix, *edit)?;
             let report = build(&project, &out, &model, 1)?;
             let (wall, cpu, stage) = context_seconds(&report, "vision");
             let parity = htp_parity(&project, &out, &model, "vision")?;
-            crate::outln!(
+            xtask_base::outln!(
                 "  {what}: context {wall:.0} s wall, {cpu:.0} s CPU, slowest stage {stage}; HTP parity {parity}"
             );
         }
     }
     if !phases.vision_split.is_empty() {
-        crate::outln!("vision split probe (each piece its own context; O3, fp16, soc 77):");
+        xtask_base::outln!("vision split probe (each piece its own context; O3, fp16, soc 77):");
         for &n in &phases.vision_split {
             vision_split(repo, &project, &out, n, whole_cpu.get(&n).copied())?;
         }
@@ -102,29 +102,29 @@ pub fn run(repo: &Path, phases: &Phases) -> Result<()> {
         let only = "llm_split0,action_context,action_step";
         let started = Instant::now();
         let parity = htp_parity(&project, &out, "realsize", only)?;
-        crate::outln!(
+        xtask_base::outln!(
             "parity --backend htp --only {only}: {:.0} s; {parity}",
             started.elapsed().as_secs_f64()
         );
-        crate::outln!("context binaries against the card:");
+        xtask_base::outln!("context binaries against the card:");
         for (comp, card) in CARD_MB {
             let bin = project.join(format!("ctx/realsize/{comp}_socid77_archv73.bin"));
             match std::fs::metadata(&bin) {
                 Ok(m) => {
                     let mb = m.len() as f64 / 1e6;
-                    crate::outln!(
+                    xtask_base::outln!(
                         "  {comp:<15} {mb:>8.1} MB  card {card:>6.0} MB  {:+.1} %",
                         (mb / card - 1.0) * 100.0
                     );
                 }
-                Err(_) => crate::outln!("  {comp:<15} not built"),
+                Err(_) => xtask_base::outln!("  {comp:<15} not built"),
             }
         }
     }
     if phases.context_probes {
         context_probes(repo, &out)?;
     }
-    crate::outln!("(reports kept in {})", crate::project::rel(repo, &out));
+    xtask_base::outln!("(reports kept in {})", xtask_base::project::rel(repo, &out));
     Ok(())
 }
 
@@ -154,7 +154,7 @@ fn vision_split(
     for piece in &pieces {
         let (wall, cpu, stage) = context_seconds(&report, piece);
         per_layer += cpu;
-        crate::outln!(
+        xtask_base::outln!(
             "  {n} layer(s), {piece:<12} context {wall:>6.0} s wall, {cpu:>6.0} s CPU; slowest stage {stage}"
         );
     }
@@ -163,17 +163,17 @@ fn vision_split(
             format!(" ({:.2}x the whole graph's {w:.0} s)", cpu / w)
         })
     };
-    crate::outln!(
+    xtask_base::outln!(
         "  {n} layer(s): one context per layer + tail: {per_layer:.0} s CPU in all{}",
         versus(per_layer)
     );
     if n > 1 {
         let (wall, body, stage) = context_seconds(&report, "vision_body");
         let (_, tail, _) = context_seconds(&report, "vision_tail");
-        crate::outln!(
+        xtask_base::outln!(
             "  {n} layer(s), vision_body  context {wall:>6.0} s wall, {body:>6.0} s CPU; slowest stage {stage}"
         );
-        crate::outln!(
+        xtask_base::outln!(
             "  {n} layer(s): cut at the junction (body + tail): {:.0} s CPU{}",
             body + tail,
             versus(body + tail)
@@ -181,7 +181,7 @@ fn vision_split(
     }
     if n == 1 {
         let parity = htp_parity(project, out, &model, "vision_l0,vision_tail")?;
-        crate::outln!("  1 layer: HTP parity of the pieces: {parity}");
+        xtask_base::outln!("  1 layer: HTP parity of the pieces: {parity}");
     }
     Ok(())
 }
@@ -190,7 +190,7 @@ fn vision_split(
 /// `target/bench/ctxprobe/`): each cut-down variant built alone, its binary against its
 /// weights at fp16 (half its float32 ONNX bytes).
 fn context_probes(repo: &Path, out: &Path) -> Result<()> {
-    let project = crate::project::scratch_dir(repo, "bench/ctxprobe");
+    let project = xtask_base::project::scratch_dir(repo, "bench/ctxprobe");
     generate_once(
         repo,
         &project,
@@ -203,14 +203,14 @@ fn context_probes(repo: &Path, out: &Path) -> Result<()> {
         .filter(|n| n.starts_with("ctxp-"))
         .collect();
     models.sort();
-    crate::outln!("action_context size probe (each variant alone; soc 77, fp16, O3):");
+    xtask_base::outln!("action_context size probe (each variant alone; soc 77, fp16, O3):");
     for model in &models {
         build(&project, out, model, 1)?;
         let bytes =
             |rel: String| std::fs::metadata(project.join(&rel)).map(|m| m.len() as f64 / 1e6);
         let onnx = bytes(format!("onnx/{model}/action_context.onnx"))?;
         let bin = bytes(format!("ctx/{model}/action_context_socid77_archv73.bin"))?;
-        crate::outln!(
+        xtask_base::outln!(
             "  {model:<18} weights {:>5.2} MB at fp16  binary {bin:>5.2} MB ({:.2}x)",
             onnx / 2.0,
             bin / (onnx / 2.0)
@@ -271,7 +271,7 @@ fn generate(repo: &Path, project: &Path, vision_layers: Option<u32>) -> Result<(
 
 /// A cold `build-ctx` of `model`; its report, also kept in `out`.
 fn build(project: &Path, out: &Path, model: &str, jobs: usize) -> Result<BuildReport> {
-    crate::errln!("build-ctx --model {model} --force --jobs {jobs} ...");
+    xtask_base::errln!("build-ctx --model {model} --force --jobs {jobs} ...");
     let jobs = jobs.to_string();
     xtask_in(
         project,
@@ -291,14 +291,14 @@ fn build(project: &Path, out: &Path, model: &str, jobs: usize) -> Result<BuildRe
 
 /// `parity --backend htp --only <only>`: its verdict line per component.
 fn htp_parity(project: &Path, out: &Path, model: &str, only: &str) -> Result<String> {
-    crate::errln!("parity --backend htp --model {model} --only {only} ...");
+    xtask_base::errln!("parity --backend htp --model {model} --only {only} ...");
     // A failed gate is a finding here, not an error of the bench: read the report either way.
     let _ = xtask_in(
         project,
         &[
             "parity",
             "--backend",
-            crate::vocab::BackendKind::Htp.label(),
+            xtask_base::vocab::BackendKind::Htp.label(),
             "--model",
             model,
             "--only",
@@ -306,7 +306,7 @@ fn htp_parity(project: &Path, out: &Path, model: &str, only: &str) -> Result<Str
         ],
     );
     let kept = keep(project, out, model, "parity-htp.json")?;
-    let report: ParityReport = crate::record::read(&kept, "cargo xtask parity --backend htp")?;
+    let report: ParityReport = xtask_base::record::read(&kept, "cargo xtask parity --backend htp")?;
     Ok(parity_summary(&report))
 }
 

@@ -12,8 +12,8 @@ use anyhow::{Context, Result, bail};
 
 use super::super::{Ctx, Outcome};
 use super::xtask_in;
-use crate::ctx_build::step_cache::StepCache;
-use crate::ctx_build::step_cache::gc::human_bytes;
+use xtask_build::step_cache::StepCache;
+use xtask_build::step_cache::gc::human_bytes;
 
 #[derive(clap::Args)]
 pub struct BenchCache {
@@ -36,7 +36,7 @@ impl BenchCache {
             models.push(("full-width", "fullwidth"));
         }
         for (title, model) in models {
-            let cache_dir = crate::project::scratch_dir(&ctx.root, "bench/cache/store").join(model);
+            let cache_dir = xtask_base::project::scratch_dir(&ctx.root, "bench/cache/store").join(model);
             if cache_dir.exists() {
                 std::fs::remove_dir_all(&cache_dir)?;
             }
@@ -49,7 +49,7 @@ impl BenchCache {
             let same = build(&a, model)?;
             let clone = build(&b, model)?;
             let other = build(&b, &second)?;
-            crate::outln!(
+            xtask_base::outln!(
                 "{title}: cold (empty cache)            {:>7.2} s  {} step(s) ran",
                 cold.seconds,
                 cold.ran
@@ -59,7 +59,7 @@ impl BenchCache {
                 ("warm, second clone elsewhere   ", &clone),
                 ("warm, second model, same inputs", &other),
             ] {
-                crate::outln!(
+                xtask_base::outln!(
                     "{title}: {what} {:>7.2} s  {:.3}× cold  {} restored, {} ran",
                     t.seconds,
                     t.seconds / cold.seconds,
@@ -73,14 +73,14 @@ impl BenchCache {
             // Without keys shared across models, the second model's build would have stored
             // its own copy of every entry.
             let per_model = 2 * each_entry_own;
-            crate::outln!(
+            xtask_base::outln!(
                 "{title}: cache: {} entries naming {} file(s), {} stored in {} file(s)",
                 survey.entries.len(),
                 survey.entries.iter().map(|e| e.blobs.len()).sum::<usize>(),
                 human_bytes(stored),
                 survey.blobs.len()
             );
-            crate::outln!(
+            xtask_base::outln!(
                 "{title}: bytes stored with sharing {stored} B; without sharing {each_entry_own} B \
                  (each entry its own files, {:.3}×), {per_model} B (and each model its own \
                  entries, {:.3}×)",
@@ -102,7 +102,7 @@ fn projects(ctx: &Ctx, model: &str) -> Result<(PathBuf, PathBuf)> {
     }
     let src = super::full_width_project(&ctx.root)?;
     let copy = |name: &str| -> Result<PathBuf> {
-        let p = crate::project::scratch_dir(&ctx.root, "bench/cache").join(name);
+        let p = xtask_base::project::scratch_dir(&ctx.root, "bench/cache").join(name);
         if p.exists() {
             std::fs::remove_dir_all(&p)?;
         }

@@ -10,10 +10,10 @@ use anyhow::{Context, Result};
 
 use super::super::{Ctx, Outcome};
 use super::{full_width_project, median, python_env, tiny_project, xtask_in};
-use crate::parity::component::load_golden;
-use crate::recipe::load_model;
-use crate::runtime::bootstrap::ensure_runtime;
-use crate::runtime::{Backend, Runtime};
+use xtask_parity::parity::component::load_golden;
+use xtask_recipe::recipe::load_model;
+use xtask_runtime::runtime::bootstrap::ensure_runtime;
+use xtask_runtime::runtime::{Backend, Runtime};
 
 #[derive(clap::Args)]
 pub struct BenchChain {
@@ -54,7 +54,7 @@ impl BenchChain {
             let py_nospin =
                 python_chain(ctx, &python, &project, model, &timing, &["--no-spinning"])?;
             if self.rounds > 1 {
-                crate::outln!(
+                xtask_base::outln!(
                     "  round {round}: Rust {:.2} ms, Python {:.2} ms ({:.3}), Python no-spin {:.2} ms ({:.3})",
                     rust.p50_ms,
                     py.p50_ms,
@@ -77,25 +77,25 @@ impl BenchChain {
         let py_host = med(&|r| r.1.host_fraction);
 
         let alone = components_alone(ctx, &project, model, self.warmup, self.iters)?;
-        crate::outln!(
+        xtask_base::outln!(
             "chain on ORT CPU, model `{model}`, {} round(s) of {} timed runs after {} warm-up (p50, median over rounds):",
             rounds.len(),
             self.iters,
             self.warmup
         );
-        crate::outln!("  Rust chain (xtask run)        {rust_p50:>10.2} ms");
-        crate::outln!(
+        xtask_base::outln!("  Rust chain (xtask run)        {rust_p50:>10.2} ms");
+        xtask_base::outln!(
             "  Python onnxruntime chain      {py_p50:>10.2} ms   Rust/Python = {ratio_py:.3}   (ORT defaults)"
         );
-        crate::outln!(
+        xtask_base::outln!(
             "  Python, spinning disabled     {py_nospin_p50:>10.2} ms   Rust/Python = {ratio_nospin:.3}   (same session settings as Rust)"
         );
-        crate::outln!(
+        xtask_base::outln!(
             "  host share of end-to-end      Rust {:.1}%   Python {:.1}%",
             rust_host * 100.0,
             py_host * 100.0
         );
-        crate::outln!(
+        xtask_base::outln!(
             "  sum of components run alone   {alone:>10.2} ms   chain/sum = {:.3}",
             rust_p50 / alone
         );
@@ -122,7 +122,7 @@ fn rust_chain(project: &std::path::Path, model: &str, timing: &Timing) -> Result
         &[
             "run",
             "--backend",
-            crate::vocab::BackendKind::Ort.label(),
+            xtask_base::vocab::BackendKind::Ort.label(),
             "--model",
             model,
             "--iters",

@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::Result;
 
 use super::super::{Ctx, Outcome};
-use crate::hashing::HashMemo;
+use xtask_base::hashing::HashMemo;
 
 #[derive(clap::Args)]
 pub struct BenchHash {
@@ -24,15 +24,15 @@ pub struct BenchHash {
 
 impl BenchHash {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
-        let dir = crate::project::scratch_dir(&ctx.root, "bench/hash");
+        let dir = xtask_base::project::scratch_dir(&ctx.root, "bench/hash");
         std::fs::create_dir_all(&dir)?;
         let path = dir.join(format!("data-{}gib.bin", self.gib));
         let bytes = self.gib << 30;
         if std::fs::metadata(&path).map(|m| m.len()).ok() != Some(bytes) {
-            crate::errln!(
+            xtask_base::errln!(
                 "writing {} GiB of pseudo-random bytes to {} ...",
                 self.gib,
-                crate::project::rel(&ctx.root, &path)
+                xtask_base::project::rel(&ctx.root, &path)
             );
             let mut f = std::io::BufWriter::new(std::fs::File::create(&path)?);
             let mut state = 0x9e37_79b9_7f4a_7c15u64;
@@ -57,13 +57,13 @@ impl BenchHash {
         HashMemo::full().sha256(&path)?;
         let full_s = started.elapsed().as_secs_f64();
         let gb_per_s = bytes as f64 / 1e9 / full_s;
-        crate::outln!(
+        xtask_base::outln!(
             "full re-hash of {} GiB: {full_s:.2} s ({gb_per_s:.2} GB/s, page cache warm); memo lookup: {:.3} ms ({:.0}x faster)",
             self.gib,
             memo_s * 1e3,
             full_s / memo_s.max(1e-9)
         );
-        crate::outln!(
+        xtask_base::outln!(
             "a {} GB bundle: about {:.0} s per full check at this rate (package, verify, --require-fresh; an HTP load re-hashes one component's inputs)",
             self.bundle_gb,
             self.bundle_gb as f64 / gb_per_s

@@ -72,7 +72,7 @@ impl Bench {
 
 /// Runs this tool in another project root as a separate process; returns its stdout.
 pub fn xtask_in(root: &Path, args: &[&str]) -> Result<String> {
-    let done = crate::proc::Proc::new(std::env::current_exe()?)
+    let done = xtask_base::proc::Proc::new(std::env::current_exe()?)
         .arg("--root")
         .arg(root)
         .args(args)
@@ -83,11 +83,11 @@ pub fn xtask_in(root: &Path, args: &[&str]) -> Result<String> {
 
 pub fn link_runtime(repo: &Path, project: &Path) -> Result<()> {
     std::fs::create_dir_all(project.join("target"))?;
-    let link = crate::project::scratch_dir(project, "qnn-runtime");
+    let link = xtask_base::project::scratch_dir(project, "qnn-runtime");
     if link.exists() {
         return Ok(());
     }
-    std::os::unix::fs::symlink(crate::project::scratch_dir(repo, "qnn-runtime"), link)
+    std::os::unix::fs::symlink(xtask_base::project::scratch_dir(repo, "qnn-runtime"), link)
         .context("cannot link the runtime into the bench project")
 }
 
@@ -107,21 +107,21 @@ pub fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 /// A Python environment for the baselines: the pinned onnxruntime wheel (hash-checked, the
 /// same library the tool loads), numpy and onnx, in `target/bench/pyenv`.
 pub fn python_env(root: &Path) -> Result<PathBuf> {
-    let env = crate::project::scratch_dir(root, "bench/pyenv");
+    let env = xtask_base::project::scratch_dir(root, "bench/pyenv");
     let python = env.join("bin/python");
     if python.is_file() && env.join(".complete").is_file() {
         return Ok(python);
     }
-    crate::runtime::bootstrap::ensure_runtime(root)?;
-    let wheel = crate::project::scratch_dir(root, "qnn-runtime/wheels")
-        .join(crate::runtime::platform::Platform::host().ort_wheel().file);
-    crate::runtime::bootstrap::verify_wheel_hash(
+    xtask_runtime::runtime::bootstrap::ensure_runtime(root)?;
+    let wheel = xtask_base::project::scratch_dir(root, "qnn-runtime/wheels")
+        .join(xtask_runtime::runtime::platform::Platform::host().ort_wheel().file);
+    xtask_runtime::runtime::bootstrap::verify_wheel_hash(
         &wheel,
-        crate::runtime::platform::Platform::host().ort_wheel(),
+        xtask_runtime::runtime::platform::Platform::host().ort_wheel(),
     )?;
-    crate::errln!(
+    xtask_base::errln!(
         "creating the baseline Python environment {} (once) ...",
-        crate::project::rel(root, &env)
+        xtask_base::project::rel(root, &env)
     );
     run_checked(
         "python3".as_ref(),
@@ -151,14 +151,14 @@ pub fn python_env(root: &Path) -> Result<PathBuf> {
 /// Runs a program to completion; a failure shows the command and its output. A program given
 /// as a bare name is looked up on PATH; as a path, it is used as is.
 pub fn run_checked(program: &std::ffi::OsStr, args: &[&str]) -> Result<()> {
-    crate::proc::Proc::new(program).args(args).run()?;
+    xtask_base::proc::Proc::new(program).args(args).run()?;
     Ok(())
 }
 
 /// The full-width synthetic model (real tensor sizes, one layer per split), generated on
 /// demand by the generator into `target/bench/fullwidth`; never committed.
 pub fn full_width_project(root: &Path) -> Result<PathBuf> {
-    let project = crate::project::scratch_dir(root, "bench/fullwidth");
+    let project = xtask_base::project::scratch_dir(root, "bench/fullwidth");
     if !project.join(".complete").is_file() && project.exists() {
         std::fs::remove_dir_all(&project)?; // a generation that did not finish
     }
@@ -186,9 +186,9 @@ pub fn generate_once(
     if !done.is_file() {
         let python = python_env(root)?;
         std::fs::create_dir_all(project)?;
-        crate::errln!(
+        xtask_base::errln!(
             "generating {what} into {} ...",
-            crate::project::rel(root, project)
+            xtask_base::project::rel(root, project)
         );
         let script = root
             .join("xtask/scripts/gen_tiny_model.py")
@@ -206,7 +206,7 @@ pub fn generate_once(
 
 /// A scratch copy of the tiny model under `target/bench/<name>`.
 pub fn tiny_project(root: &Path, name: &str) -> Result<PathBuf> {
-    let project = crate::project::scratch_dir(root, "bench").join(name);
+    let project = xtask_base::project::scratch_dir(root, "bench").join(name);
     if project.exists() {
         std::fs::remove_dir_all(&project)?;
     }

@@ -8,10 +8,10 @@ use anyhow::{Context, Result};
 
 use super::super::{Ctx, Outcome};
 use super::{full_width_project, python_env, xtask_in};
-use crate::parity::component::load_golden;
-use crate::parity::metrics::compare;
-use crate::recipe::load_model;
-use crate::vocab::BackendKind;
+use xtask_parity::parity::component::load_golden;
+use xtask_parity::parity::metrics::compare;
+use xtask_recipe::recipe::load_model;
+use xtask_base::vocab::BackendKind;
 
 #[derive(clap::Args)]
 pub struct BenchParity {
@@ -50,21 +50,21 @@ impl BenchParity {
             .context("the numpy baseline failed")?;
         let py: serde_json::Value = serde_json::from_slice(&std::fs::read(&out_json)?)?;
         let get = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
-        crate::outln!(
+        xtask_base::outln!(
             "parity engine, model `{model}` ({} outputs; read golden twice + compare in f64):",
             rust["outputs"]
         );
-        crate::outln!(
+        xtask_base::outln!(
             "  Rust   {:>8.3} s   peak RSS {:>7.0} MB",
             get(&rust, "seconds"),
             get(&rust, "peak_rss_mb")
         );
-        crate::outln!(
+        xtask_base::outln!(
             "  numpy  {:>8.3} s   peak RSS {:>7.0} MB",
             get(&py, "seconds"),
             get(&py, "peak_rss_mb")
         );
-        crate::outln!(
+        xtask_base::outln!(
             "  Rust/numpy: time {:.3}, peak memory {:.3}",
             get(&rust, "seconds") / get(&py, "seconds"),
             get(&rust, "peak_rss_mb") / get(&py, "peak_rss_mb")
@@ -76,7 +76,7 @@ impl BenchParity {
 #[derive(clap::Args)]
 pub struct ParityEngineOnce {
     /// The model: a folder under `recipes/`.
-    #[arg(long, value_parser = crate::recipe::names::parse_model_name)]
+    #[arg(long, value_parser = xtask_recipe::recipe::names::parse_model_name)]
     model: String,
 }
 
@@ -101,10 +101,10 @@ impl ParityEngineOnce {
             }
         }
         let seconds = started.elapsed().as_secs_f64();
-        crate::outln!(
+        xtask_base::outln!(
             "{}",
-            serde_json::json!({ "seconds": seconds, "peak_rss_mb": crate::chain::run::peak_rss_mb(), "outputs": outputs })
+            serde_json::json!({ "seconds": seconds, "peak_rss_mb": xtask_chain::chain::run::peak_rss_mb(), "outputs": outputs })
         );
-        Ok(crate::vocab::Outcome::Success)
+        Ok(xtask_base::vocab::Outcome::Success)
     }
 }

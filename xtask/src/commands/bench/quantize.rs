@@ -9,9 +9,9 @@ use anyhow::{Context, Result};
 
 use super::super::{Ctx, Outcome};
 use super::xtask_in;
-use crate::ctx_build::report::BuildReport;
-use crate::parity::report::ParityReport;
-use crate::vocab::{BackendKind, Precision};
+use xtask_build::report::BuildReport;
+use xtask_parity::parity::report::ParityReport;
+use xtask_base::vocab::{BackendKind, Precision};
 
 #[derive(clap::Args)]
 pub struct BenchQuantize {
@@ -36,11 +36,11 @@ impl BenchQuantize {
         let float = self.measure(ctx, Precision::Fp16)?;
         let quant = self.measure(ctx, self.precision)?;
         let p = self.precision;
-        crate::outln!(
+        xtask_base::outln!(
             "bench quantize: tiny `{}`, fp16 vs {p}, soc 77, same run (HTP emulated):",
             self.component
         );
-        crate::outln!(
+        xtask_base::outln!(
             "  {:<22} {:>14} {:>14} {:>9}",
             "",
             "fp16",
@@ -48,7 +48,7 @@ impl BenchQuantize {
             "ratio"
         );
         let row = |what: &str, a: f64, b: f64, digits: usize| {
-            crate::outln!(
+            xtask_base::outln!(
                 "  {what:<22} {a:>14.digits$} {b:>14.digits$} {:>8.3}x",
                 b / a
             );
@@ -56,7 +56,7 @@ impl BenchQuantize {
         row("binary bytes", float.bytes as f64, quant.bytes as f64, 0);
         row("compile CPU s", float.compile_s, quant.compile_s, 2);
         row("HTP parity run s", float.htp_run_s, quant.htp_run_s, 3);
-        crate::outln!(
+        xtask_base::outln!(
             "  {:<22} {:>14.8} {:>14.8}   (lowest output cosine vs the float golden)",
             "cosine",
             float.cosine,
@@ -121,7 +121,7 @@ impl BenchQuantize {
 /// The checkout's quantizer environment, linked into a bench project (made once by the
 /// project's first quantize step otherwise).
 fn link_quantizer(repo: &Path, project: &Path) -> Result<()> {
-    let env = crate::quantize::env::ensure(repo)?;
+    let env = xtask_runtime::quantize::env::ensure(repo)?;
     let link = project.join("target/quant-venv");
     if !link.exists() {
         std::os::unix::fs::symlink(&env.dir, &link)?;

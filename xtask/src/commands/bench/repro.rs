@@ -32,10 +32,10 @@ impl BenchRepro {
         let twice = compare(&first_a, &read_bins(&a)?);
         for (title, rows) in [("across two paths", &across), ("twice in one path", &twice)] {
             let same = rows.iter().filter(|r| r.1.is_none()).count();
-            crate::outln!("{title}: {same} of {} binaries byte-identical", rows.len());
+            xtask_base::outln!("{title}: {same} of {} binaries byte-identical", rows.len());
             for (name, diff) in rows {
                 if let Some(d) = diff {
-                    crate::outln!("  {name}: {d}");
+                    xtask_base::outln!("  {name}: {d}");
                 }
             }
         }

@@ -3,7 +3,7 @@
 //! estimate where the measured build lacks a figure (its HTP parity, the recipe's O level).
 
 use super::{Estimate, GB, SETUP_MINUTES};
-use crate::recipe::{ComponentEstimate, MeasuredAtRealSize};
+use xtask_recipe::recipe::{ComponentEstimate, MeasuredAtRealSize};
 
 /// Margin on a measured peak: another machine's allocator and page cache differ.
 const MEASURED_MEMORY_MARGIN: f64 = 1.25;

@@ -24,7 +24,7 @@ use serde::Serialize;
 mod by_size;
 mod measured;
 
-use crate::recipe::ComponentEstimate;
+use xtask_recipe::recipe::ComponentEstimate;
 
 const GB: f64 = 1e9;
 /// GitHub's standard hosted Linux runner (ubuntu-24.04): 16 GB memory, ~14 GB free disk
@@ -68,7 +68,7 @@ pub fn estimate(
     bytes: Option<(u64, u64)>,
     per_layer: Option<&ComponentEstimate>,
     recipe_level: u8,
-    precision: crate::vocab::Precision,
+    precision: xtask_base::vocab::Precision,
 ) -> Estimate {
     let mut est = float_estimate(bytes, per_layer, recipe_level, precision);
     if precision.is_quantized() && !est.basis.iter().any(|b| b.starts_with(precision.label())) {
@@ -86,7 +86,7 @@ fn float_estimate(
     bytes: Option<(u64, u64)>,
     per_layer: Option<&ComponentEstimate>,
     recipe_level: u8,
-    precision: crate::vocab::Precision,
+    precision: xtask_base::vocab::Precision,
 ) -> Estimate {
     if let Some(e) = per_layer
         && let Some(m) = e.quantized.get(&precision)

@@ -1,6 +1,6 @@
 use super::*;
-use crate::recipe::MeasuredAtRealSize;
-use crate::vocab::Precision;
+use xtask_recipe::recipe::MeasuredAtRealSize;
+use xtask_base::vocab::Precision;
 
 fn measured(layers: u32, htp_parity_s: Option<f64>) -> ComponentEstimate {
     ComponentEstimate {

@@ -14,7 +14,7 @@ pub(super) fn write_odd_io_fixture(p: &Scratch) {
 
 /// `onnx/odd_io/graph.onnx`, encoded field by field with the crate's protobuf writers.
 fn write_odd_io_graph(p: &Scratch) {
-    use xtask::onnx::rewrite::{put_bytes, put_varint};
+    use xtask_onnx::onnx::rewrite::{put_bytes, put_varint};
     let int = |out: &mut Vec<u8>, num: u64, v: u64| {
         put_varint(out, num << 3);
         put_varint(out, v);
@@ -94,7 +94,7 @@ fn write_odd_io_graph(p: &Scratch) {
 
 /// `golden/odd_io/graph_io.npz`, with `half` added as NumPy's float16.
 fn write_odd_io_golden(p: &Scratch) {
-    use xtask::tensor::Tensor;
+    use xtask_onnx::tensor::Tensor;
     let x = [0.5f32, -1.25, 0.0, 3.5];
     let flag = [true, false, false, true];
     let idx = [3i64, -2, 1 << 20, 7];
@@ -120,7 +120,7 @@ fn write_odd_io_golden(p: &Scratch) {
     ]);
     std::fs::create_dir_all(p.path("golden/odd_io")).unwrap();
     let npz = p.path("golden/odd_io/graph_io.npz");
-    xtask::tensor::write_npz(&npz, &golden).unwrap();
+    xtask_onnx::tensor::write_npz(&npz, &golden).unwrap();
     // `half` as numpy's float16 (`<f2`), which the crate's npz writer does not write.
     let mut npy = b"\x93NUMPY\x01\x00".to_vec();
     let mut header = "{'descr': '<f2', 'fortran_order': False, 'shape': (1, 4), }".to_string();

@@ -1,0 +1,15 @@
+//! The bottom layer: the shared words (`vocab`), the SoC table, versioned JSON records, hashing,
+//! atomic writes, the project layout, child processes and how the tool talks to its user (`ui`).
+//! Everything else stands on it; it must not depend on any other crate of the workspace.
+
+pub mod vocab;
+pub mod soc;
+pub mod record;
+pub mod hashing;
+pub mod atomic;
+pub mod bad_input;
+pub mod disk;
+pub mod identity;
+pub mod project;
+pub mod proc;
+pub mod ui;

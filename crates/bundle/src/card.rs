@@ -1,0 +1,326 @@
+//! The bundle's model card (`README.md`), rendered only from the bundle's own reports
+//! (`reports/bundle.json`, `reports/parity-htp.json`, `reports/run-*.json`), each read through
+//! its type, so `verify` can render it again and prove the card's tables match the reports
+//! shipped beside it.
+
+use std::fmt::Write as _;
+
+use super::info::BundleInfo;
+use xtask_chain::chain::report::RunReport;
+use xtask_parity::parity::report::ParityReport;
+use xtask_runtime::report::fmt_cosine;
+use xtask_base::vocab::BackendKind;
+
+/// "fp16 HTP precision" when every context was built so, else the per-context mix.
+fn precision_summary(b: &BundleInfo) -> String {
+    let quantized: Vec<String> = b
+        .components
+        .iter()
+        .filter_map(|c| {
+            c.quantized
+                .as_ref()
+                .map(|q| format!("{} {}", c.name, q.precision))
+        })
+        .collect();
+    if !quantized.is_empty() {
+        return format!(
+            "quantized {} (every figure against the float golden), the rest fp16",
+            quantized.join(", ")
+        );
+    }
+    let fp16 = b.components.iter().filter(|c| c.fp16).count();
+    match (fp16, b.components.len()) {
+        (f, n) if f == n => "fp16 HTP precision".into(),
+        (0, _) => "fp32 HTP precision (fp16 off)".into(),
+        (f, n) => format!("fp16 HTP precision in {f} of {n} (see Build provenance)"),
+    }
+}
+
+fn short_precision(b: &BundleInfo) -> &'static str {
+    if b.components.iter().any(|c| c.quantized.is_some()) {
+        return "mixed quantized/fp16";
+    }
+    match b.components.iter().filter(|c| c.fp16).count() {
+        f if f == b.components.len() => "fp16",
+        0 => "fp32",
+        _ => "mixed fp16/fp32",
+    }
+}
+
+/// The run reports the card may show, most telling first: the first the model has is used.
+pub const RUN_BACKENDS: [BackendKind; 3] = [BackendKind::Htp, BackendKind::Cpu, BackendKind::Ort];
+
+/// HTP parity figures the card shows (from the bundle's `parity-htp.json`).
+#[derive(Debug, Clone, Default)]
+pub struct HtpFigures {
+    pub emulated: Option<bool>,
+    pub cosines: Vec<(String, Vec<(String, f64)>)>,
+}
+
+/// Latency the card shows (from a bundle `run-<backend>.json`).
+#[derive(Debug, Clone)]
+pub struct LatencyFigures {
+    pub backend: BackendKind,
+    pub emulated: Option<bool>,
+    pub rows: Vec<(String, f64, f64)>,
+    pub actions_max_abs_err: Option<f64>,
+}
+
+/// The cosine of every output of every component the HTP parity report measured.
+pub fn htp_figures(report: &ParityReport) -> HtpFigures {
+    let cosines = report
+        .components
+        .iter()
+        .map(|c| {
+            let outs = c
+                .outputs
+                .iter()
+                .map(|o| (o.name.clone(), o.metrics.cosine))
+                .collect();
+            (c.component.clone(), outs)
+        })
+        .collect();
+    HtpFigures {
+        emulated: report.htp_emulated,
+        cosines,
+    }
+}
+
+/// The chain run's latency per stage (p50, p90) and its actions' error.
+pub fn latency_figures(report: &RunReport) -> LatencyFigures {
+    let rows = report
+        .run
+        .latency
+        .iter()
+        .map(|l| (l.name.clone(), l.p50_ms, l.p90_ms))
+        .collect();
+    LatencyFigures {
+        backend: report.run.backend,
+        emulated: report.run.htp_emulated,
+        rows,
+        actions_max_abs_err: report.actions_max_abs_err,
+    }
+}
+
+fn mb(bytes: u64) -> String {
+    if bytes >= 1_000_000 {
+        format!("{:.0} MB", bytes as f64 / 1e6)
+    } else {
+        format!("{:.0} KB", bytes as f64 / 1e3)
+    }
+}
+
+fn shape(s: &[usize]) -> String {
+    format!(
+        "[{}]",
+        s.iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    )
+}
+
+/// The card, section by section, from `bundle.json` and the bundled reports only.
+pub fn render(
+    b: &BundleInfo,
+    htp: Option<&HtpFigures>,
+    latency: Option<&LatencyFigures>,
+) -> String {
+    let mut md = String::new();
+    heading(b, &mut md);
+    contents(b, &mut md);
+    io_contract(b, &mut md);
+    cpu_parity(b, &mut md);
+    htp_parity(b, htp, &mut md);
+    waivers(b, &mut md);
+    if let Some(l) = latency {
+        latency_table(l, &mut md);
+    }
+    super::card_build::provenance(b, &mut md);
+    super::card_build::build_options(b, &mut md);
+    super::card_build::rewrites_section(b, &mut md);
+    super::card_build::hashes(b, &mut md);
+    md
+}
+
+/// The Hub's front matter, the title, the target and QAIRT the binaries were built with, and
+/// the warnings (stale artifacts, unverified inputs).
+fn heading(b: &BundleInfo, md: &mut String) {
+    let _ = writeln!(
+        md,
+        "---\nlicense: apache-2.0\ntags: [molmoact2, vla, robotics, qnn, qualcomm, htp, hexagon, npu, edge]\npipeline_tag: robotics\n---\n"
+    );
+    let _ = writeln!(md, "# {} — QNN / HTP context binaries\n", b.model);
+    let _ = writeln!(md, "{}\n", b.description);
+    let _ = writeln!(
+        md,
+        "Offline-compiled **Qualcomm QNN (HTP) context binaries** for **{} (Hexagon v{}, soc_id {})**, QAIRT **{}**.\n",
+        b.soc_chips.join(" / "),
+        b.htp_arch,
+        b.soc_id,
+        b.built_by.qairt
+    );
+    if b.allow_stale {
+        let _ = writeln!(
+            md,
+            "> **Warning:** packaged with `--allow-stale`: the artifacts of {} do not match their current recipes or inputs.\n",
+            if b.stale.is_empty() {
+                "no component".to_string()
+            } else {
+                b.stale.join(", ")
+            }
+        );
+    }
+    if let Some(u) = &b.unverified_inputs {
+        let _ = writeln!(md, "> **Warning:** {u}.\n");
+    }
+}
+
+/// The bundle's folders, with every binary and its size.
+fn contents(b: &BundleInfo, md: &mut String) {
+    let _ = writeln!(
+        md,
+        "## What's in here\n\n```\nctx/      {} HTP context binaries (soc_id {} / Hexagon v{}), {}",
+        b.components.len(),
+        b.soc_id,
+        b.htp_arch,
+        precision_summary(b)
+    );
+    for c in &b.components {
+        let _ = writeln!(md, "  {:<40} {:>8}", c.bin_file, mb(c.bin_bytes));
+    }
+    let _ = writeln!(
+        md,
+        "golden/   reference I/O, the parity gate for every context\nonnx/     per-component ONNX graphs that feed the DLC/context build\nreports/  the reports this card is generated from\n```\n"
+    );
+}
+
+fn io_contract(b: &BundleInfo, md: &mut String) {
+    let _ = writeln!(
+        md,
+        "## Per-component I/O contract\n\n| context | inputs (name: shape, dtype) | outputs |\n|---|---|---|"
+    );
+    let io = |v: &[(String, Vec<usize>, String)]| {
+        v.iter()
+            .map(|(n, s, d)| format!("`{n}: {}` {d}", shape(s)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for c in &b.components {
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | {} |",
+            c.name,
+            io(&c.inputs),
+            io(&c.outputs)
+        );
+    }
+}
+
+/// The CPU backend's cosines, from each component's cpu-parity build step.
+fn cpu_parity(b: &BundleInfo, md: &mut String) {
+    let _ = writeln!(
+        md,
+        "\n## Validated parity (host, QNN CPU backend vs golden)\n\n**Cosine is the correctness gate**; `within_tol` is informational.\n\n| context | output | cosine |\n|---|---|---|"
+    );
+    for c in &b.components {
+        let names: Vec<&str> = c.cpu_cosine.iter().map(|(n, _)| n.as_str()).collect();
+        let cos: Vec<String> = c
+            .cpu_cosine
+            .iter()
+            .map(|(_, v)| format!("**{}**", fmt_cosine(*v)))
+            .collect();
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | {} |",
+            c.name,
+            names.join(" / "),
+            cos.join(" / ")
+        );
+    }
+}
+
+fn htp_parity(b: &BundleInfo, htp: Option<&HtpFigures>, md: &mut String) {
+    let Some(h) = htp else {
+        let _ = writeln!(
+            md,
+            "\n## HTP parity\n\n**Not measured** for these binaries."
+        );
+        if !b.htp_unmeasured.is_empty() {
+            let _ = writeln!(
+                md,
+                "Packaged with `--allow-unmeasured`; never measured on the HTP:\n"
+            );
+            for why in &b.htp_unmeasured {
+                let _ = writeln!(md, "- {why}");
+            }
+        }
+        return;
+    };
+    let how = match h.emulated {
+        Some(true) => "HTP emulated on x86_64",
+        Some(false) => "on the device's NPU",
+        None => "HTP",
+    };
+    let _ = writeln!(
+        md,
+        "\n## HTP parity ({how}, {})\n\n| context | output | cosine |\n|---|---|---|",
+        short_precision(b)
+    );
+    for (comp, outs) in &h.cosines {
+        let names: Vec<&str> = outs.iter().map(|(n, _)| n.as_str()).collect();
+        let cos: Vec<String> = outs.iter().map(|(_, v)| fmt_cosine(*v)).collect();
+        let _ = writeln!(
+            md,
+            "| `{comp}` | {} | {} |",
+            names.join(" / "),
+            cos.join(" / ")
+        );
+    }
+}
+
+/// One line per distinct (gate, reason), naming every output it applies to.
+fn waivers(b: &BundleInfo, md: &mut String) {
+    let mut waivers: Vec<(f64, &str, Vec<String>)> = Vec::new();
+    for c in &b.components {
+        for (o, g, r) in &c.waivers {
+            let who = format!("`{}` {o}", c.name);
+            match waivers.iter_mut().find(|(wg, wr, _)| wg == g && wr == r) {
+                Some(w) => w.2.push(who),
+                None => waivers.push((*g, r, vec![who])),
+            }
+        }
+    }
+    if !waivers.is_empty() {
+        let _ = writeln!(md, "\n## Waivers\n");
+        for (g, r, who) in &waivers {
+            let _ = writeln!(md, "- gate {g} on {}: {r}", who.join(", "));
+        }
+    }
+}
+
+fn latency_table(l: &LatencyFigures, md: &mut String) {
+    let how = if l.emulated == Some(true) {
+        " (HTP emulated on x86_64: not device latency)"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        md,
+        "\n## Latency, `{}` backend{how}\n\n| stage | p50 ms | p90 ms |\n|---|---|---|",
+        l.backend
+    );
+    for (n, p50, p90) in &l.rows {
+        let _ = writeln!(md, "| {n} | {p50:.2} | {p90:.2} |");
+    }
+    if let Some(e) = l.actions_max_abs_err {
+        let _ = writeln!(
+            md,
+            "\nEnd-to-end actions vs expected: max abs error {e:.3e}."
+        );
+    }
+}
+
+#[cfg(test)]
+#[path = "card_tests.rs"]
+mod tests;

@@ -1,0 +1,398 @@
+//! Bisect: the first operator (in topological order) whose output diverges between ORT's CPU
+//! EP (the reference) and a QNN backend, both fed the golden inputs. When a graph has more
+//! intermediate tensors than one round may expose, the search narrows in rounds to the span
+//! where divergence starts (`narrow`, pure), then walks back until the divergent node's own
+//! inputs are measured, so the report says whether the operator or what fed it went wrong.
+//! Without a threshold it ranks instead (`rank`): every float tensor measured, operators
+//! ordered by the error they introduce. Either way the untapped graph's outputs are measured
+//! too, since exposing intermediates can change what the QNN backend compiles.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::bisect_report::{BisectReport, Divergence, TensorPoint};
+use super::probe::{Measured, Probe, Round};
+use super::rank;
+use xtask_onnx::onnx::proto::{OnnxSummary, parse_model};
+use xtask_parity::parity::component::GoldenIo;
+use xtask_recipe::recipe::Component;
+use xtask_runtime::report::fmt_cosine;
+use xtask_runtime::runtime::{Backend, Runtime};
+use xtask_onnx::tensor::Tensor;
+
+/// What one bisect needs: the component, its golden inputs, the backend, the search settings.
+pub struct BisectJob<'a> {
+    pub root: &'a Path,
+    pub model: &'a str,
+    pub comp: &'a Component,
+    pub golden: &'a GoldenIo,
+    pub rt: &'a Runtime,
+    pub backend: &'a Backend,
+    /// Some: find the first tensor whose cosine falls below it; None: rank by error introduced.
+    pub threshold: Option<f64>,
+    /// Operators listed in ranking mode.
+    pub top: usize,
+    pub max_outputs: usize,
+}
+
+/// Every tensor a node writes, as (node index, tensor name), in topological order: what a
+/// bisect may expose and measure.
+type Candidates = Vec<(usize, String)>;
+
+/// The bisect of one component: the graph the build gives QNN, its untapped outputs, the
+/// candidate tensors measured (narrowed or all), then the report of what was found.
+pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
+    // What the build gives QNN: the rewritten copy when the recipe asks for rewrites.
+    let onnx_path = xtask_parity::rewritten::onnx_for(job.root, job.model, job.comp, job.backend)?;
+    let bytes = std::fs::read(&onnx_path)?;
+    let graph = parse_model(&bytes)?;
+    let candidates = candidates(&graph);
+    let work = work_dir(job);
+    let mut probe = Probe {
+        rt: job.rt,
+        backend: job.backend,
+        work: &work,
+        original: &onnx_path,
+        bytes: &bytes,
+        golden: &job.golden.inputs,
+        graph: &graph,
+        rounds: 0,
+        tapped_outputs: BTreeMap::new(),
+    };
+    let untapped = probe.untapped()?;
+    let measured = measure_candidates(job, &graph, &candidates, &mut probe)?;
+    let points = points(&graph, &candidates, &measured);
+    let shapes = probe.shapes();
+    let first = job
+        .threshold
+        .and_then(|t| points.iter().find(|p| p.cosine < t))
+        .map(|p| {
+            divergence(
+                &graph,
+                &candidates,
+                p,
+                &measured,
+                &job.golden.inputs,
+                &shapes,
+            )
+        });
+    let exact_floor = rank::exact_floor(job.backend, job.comp.file.context.fp16);
+    let ranked = match job.threshold {
+        Some(_) => Vec::new(),
+        None => rank::rank(
+            &graph,
+            &candidates,
+            &measured,
+            &job.golden.inputs,
+            job.top,
+            exact_floor,
+        ),
+    };
+    let taps_changed_outputs = taps_changed(&untapped, &probe.tapped_outputs);
+    let mut report = BisectReport {
+        schema_version: <BisectReport as xtask_base::record::Versioned>::SCHEMA,
+        model: job.model.to_string(),
+        component: job.comp.name().into(),
+        backend: job.backend.kind(),
+        exact_floor,
+        threshold: job.threshold,
+        ranked,
+        output_cosine_untapped: untapped,
+        output_cosine_tapped: probe.tapped_outputs.clone(),
+        taps_changed_outputs,
+        rounds: probe.rounds,
+        tensors_compared: points.len(),
+        points,
+        first_divergence: first,
+        verdict: None,
+    };
+    if report.threshold.is_none() {
+        report.verdict = Some(super::verdict::judge(&report));
+    }
+    Ok(report)
+}
+
+fn candidates(graph: &OnnxSummary) -> Candidates {
+    graph
+        .nodes
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| {
+            n.outputs
+                .iter()
+                .filter(|o| !o.is_empty())
+                .map(move |o| (i, o.clone()))
+        })
+        .collect()
+}
+
+/// The scratch folder of this bisect's exposed copies (one per model and component).
+fn work_dir(job: &BisectJob<'_>) -> PathBuf {
+    xtask_base::project::scratch_dir(job.root, "bisect").join(format!(
+        "{}-{}",
+        job.model,
+        job.comp.name()
+    ))
+}
+
+/// Measures the candidates in rounds, each round a progress step: with a threshold, narrowed
+/// to where divergence starts and walked back over the divergent node's inputs; without one,
+/// every candidate (the ranking needs them all).
+fn measure_candidates(
+    job: &BisectJob<'_>,
+    graph: &OnnxSummary,
+    candidates: &Candidates,
+    probe: &mut Probe<'_>,
+) -> Result<Measured> {
+    // Ranking measures every tensor in rounds of max_outputs; narrowing takes fewer (a guess).
+    let rounds = candidates.len().div_ceil(job.max_outputs.max(1)).max(1);
+    let task = xtask_base::ui::progress::Task::new(
+        &format!("bisect {} {}", job.comp.name(), job.backend.label()),
+        rounds,
+    );
+    let mut measure = |picked: &[usize]| -> Round {
+        let names: Vec<String> = picked.iter().map(|&i| candidates[i].1.clone()).collect();
+        task.working_on(&format!("{} tensor(s)", names.len()));
+        let round = probe.compare(&names);
+        task.step_done("a round", true);
+        round
+    };
+    let Some(threshold) = job.threshold else {
+        return rank::measure_all(candidates.len(), job.max_outputs, &mut measure);
+    };
+    let mut measured = narrow(candidates.len(), job.max_outputs, threshold, &mut measure)?;
+    let inputs_of = |bad: usize| -> Vec<usize> {
+        graph.nodes[candidates[bad].0]
+            .inputs
+            .iter()
+            .filter_map(|inp| candidates.iter().position(|(_, n)| n == inp))
+            .collect()
+    };
+    walk_back(&mut measured, threshold, inputs_of, &mut measure)?;
+    Ok(measured)
+}
+
+/// The measured candidates as the report's points, with the node that wrote each.
+fn points(graph: &OnnxSummary, candidates: &Candidates, measured: &Measured) -> Vec<TensorPoint> {
+    measured
+        .iter()
+        .map(|(&i, &(cosine, max_abs_err, rel_l2_err))| {
+            let node = &graph.nodes[candidates[i].0];
+            TensorPoint {
+                index: i,
+                tensor: candidates[i].1.clone(),
+                node: node.name.clone(),
+                op_type: node.op_type.clone(),
+                cosine,
+                max_abs_err,
+                rel_l2_err,
+            }
+        })
+        .collect()
+}
+
+/// Whether exposing intermediates moved a graph output's cosine by more than 1e-9.
+fn taps_changed(untapped: &BTreeMap<String, f64>, tapped: &BTreeMap<String, f64>) -> bool {
+    untapped
+        .iter()
+        .any(|(name, u)| tapped.get(name).is_some_and(|t| (t - u).abs() > 1e-9))
+}
+
+/// The first divergent tensor's node, with its attributes and what is known of each input.
+fn divergence(
+    graph: &OnnxSummary,
+    candidates: &[(usize, String)],
+    p: &TensorPoint,
+    measured: &Measured,
+    golden: &BTreeMap<String, Tensor>,
+    shapes: &BTreeMap<String, Vec<usize>>,
+) -> Divergence {
+    let node = &graph.nodes[candidates[p.index].0];
+    let state_of = |name: &str| -> String {
+        if golden.contains_key(name) {
+            return "graph input".into();
+        }
+        if graph.initializers.iter().any(|w| w == name) {
+            return "weight".into();
+        }
+        candidates
+            .iter()
+            .position(|(_, n)| n == name)
+            .and_then(|i| measured.get(&i))
+            .map_or("not compared".into(), |m| {
+                format!("cosine {}", fmt_cosine(m.0))
+            })
+    };
+    let shape_of = |name: &str| {
+        golden
+            .get(name)
+            .map(|t| t.shape())
+            .or_else(|| shapes.get(name).cloned())
+            .unwrap_or_default()
+    };
+    Divergence {
+        node: node.name.clone(),
+        op_type: node.op_type.clone(),
+        attributes: node
+            .attributes
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_string()))
+            .collect(),
+        output: p.tensor.clone(),
+        cosine: p.cosine,
+        inputs: node
+            .inputs
+            .iter()
+            .filter(|i| !i.is_empty())
+            .map(|i| (i.clone(), shape_of(i), state_of(i)))
+            .collect(),
+    }
+}
+
+/// Narrows `count` candidate tensors (topological order) in rounds of at most `max_outputs`
+/// measured at once, evenly spaced, to the span where the cosine first falls below
+/// `threshold`; every measurement is kept. `measure` gets candidate indexes and returns
+/// (cosine, max abs error) per index, None where a tensor cannot be compared.
+pub fn narrow(
+    count: usize,
+    max_outputs: usize,
+    threshold: f64,
+    measure: &mut impl FnMut(&[usize]) -> Round,
+) -> Result<Measured> {
+    let mut measured = Measured::new();
+    let (mut lo, mut hi) = (0usize, count);
+    loop {
+        let span = hi - lo;
+        let dense = span <= max_outputs;
+        let picked: Vec<usize> = if dense {
+            (lo..hi).collect()
+        } else {
+            (0..max_outputs)
+                .map(|k| lo + k * (span - 1) / (max_outputs - 1))
+                .collect()
+        };
+        for (&i, r) in picked.iter().zip(measure(&picked)?) {
+            if let Some(r) = r {
+                measured.insert(i, r);
+            }
+        }
+        let first_bad = picked
+            .iter()
+            .copied()
+            .find(|i| measured.get(i).is_some_and(|(c, _, _)| *c < threshold));
+        match first_bad {
+            _ if dense => return Ok(measured),
+            None => return Ok(measured),
+            Some(bad) => {
+                let prev_good = picked.iter().copied().rfind(|i| *i < bad);
+                let new_lo = prev_good.map_or(lo, |g| g + 1);
+                if (new_lo, bad + 1) == (lo, hi) {
+                    return Ok(measured);
+                }
+                (lo, hi) = (new_lo, bad + 1);
+            }
+        }
+    }
+}
+
+/// Measures the inputs of the first divergent tensor's node until they are all known (at most
+/// 16 steps back), so a divergence inherited from an input is not blamed on the operator.
+pub fn walk_back(
+    measured: &mut Measured,
+    threshold: f64,
+    inputs_of: impl Fn(usize) -> Vec<usize>,
+    measure: &mut impl FnMut(&[usize]) -> Round,
+) -> Result<()> {
+    for _ in 0..16 {
+        let Some(&bad) = measured
+            .iter()
+            .find(|(_, (c, _, _))| *c < threshold)
+            .map(|(i, _)| i)
+        else {
+            return Ok(());
+        };
+        let missing: Vec<usize> = inputs_of(bad)
+            .into_iter()
+            .filter(|i| !measured.contains_key(i))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        for (&i, r) in missing.iter().zip(measure(&missing)?) {
+            if let Some(r) = r {
+                measured.insert(i, r);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake graph of `n` tensors whose cosine drops from `bad` on; counts the rounds.
+    fn fake(bad: usize) -> impl FnMut(&[usize]) -> Round {
+        move |picked: &[usize]| {
+            Ok(picked
+                .iter()
+                .map(|&i| Some((if i >= bad { 0.5 } else { 1.0 }, 0.0, 0.0)))
+                .collect())
+        }
+    }
+
+    #[test]
+    fn narrowing_finds_the_first_divergent_tensor_in_few_rounds() {
+        let mut rounds = 0;
+        let mut inner = fake(613);
+        let mut measure = |p: &[usize]| {
+            rounds += 1;
+            assert!(p.len() <= 8, "a round exposes at most max_outputs tensors");
+            inner(p)
+        };
+        let m = narrow(1000, 8, 0.9999, &mut measure).unwrap();
+        let first = m.iter().find(|(_, (c, _, _))| *c < 0.9999).map(|(i, _)| *i);
+        assert_eq!(first, Some(613));
+        assert!(
+            m.contains_key(&612),
+            "the tensor just before is measured and fine"
+        );
+        assert!(
+            rounds <= 6,
+            "{rounds} rounds for 1000 tensors in rounds of 8"
+        );
+    }
+
+    #[test]
+    fn no_divergence_stops_after_one_sampled_round() {
+        let mut rounds = 0;
+        let mut inner = fake(usize::MAX);
+        let mut measure = |p: &[usize]| {
+            rounds += 1;
+            inner(p)
+        };
+        let m = narrow(100, 10, 0.9999, &mut measure).unwrap();
+        assert_eq!(rounds, 1);
+        assert!(
+            m.contains_key(&0) && m.contains_key(&99),
+            "the ends are sampled"
+        );
+    }
+
+    #[test]
+    fn walking_back_measures_the_divergent_nodes_inputs() {
+        let mut measured = Measured::from([(5, (0.5, 1.0, 0.5))]);
+        let mut measure = fake(5);
+        walk_back(
+            &mut measured,
+            0.9999,
+            |i| if i == 5 { vec![2, 3] } else { vec![] },
+            &mut measure,
+        )
+        .unwrap();
+        assert_eq!(measured.get(&2), Some(&(1.0, 0.0, 0.0)));
+        assert_eq!(measured.get(&3), Some(&(1.0, 0.0, 0.0)));
+    }
+}

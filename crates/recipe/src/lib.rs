@@ -1,0 +1,8 @@
+//! What a model is: one `model.toml` and one `<component>.toml` per component, validated on load
+//! (file, line, key), the golden tensors and chain trace they name, fp16 range checks and the HTP
+//! target a component compiles for. It must not depend on the runtime, builds, parity or bundles.
+
+pub mod recipe;
+pub mod golden;
+pub mod fp16;
+pub mod htp_target;
