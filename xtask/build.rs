@@ -31,7 +31,10 @@ fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    let root = manifest.parent().expect("the workspace root above xtask/").to_path_buf();
+    let root = manifest
+        .parent()
+        .expect("the workspace root above xtask/")
+        .to_path_buf();
     let mut files = Vec::new();
     let mut dirs = vec![manifest.join("src"), manifest.join("scripts")];
     files.push(manifest.join("Cargo.toml"));

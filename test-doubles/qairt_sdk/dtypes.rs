@@ -3,7 +3,7 @@
 use super::*;
 
 pub(crate) fn qnn_name(d: Option<DType>) -> &'static str {
-    xtask_build::toolchain::sdk::steps::qnn_data_type(d)
+    xtask_ctx_build::toolchain::sdk::steps::qnn_data_type(d)
 }
 
 /// Bytes per element of a QNN data type name.

@@ -119,11 +119,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use xtask_recipe::htp_target::HtpTarget;
 use xtask_onnx::onnx::rewrite::put_bytes;
+use xtask_onnx::tensor::{DType, Tensor};
+use xtask_recipe::htp_target::HtpTarget;
 use xtask_runtime::runtime::bootstrap::ensure_runtime;
 use xtask_runtime::runtime::{Backend, Runtime};
-use xtask_onnx::tensor::{DType, Tensor};
 
 /// The converted graph the DLC carries (what net-run and the context generator work on).
 pub(crate) const GRAPH_MEMBER: &str = "xtask-test-double/graph.onnx";

@@ -19,10 +19,7 @@ static ID: OnceLock<(String, String)> = OnceLock::new();
 /// crate version, `source_sha256` the full hex sha256 of its sources.
 pub fn set(version: &str, source_sha256: &str) {
     let short = source_sha256.get(..16).unwrap_or(source_sha256);
-    let _ = ID.set((
-        format!("{version}+src.{short}"),
-        source_sha256.to_string(),
-    ));
+    let _ = ID.set((format!("{version}+src.{short}"), source_sha256.to_string()));
 }
 
 /// `0.1.0+src.1a2b3c4d5e6f7a8b`: the tool's identity as records and reports spell it.

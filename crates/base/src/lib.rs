@@ -2,14 +2,14 @@
 //! atomic writes, the project layout, child processes and how the tool talks to its user (`ui`).
 //! Everything else stands on it; it must not depend on any other crate of the workspace.
 
-pub mod vocab;
-pub mod soc;
-pub mod record;
-pub mod hashing;
 pub mod atomic;
 pub mod bad_input;
 pub mod disk;
+pub mod hashing;
 pub mod identity;
-pub mod project;
 pub mod proc;
+pub mod project;
+pub mod record;
+pub mod soc;
 pub mod ui;
+pub mod vocab;

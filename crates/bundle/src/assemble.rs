@@ -21,7 +21,7 @@ pub fn component_files(
     root: &Path,
     model: &Model,
     comp: &Component,
-    art: &xtask_build::plan::Artifacts,
+    art: &xtask_ctx_build::plan::Artifacts,
 ) -> Result<Placement> {
     let name = comp.name();
     let file_name = |p: &Path| {
@@ -65,7 +65,7 @@ pub fn component_files(
             "dlc",
         ));
     }
-    for ext in xtask_build::plan::external_data(root, &comp.file.component.onnx)? {
+    for ext in xtask_ctx_build::plan::external_data(root, &comp.file.component.onnx)? {
         files.push((
             root.join(&ext),
             format!("onnx/{name}/{}", file_name(&ext)),

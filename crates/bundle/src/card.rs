@@ -6,10 +6,10 @@
 use std::fmt::Write as _;
 
 use super::info::BundleInfo;
+use xtask_base::vocab::BackendKind;
 use xtask_chain::chain::report::RunReport;
 use xtask_parity::parity::report::ParityReport;
 use xtask_runtime::report::fmt_cosine;
-use xtask_base::vocab::BackendKind;
 
 /// "fp16 HTP precision" when every context was built so, else the per-context mix.
 fn precision_summary(b: &BundleInfo) -> String {

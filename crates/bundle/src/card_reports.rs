@@ -6,11 +6,11 @@
 use anyhow::{Result, bail};
 
 use super::checks::{ContextBuilt, unmeasured, usable_report};
-use super::package::PackageRequest;
-use xtask_chain::chain::report::RunReport;
-use xtask_parity::parity::report::ParityReport;
+use super::package_request::PackageRequest;
 use xtask_base::record::Unreadable;
 use xtask_base::vocab::BackendKind;
+use xtask_chain::chain::report::RunReport;
+use xtask_parity::parity::report::ParityReport;
 
 /// The reports the card shows: each only when it passes and is about these binaries.
 pub struct CardReports {
@@ -30,15 +30,17 @@ impl CardReports {
         let htp = usable_report(&htp_path, &htp_rebuild, req.comps, built, "HTP parity")?;
         let htp_unmeasured = match htp {
             Some(_) => Vec::new(),
-            None => match xtask_base::record::read_or_missing::<ParityReport>(&htp_path, &htp_rebuild) {
-                Ok(r) => unmeasured(&r, req.comps, built),
-                Err(Unreadable::Missing) => req
-                    .comps
-                    .iter()
-                    .map(|c| format!("{}: no HTP parity report", c.name()))
-                    .collect(),
-                Err(Unreadable::Refused(e)) => return Err(e),
-            },
+            None => {
+                match xtask_base::record::read_or_missing::<ParityReport>(&htp_path, &htp_rebuild) {
+                    Ok(r) => unmeasured(&r, req.comps, built),
+                    Err(Unreadable::Missing) => req
+                        .comps
+                        .iter()
+                        .map(|c| format!("{}: no HTP parity report", c.name()))
+                        .collect(),
+                    Err(Unreadable::Refused(e)) => return Err(e),
+                }
+            }
         };
         let mut run = None;
         for b in super::card::RUN_BACKENDS {

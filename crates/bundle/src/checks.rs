@@ -5,13 +5,13 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use xtask_chain::chain::report::RunReport;
-use xtask_build::fingerprint::ComponentRecord;
 use xtask_base::hashing::HashMemo;
-use xtask_parity::parity::report::ParityReport;
-use xtask_recipe::recipe::Component;
 use xtask_base::record::{Unreadable, Versioned};
 use xtask_base::soc::Soc;
+use xtask_chain::chain::report::RunReport;
+use xtask_ctx_build::fingerprint::ComponentRecord;
+use xtask_parity::parity::report::ParityReport;
+use xtask_recipe::recipe::Component;
 
 /// What is wrong with a component's built binary and wrapper, whatever its freshness: the
 /// binary must hash to what its context step recorded, and the wrapper's EPContext node must
@@ -21,7 +21,7 @@ pub fn broken_artifacts(
     comp: &Component,
     record: &ComponentRecord,
     soc: &Soc,
-    art: &xtask_build::plan::Artifacts,
+    art: &xtask_ctx_build::plan::Artifacts,
     memo: &mut HashMemo,
 ) -> Vec<String> {
     let mut broken = Vec::new();

@@ -7,14 +7,14 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::info::BundleComponent;
-use xtask_build::facts::{ContextFacts, ConvertFacts, CpuParityFacts, StepFacts};
-use xtask_build::fingerprint::ComponentRecord;
-use xtask_build::plan::Artifacts;
 use xtask_base::hashing::{HashMemo, sha256_bytes};
-use xtask_recipe::htp_target::HtpGraph;
-use xtask_recipe::recipe::{Component, Model, TensorSpec};
 use xtask_base::soc::Soc;
 use xtask_base::vocab::BackendKind;
+use xtask_ctx_build::facts::{ContextFacts, ConvertFacts, CpuParityFacts, StepFacts};
+use xtask_ctx_build::fingerprint::ComponentRecord;
+use xtask_ctx_build::plan::Artifacts;
+use xtask_recipe::htp_target::HtpGraph;
+use xtask_recipe::recipe::{Component, Model, TensorSpec};
 
 /// The facts of a component's three build steps the bundle states.
 struct RecordFacts<'a> {
@@ -75,7 +75,7 @@ pub fn bundle_component(
         float_bitwidth: convert.float_bitwidth,
         dlc_validation: convert.dlc_validation.clone(),
         rewrites: convert.rewrites.clone(),
-        record_schema: xtask_build::facts::RECORD_SCHEMA,
+        record_schema: xtask_ctx_build::facts::RECORD_SCHEMA,
         recipe_sha256: sha256_bytes(comp.recipe_text.as_bytes()),
         // The freshness check hashed both this run: its full memo answers.
         onnx_sha256: memo.sha256(&root.join(&comp.file.component.onnx))?,
@@ -128,7 +128,7 @@ fn record_facts<'a>(
     let (StepFacts::Convert(convert), StepFacts::CpuParity(cpu), StepFacts::Context(context)) = (
         facts("convert")?,
         facts("cpu_parity")?,
-        facts(&xtask_build::steps::Context::record_name(soc))?,
+        facts(&xtask_ctx_build::steps::Context::record_name(soc))?,
     ) else {
         bail!(
             "{}",

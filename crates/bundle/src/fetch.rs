@@ -6,27 +6,15 @@
 
 use std::path::{Path, PathBuf};
 
+use super::fetch_request::FetchRequest;
 use anyhow::{Context, Result, bail};
 
 use super::hf::{hf_argv, run_hf};
-use xtask_recipe::recipe::hub_names::{validate_repo_id, validate_revision};
 use super::manifest::{check_files_matching, read_manifest};
 use super::reader;
 use xtask_base::hashing::sha256_bytes;
+use xtask_recipe::recipe::hub_names::{validate_repo_id, validate_revision};
 use xtask_recipe::recipe::{Component, Model};
-
-pub struct FetchRequest<'a> {
-    pub root: &'a Path,
-    pub repo: &'a str,
-    pub revision: Option<&'a str>,
-    pub model: &'a Model,
-    /// `Some`: only these components' files (`--only`); `None`: the whole bundle.
-    pub only: Option<Vec<&'a Component>>,
-    /// Only the build inputs (ONNX + external data, golden, trace), no context binaries.
-    pub inputs_only: bool,
-    /// Lay out a download without `manifest.json` (recorded as unverified).
-    pub unverified: bool,
-}
 
 /// What every partial download brings besides the selected files: the manifest and its sums
 /// (to check each file) and `bundle.json` (to check the files against each other).
@@ -368,7 +356,9 @@ fn destination(root: &Path, model: &Model, rel: &str) -> Option<PathBuf> {
                     .join(file),
             )
         }
-        ["ctx", file] => Some(xtask_base::project::ctx_dir(root, &model.file.model.name).join(file)),
+        ["ctx", file] => {
+            Some(xtask_base::project::ctx_dir(root, &model.file.model.name).join(file))
+        }
         _ => None,
     }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::fetch::FetchRequest;
+use super::fetch_request::FetchRequest;
 
 /// A download folder under `target/fetch/`, removed when dropped (a failed fetch leaves none),
 /// and the lock that makes this fetch the project's only one: the folders of killed fetches
@@ -30,7 +30,10 @@ pub(super) fn scratch(req: &FetchRequest<'_>) -> Result<(tempfile::TempDir, std:
 fn remove_staged_leftovers(req: &FetchRequest<'_>) {
     let model = req.model;
     let mut dirs = std::collections::BTreeSet::new();
-    dirs.insert(xtask_base::project::ctx_dir(req.root, &model.file.model.name));
+    dirs.insert(xtask_base::project::ctx_dir(
+        req.root,
+        &model.file.model.name,
+    ));
     for c in &model.components {
         for file in [&c.file.component.onnx, &c.file.golden.file] {
             dirs.insert(req.root.join(file.parent().unwrap_or(Path::new(""))));

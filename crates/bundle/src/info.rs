@@ -11,9 +11,9 @@ use std::path::Path;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use xtask_build::facts::ToolVersions;
 use xtask_base::record::Versioned;
 use xtask_base::vocab::ToolchainKind;
+use xtask_ctx_build::facts::ToolVersions;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BundleInfo {
@@ -69,7 +69,7 @@ pub struct BundleComponent {
     /// 0 = the backend's default.
     pub vtcm_mb: u32,
     /// Whose tools built the binary, from its build record.
-    pub toolchain: xtask_build::facts::ToolchainUsed,
+    pub toolchain: xtask_ctx_build::facts::ToolchainUsed,
     /// The DLC's float bitwidth, from the convert record.
     pub float_bitwidth: u8,
     /// How far the DLC was checked, from the convert record.

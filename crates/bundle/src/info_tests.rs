@@ -1,5 +1,5 @@
 use super::*;
-use xtask_build::facts::ToolchainUsed;
+use xtask_ctx_build::facts::ToolchainUsed;
 
 /// The versions an embedded build's context record holds.
 pub(crate) fn versions(qnn: &str, xtask: &str) -> ToolVersions {
@@ -31,7 +31,7 @@ pub(crate) fn component(name: &str, built_with: ToolVersions) -> BundleComponent
         float_bitwidth: 32,
         dlc_validation: "structure only".into(),
         rewrites: None,
-        record_schema: xtask_build::facts::RECORD_SCHEMA,
+        record_schema: xtask_ctx_build::facts::RECORD_SCHEMA,
         built_with,
         recipe_sha256: "a".repeat(64),
         onnx_sha256: "b".repeat(64),

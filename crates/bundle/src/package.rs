@@ -3,8 +3,9 @@
 //! `SHA256SUMS`. Refuses stale artifacts (every stale component is listed) unless
 //! `allow_stale`, and any failed gate. Assembled in a staging folder and renamed into place.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::package_request::PackageRequest;
 use anyhow::{Context, Result, bail};
 
 use super::assemble::{Placement, assemble, component_files};
@@ -14,35 +15,15 @@ use super::checks::{ContextBuilt, broken_artifacts};
 use super::component::bundle_component;
 use super::info::{BuiltBy, BundleComponent, BundleInfo};
 use super::manifest::Manifest;
-use xtask_build::fingerprint::{ComponentRecord, Freshness};
-use xtask_build::fresh::runtime_versions;
-use xtask_build::plan::{ComponentPlan, Versions, plan_component};
 use xtask_base::hashing::HashMemo;
-use xtask_recipe::recipe::{Component, Model};
 use xtask_base::record::Versioned;
+use xtask_base::vocab::{BackendKind, ToolchainKind};
+use xtask_ctx_build::fingerprint::{ComponentRecord, Freshness};
+use xtask_ctx_build::fresh::runtime_versions;
+use xtask_ctx_build::plan::{ComponentPlan, Versions, plan_component};
+use xtask_recipe::recipe::Component;
 use xtask_runtime::runtime::Runtime;
 use xtask_runtime::runtime::bootstrap::{QNN_WHEEL, ensure_runtime_rehashed};
-use xtask_base::soc::Soc;
-use xtask_base::vocab::{BackendKind, ToolchainKind};
-
-/// What to package: the model's selected components for one SoC, into `out`.
-pub struct PackageRequest<'a> {
-    pub root: &'a Path,
-    pub model: &'a Model,
-    pub comps: &'a [&'a Component],
-    pub soc: Soc,
-    /// The bundle folder (absolute); it must not exist or be empty.
-    pub out: PathBuf,
-    pub allow_stale: bool,
-    /// Package binaries HTP parity never measured (said on stderr and in the card).
-    pub allow_unmeasured: bool,
-}
-
-impl PackageRequest<'_> {
-    pub fn model_name(&self) -> &str {
-        &self.model.file.model.name
-    }
-}
 
 pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
     let out = super::destination::check_out(req.root, &req.out)?;
@@ -115,7 +96,8 @@ fn check_components(
     memo: &mut HashMemo,
 ) -> Result<Checked> {
     let mut checked = Checked::default();
-    let checking = xtask_base::ui::progress::Task::new("package: checking freshness", req.comps.len());
+    let checking =
+        xtask_base::ui::progress::Task::new("package: checking freshness", req.comps.len());
     for comp in req.comps {
         checking.working_on(comp.name());
         check_component(req, comp, versions, memo, &mut checked)?;
@@ -132,8 +114,8 @@ fn check_component(
     checked: &mut Checked,
 ) -> Result<()> {
     let (root, soc) = (req.root, &req.soc);
-    let art = xtask_build::plan::artifacts(req.model_name(), comp.name(), soc);
-    let built = xtask_build::fresh::as_built(
+    let art = xtask_ctx_build::plan::artifacts(req.model_name(), comp.name(), soc);
+    let built = xtask_ctx_build::fresh::as_built(
         versions.clone(),
         &ComponentRecord::load(&root.join(&art.record)),
     );
@@ -268,7 +250,10 @@ fn generated_files(info: &BundleInfo, reports: &CardReports) -> Result<Vec<(Stri
         ));
     }
     if let Some((b, r)) = &reports.run {
-        out.push((format!("reports/run-{b}.json"), xtask_base::record::to_json(r)?));
+        out.push((
+            format!("reports/run-{b}.json"),
+            xtask_base::record::to_json(r)?,
+        ));
     }
     let card = render(
         info,

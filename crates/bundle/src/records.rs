@@ -7,8 +7,8 @@ use std::path::Path;
 
 use super::info::{BuiltBy, BundleComponent, BundleInfo};
 use super::manifest::Manifest;
-use xtask_build::facts::{ContextFacts, StepFacts, ToolVersions};
-use xtask_build::fingerprint::ComponentRecord;
+use xtask_ctx_build::facts::{ContextFacts, StepFacts, ToolVersions};
+use xtask_ctx_build::fingerprint::ComponentRecord;
 
 /// Problems found, each named (empty: the records back every component of `bundle.json`
 /// `selected` accepts; the bundle-wide versions are compared when all are selected).

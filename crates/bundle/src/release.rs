@@ -25,11 +25,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 
 use super::hf::{HF_HUB_PIN, hub_version, require_hf, require_login};
-use xtask_recipe::recipe::hub_names::validate_repo_id;
 use super::manifest::{Manifest, check_files, read_manifest};
 use super::release_publish::{Scratch, Upload};
 use super::release_target::{Target, already_there};
 use super::verify::check_card;
+use xtask_recipe::recipe::hub_names::validate_repo_id;
 
 pub struct ReleaseRequest<'a> {
     pub root: &'a Path,

@@ -243,7 +243,9 @@ impl Upload<'_> {
             (Err(e), None) => {
                 match delete_branch(self.repo, rev) {
                     Ok(()) => {
-                        xtask_base::outln!("the staging branch {rev} (the partial upload) was deleted")
+                        xtask_base::outln!(
+                            "the staging branch {rev} (the partial upload) was deleted"
+                        )
                     }
                     Err(d) => xtask_base::outln!(
                         "note: the staging branch {rev} (the partial upload) could not be deleted ({d:#}): `hf repos branch delete {} {rev}`",
@@ -270,7 +272,9 @@ fn close_pull_request(repo: &str, num: u64) {
         "cargo xtask release failed: not merged",
     ]);
     match run_hf(&argv) {
-        Ok(_) => xtask_base::outln!("pull request #{num} (the partial upload) was closed, not merged"),
+        Ok(_) => {
+            xtask_base::outln!("pull request #{num} (the partial upload) was closed, not merged")
+        }
         Err(e) => xtask_base::outln!(
             "note: pull request #{num} (the partial upload, not merged) could not be closed ({e:#}): `hf discussions close {repo} {num} --yes`"
         ),

@@ -12,11 +12,11 @@ use super::card::{RUN_BACKENDS, htp_figures, latency_figures, render};
 use super::info::{BundleInfo, read_info, reported_qnn};
 use super::manifest::{check_files, read_manifest};
 use super::reader;
+use xtask_base::vocab::BackendKind;
 use xtask_chain::chain::report::RunReport;
 use xtask_onnx::onnx::proto::OnnxSummary;
 use xtask_parity::parity::report::ParityReport;
 use xtask_runtime::runtime::{Backend, HtpTarget, Runtime};
-use xtask_base::vocab::BackendKind;
 
 /// Checks everything a bundle claims; returns how many context binaries loaded on the HTP.
 pub fn verify_bundle(root: &Path, dir: &Path) -> Result<usize> {
@@ -124,7 +124,9 @@ fn repackage(dir: &Path, info: &BundleInfo) -> String {
 /// (as its build record states it) is no newer than this runtime's.
 fn load_binaries(root: &Path, dir: &Path) -> Result<usize> {
     let info = read_info(dir)?;
-    let rt = Runtime::load(xtask_runtime::runtime::bootstrap::ensure_runtime_rehashed(root)?)?;
+    let rt = Runtime::load(xtask_runtime::runtime::bootstrap::ensure_runtime_rehashed(
+        root,
+    )?)?;
     let target = HtpTarget::for_built_contexts(info.soc_id, info.htp_arch);
     let runtime_qnn = rt.qnn_build_version().unwrap_or_default();
     let all = wrappers(dir)?;

@@ -2,5 +2,5 @@
 //! conformance sweep with the lint that reads it. It stands beside the build layer and must not
 //! depend on builds, the chain or bundles.
 
-pub mod diagnose;
 pub mod conformance;
+pub mod diagnose;

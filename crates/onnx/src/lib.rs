@@ -2,5 +2,5 @@
 //! model, graph rewrites and the EPContext wrapper. Knows nothing of recipes, runtimes or builds:
 //! it must depend on `xtask-base` only.
 
-pub mod tensor;
 pub mod onnx;
+pub mod tensor;

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::parity::component::{GoldenIo, run_component};
 use xtask_onnx::onnx::decompose::Applied;
 use xtask_onnx::onnx::proto::parse_model;
-use crate::parity::component::{GoldenIo, run_component};
 use xtask_recipe::recipe::{Component, Model};
 use xtask_runtime::runtime::{Backend, Runtime};
 
@@ -45,8 +45,9 @@ pub fn qnn_onnx(root: &Path, model: &str, comp: &Component) -> Result<(PathBuf, 
     };
     // Parsed once: the first rewrite reads its nodes, the copy its external data.
     let summary = parse_model(&bytes).with_context(context)?;
-    let (rewritten, applied) = xtask_onnx::onnx::decompose::apply_parsed(&bytes, Some(&summary), names)
-        .with_context(context)?;
+    let (rewritten, applied) =
+        xtask_onnx::onnx::decompose::apply_parsed(&bytes, Some(&summary), names)
+            .with_context(context)?;
     let copy = root.join(qnn_onnx_rel(model, comp));
     let dir = copy.parent().context("rewrite folder")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;

@@ -2,7 +2,7 @@
 //! (file, line, key), the golden tensors and chain trace they name, fp16 range checks and the HTP
 //! target a component compiles for. It must not depend on the runtime, builds, parity or bundles.
 
-pub mod recipe;
-pub mod golden;
 pub mod fp16;
+pub mod golden;
 pub mod htp_target;
+pub mod recipe;

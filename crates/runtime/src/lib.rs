@@ -2,6 +2,6 @@
 //! environment and what every report shares (tool versions, provenance, Markdown and HTML helpers).
 //! It must not depend on parity, builds, the chain or bundles.
 
-pub mod runtime;
 pub mod quantize;
 pub mod report;
+pub mod runtime;

@@ -72,7 +72,10 @@ impl Bisect {
         let stem = report.stem();
         xtask_runtime::report::write_json_and_markdown(&dir, &stem, &report, &markdown(&report))?;
         xtask_base::ui::json::offer(&report);
-        xtask_base::atomic::write_atomic(&dir.join(format!("{stem}.html")), html(&report).as_bytes())?;
+        xtask_base::atomic::write_atomic(
+            &dir.join(format!("{stem}.html")),
+            html(&report).as_bytes(),
+        )?;
         print_summary(
             &report,
             &xtask_base::project::rel(&ctx.root, &dir.join(format!("{stem}.html"))),

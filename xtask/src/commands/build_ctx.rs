@@ -1,11 +1,11 @@
 //! `cargo xtask build-ctx --soc 77`: per component, ONNX → DLC (QNN IR backend), QNN
 //! CPU-backend parity gated on cosine, then the HTP context binary and its EPContext wrapper.
-//! The flags; the work is `xtask_build::build` (plan, then execute only the dirty steps).
+//! The flags; the work is `xtask_ctx_build::build` (plan, then execute only the dirty steps).
 
 use anyhow::Result;
 
 use super::{Ctx, Outcome, ToolchainKind};
-use xtask_build::{BuildRequest, build};
+use xtask_ctx_build::{BuildRequest, build};
 
 #[derive(clap::Args)]
 pub struct BuildCtx {
@@ -19,7 +19,7 @@ pub struct BuildCtx {
     jobs: usize,
     /// Memory the running steps may use together (e.g. 16G, 12000M); a step whose estimate
     /// does not fit waits. Default: MemAvailable of /proc/meminfo when the build starts.
-    #[arg(long, value_parser = xtask_build::schedule::parse_memory_mb)]
+    #[arg(long, value_parser = xtask_ctx_build::schedule::parse_memory_mb)]
     max_memory: Option<f64>,
     /// Run every step even when fresh.
     #[arg(long)]
@@ -46,7 +46,7 @@ pub struct BuildCtx {
     cache: Option<std::path::PathBuf>,
     /// The size the cache is kept under after the build, least recently used entries removed
     /// first (e.g. 50G, 500M). Default: $XTASK_CACHE_MAX_SIZE, else 20G.
-    #[arg(long, value_name = "SIZE", value_parser = xtask_build::step_cache::gc::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = xtask_ctx_build::step_cache::gc::parse_size)]
     cache_max_size: Option<u64>,
     /// Print each selected step's key (`<component> <step> <key>`) and run nothing (CI keys
     /// its cache on them).
@@ -74,7 +74,7 @@ impl BuildCtx {
             allow_sdk_version: self.allow_sdk_version,
             verbose: ctx.verbose,
             cache: open_cache(self.cache.as_deref()),
-            cache_max_bytes: xtask_build::step_cache::max_size(self.cache_max_size)?,
+            cache_max_bytes: xtask_ctx_build::step_cache::max_size(self.cache_max_size)?,
             print_keys: self.print_keys,
         };
         req.validate()?;
@@ -90,8 +90,8 @@ impl BuildCtx {
 
 /// The build's cache, or none with a warning when it cannot be used (a link where a folder
 /// should be, a read-only disk): the cache is an optimisation, the build runs without it.
-fn open_cache(flag: Option<&std::path::Path>) -> Option<xtask_build::step_cache::StepCache> {
-    match xtask_build::step_cache::StepCache::from_flag_or_env(flag) {
+fn open_cache(flag: Option<&std::path::Path>) -> Option<xtask_ctx_build::step_cache::StepCache> {
+    match xtask_ctx_build::step_cache::StepCache::from_flag_or_env(flag) {
         Ok(cache) => cache,
         Err(e) => {
             xtask_base::ui::warnings::warn(format!("building without the build cache: {e:#}"));

@@ -1,15 +1,15 @@
 //! `cargo xtask cache ls|gc|verify|rm`: the build cache's entries (sizes, last use), its size
 //! control (least recently used first), its check (every stored byte re-hashed) and removal
 //! by key or model. They need only the cache (`--cache DIR` or `XTASK_CACHE_DIR`), never a
-//! project checkout: a cache is shared by many. The work is `xtask_build::step_cache`.
+//! project checkout: a cache is shared by many. The work is `xtask_ctx_build::step_cache`.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
 use super::Outcome;
-use xtask_build::step_cache::gc::{human_bytes, ls_table, parse_size};
-use xtask_build::step_cache::{CACHE_ENV, StepCache, short};
+use xtask_ctx_build::step_cache::gc::{human_bytes, ls_table, parse_size};
+use xtask_ctx_build::step_cache::{CACHE_ENV, StepCache, short};
 
 #[derive(clap::Args)]
 pub struct Cache {

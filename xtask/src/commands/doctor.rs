@@ -7,13 +7,11 @@
 
 use std::path::Path;
 
-use xtask_base::vocab::{PINNED_ORT_VERSION, PINNED_QNN_VERSION};
 use anyhow::Result;
+use xtask_base::vocab::{PINNED_ORT_VERSION, PINNED_QNN_VERSION};
 
 use super::{Ctx, Outcome};
-use xtask_runtime::runtime::bootstrap::{
-    Platform, ensure_runtime, runtime_dir,
-};
+use xtask_runtime::runtime::bootstrap::{Platform, ensure_runtime, runtime_dir};
 use xtask_runtime::runtime::device::{Finding, QnnSearch, looked_text, what_to_set};
 use xtask_runtime::runtime::probe::{HtpKind, probe_backend};
 use xtask_runtime::runtime::{Backend, HtpTarget, Runtime};
@@ -324,7 +322,7 @@ pub fn qairt_vs_recipes(root: &Path, qnn_build: Option<&str>, sdk: Option<&str>)
 }
 
 fn sdk_version() -> Option<String> {
-    xtask_build::toolchain::sdk::Sdk::detect()
+    xtask_ctx_build::toolchain::sdk::Sdk::detect()
         .ok()
         .map(|s| s.version)
 }
@@ -338,7 +336,7 @@ fn sdk_status(platform: Platform) -> String {
             "not set (QNN_SDK_ROOT / QAIRT_SDK_ROOT unset)".into()
         };
     }
-    match xtask_build::toolchain::sdk::Sdk::detect() {
+    match xtask_ctx_build::toolchain::sdk::Sdk::detect() {
         Ok(sdk) if platform.qnn_wheel().is_none() => {
             format!("{} at {}", sdk.version, sdk.root.display())
         }

@@ -7,7 +7,8 @@
 use anyhow::{Result, bail};
 
 use super::{Ctx, Outcome};
-use xtask_bundle::fetch::{FetchRequest, cache_key, fetch};
+use xtask_bundle::fetch::{cache_key, fetch};
+use xtask_bundle::fetch_request::FetchRequest;
 
 #[derive(clap::Args)]
 pub struct Fetch {

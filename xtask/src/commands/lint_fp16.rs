@@ -5,8 +5,8 @@
 use anyhow::Result;
 
 use super::{Ctx, Outcome, require_files};
-use xtask_recipe::fp16::{Fp16Finding, scan, scan_golden};
 use xtask_parity::parity::component::load_golden;
+use xtask_recipe::fp16::{Fp16Finding, scan, scan_golden};
 use xtask_runtime::runtime::bootstrap::ensure_runtime;
 use xtask_runtime::runtime::{Backend, Runtime};
 
@@ -90,7 +90,8 @@ fn intermediates(
         .filter(|o| !o.is_empty() && !graph.graph_outputs.contains(o))
         .collect();
     let work = xtask_base::project::scratch_dir(&ctx.root, "lint-fp16").join(comp.name());
-    let copy = xtask_diagnose::diagnose::probe::write_exposed_copy(&work, &onnx, &bytes, &graph, &names)?;
+    let copy =
+        xtask_diagnose::diagnose::probe::write_exposed_copy(&work, &onnx, &bytes, &graph, &names)?;
     // Fed what the HTP is fed: marked masks clamped.
     let outputs = rt
         .open(&copy, &Backend::OrtCpu)?

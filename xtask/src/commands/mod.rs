@@ -22,10 +22,10 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 
+pub use xtask_base::vocab::{BackendKind, Outcome, ToolchainKind};
 pub use xtask_recipe::htp_target::target_soc;
 use xtask_recipe::recipe::{Component, Model};
 pub use xtask_runtime::runtime::{backend_for, backend_for_component};
-pub use xtask_base::vocab::{BackendKind, Outcome, ToolchainKind};
 
 pub struct Ctx {
     pub root: PathBuf,
@@ -130,7 +130,12 @@ pub fn require_files(ctx: &Ctx, model: &Model, comps: &[&Component]) -> Result<(
     let problems: Vec<String> = comps
         .iter()
         .filter_map(|c| xtask_recipe::golden::check_component_files(&ctx.root, c).err())
-        .map(|e| format!("  {}", xtask_base::project::scrub(&ctx.root, &format!("{e:#}"))))
+        .map(|e| {
+            format!(
+                "  {}",
+                xtask_base::project::scrub(&ctx.root, &format!("{e:#}"))
+            )
+        })
         .collect();
     if problems.is_empty() {
         return Ok(());

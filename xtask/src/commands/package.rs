@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::{Ctx, Outcome};
-use xtask_bundle::package::{PackageRequest, package};
+use xtask_bundle::package::package;
+use xtask_bundle::package_request::PackageRequest;
 
 #[derive(clap::Args)]
 pub struct Package {

@@ -55,16 +55,21 @@ impl Parity {
         require_files(ctx, &sel.model, &comps)?;
         // An HTP result can be released: its libraries are re-hashed in full first.
         let libs = match self.backend {
-            BackendKind::Htp => xtask_runtime::runtime::bootstrap::ensure_runtime_rehashed(&ctx.root)?,
+            BackendKind::Htp => {
+                xtask_runtime::runtime::bootstrap::ensure_runtime_rehashed(&ctx.root)?
+            }
             _ => ensure_runtime(&ctx.root)?,
         };
         let rt = Runtime::load(libs)?;
         if self.backend != BackendKind::Ort && !sdk {
-            xtask_recipe::recipe::target::check_qairt(&sel.model, rt.qnn_build_version().as_deref())?;
+            xtask_recipe::recipe::target::check_qairt(
+                &sel.model,
+                rt.qnn_build_version().as_deref(),
+            )?;
         }
         if htp && self.device.is_none() {
             // Missing or stale binaries are the environment's (exit 2, one build command).
-            xtask_build::fresh::fresh_context_wrappers(&ctx.root, &rt, &sel.model, &comps)?;
+            xtask_ctx_build::fresh::fresh_context_wrappers(&ctx.root, &rt, &sel.model, &comps)?;
         }
         let (root, model, clamp, iters) =
             (&ctx.root, &sel.model, !self.no_clamp, self.iters as usize);

@@ -10,10 +10,10 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::{Ctx, Outcome};
-use xtask_bundle::fetch::{component_patterns, glob_match};
-use xtask_build::plan::artifacts;
-use xtask_recipe::recipe::{Component, Model};
 use xtask_base::soc::parse_soc;
+use xtask_bundle::fetch::{component_patterns, glob_match};
+use xtask_ctx_build::plan::artifacts;
+use xtask_recipe::recipe::{Component, Model};
 
 #[path = "plan_sizing/mod.rs"]
 mod sizing;
@@ -222,7 +222,7 @@ fn input_bytes(
     if xtask_recipe::recipe::missing_files(root, comp).is_empty() {
         let size = |p: &Path| std::fs::metadata(root.join(p)).map_or(0, |m| m.len());
         let mut weights = size(onnx);
-        for data in xtask_build::plan::external_data(root, onnx)? {
+        for data in xtask_ctx_build::plan::external_data(root, onnx)? {
             weights += size(&data);
         }
         let mut total = weights + size(&comp.file.golden.file);

@@ -6,13 +6,13 @@
 use anyhow::{Result, bail};
 
 use super::{Ctx, Outcome};
+use xtask_base::vocab::Precision;
 use xtask_chain::precision::measure::ChainMeasure;
 use xtask_chain::precision::report::{PrecisionReport, SearchBackend};
 use xtask_chain::precision::search::{Outcome as SearchOutcome, search};
 use xtask_recipe::recipe::load_model;
 use xtask_runtime::runtime::Runtime;
 use xtask_runtime::runtime::bootstrap::ensure_runtime_rehashed;
-use xtask_base::vocab::Precision;
 
 #[derive(clap::Args)]
 pub struct PrecisionCmd {
@@ -69,10 +69,10 @@ impl PrecisionCmd {
         }
         let rt = Runtime::load(ensure_runtime_rehashed(&ctx.root)?)?;
         xtask_recipe::recipe::target::check_qairt(&model, rt.qnn_build_version().as_deref())?;
-        let versions =
-            xtask_runtime::report::ToolVersions::of(&rt).with_provenance(&ctx.root, &model.file.model.name);
+        let versions = xtask_runtime::report::ToolVersions::of(&rt)
+            .with_provenance(&ctx.root, &model.file.model.name);
         let cache =
-            xtask_build::step_cache::StepCache::from_flag_or_env(self.cache.as_deref())?;
+            xtask_ctx_build::step_cache::StepCache::from_flag_or_env(self.cache.as_deref())?;
         let mut measure =
             ChainMeasure::new(&ctx.root, &model, &rt, self.backend, &precisions, cache)?;
         let dir = xtask_base::project::reports_dir(&ctx.root, &model.file.model.name);

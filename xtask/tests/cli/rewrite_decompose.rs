@@ -10,10 +10,10 @@ use ndarray::{ArrayD, IxDyn};
 use xtask_onnx::onnx::builder::{Attr, Graph, Node};
 use xtask_onnx::onnx::decompose;
 use xtask_onnx::onnx::writer::seeded_weights;
+use xtask_onnx::tensor::Tensor;
 use xtask_parity::parity::metrics::{Metrics, compare};
 use xtask_runtime::runtime::bootstrap::ensure_runtime;
 use xtask_runtime::runtime::{Backend, Runtime};
-use xtask_onnx::tensor::Tensor;
 
 fn f32_tensor(shape: &[usize], v: Vec<f32>) -> Tensor {
     Tensor::F32(ArrayD::from_shape_vec(IxDyn(shape), v).unwrap())

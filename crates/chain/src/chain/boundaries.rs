@@ -3,13 +3,13 @@
 
 use super::pipeline::{ChainResult, Feed};
 use super::report::BoundaryParity;
-use xtask_parity::parity::metrics::compare;
-use xtask_recipe::recipe::{HostSection, Model};
-use xtask_onnx::tensor::Tensor;
-use xtask_base::vocab::BackendKind;
 use anyhow::{Context, Result};
 use ndarray::{ArrayD, Axis};
 use std::collections::BTreeMap;
+use xtask_base::vocab::BackendKind;
+use xtask_onnx::tensor::Tensor;
+use xtask_parity::parity::metrics::compare;
+use xtask_recipe::recipe::{HostSection, Model};
 
 /// A boundary's golden value, or why there is none (the boundary is then listed as ungated).
 pub(crate) type Reference = Result<ArrayD<f32>, String>;

@@ -16,11 +16,11 @@ use super::run::{ChainRun, host_section, run_and_report};
 use super::runner::{ChainRuns, ComponentRunner, Judged, Measured, Pass, Tensors};
 use super::sessions::{ChainSessions, ms};
 use super::whatif;
+use xtask_base::vocab::BackendKind;
 use xtask_recipe::recipe::Model;
 use xtask_runtime::runtime::bootstrap::ensure_runtime_rehashed;
 use xtask_runtime::runtime::probe::HtpKind;
 use xtask_runtime::runtime::{Backend, Runtime};
-use xtask_base::vocab::BackendKind;
 
 /// How to run the chain (the CLI's options).
 pub struct RunOptions {
@@ -313,7 +313,7 @@ fn session_models(
 ) -> Result<BTreeMap<String, PathBuf>> {
     if let Backend::QnnHtp(_) = backend {
         let comps: Vec<&xtask_recipe::recipe::Component> = model.components.iter().collect();
-        return xtask_build::fresh::fresh_context_wrappers(root, rt, model, &comps)
+        return xtask_ctx_build::fresh::fresh_context_wrappers(root, rt, model, &comps)
             .context("cannot run the chain on the HTP");
     }
     let mut out = BTreeMap::new();
@@ -321,7 +321,7 @@ fn session_models(
         if backend == &Backend::QnnCpu && comp.precision().is_quantized() {
             out.insert(
                 comp.name().to_string(),
-                xtask_build::fresh::fresh_qdq_model(root, rt, model, comp)?,
+                xtask_ctx_build::fresh::fresh_qdq_model(root, rt, model, comp)?,
             );
             continue;
         }

@@ -5,6 +5,7 @@
 //! `terminal`; latency percentiles in `latency`).
 
 pub mod boundaries;
+pub mod device_figures;
 pub mod host;
 pub mod html;
 pub mod introduced;

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result, bail};
 use ndarray::{ArrayD, Axis, IxDyn, concatenate, s};
 
-use xtask_recipe::recipe::{DimMode, HostSection};
 use xtask_onnx::tensor::Tensor;
+use xtask_recipe::recipe::{DimMode, HostSection};
 
 pub use xtask_recipe::recipe::tensor_names as names;
 

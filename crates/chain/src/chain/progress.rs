@@ -100,7 +100,9 @@ impl ChainProgress {
 
 fn where_(backend: BackendKind) -> String {
     match backend {
-        BackendKind::Htp if xtask_runtime::runtime::probe::htp_is_emulated() => "the emulated HTP".into(),
+        BackendKind::Htp if xtask_runtime::runtime::probe::htp_is_emulated() => {
+            "the emulated HTP".into()
+        }
         b => format!("the {b} backend"),
     }
 }

@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 use xtask_recipe::recipe::gate::{f64_or_nan, map_vec_f64_or_nan, vec_f64_or_nan};
 
 pub use super::latency::LatencyStats;
+use xtask_base::record::Versioned;
 use xtask_parity::parity::gate::{Expected, Gate, JudgeTensor, Status};
 use xtask_parity::parity::metrics::Metrics;
-use xtask_base::record::Versioned;
 use xtask_runtime::report::ToolVersions;
 
 /// One boundary tensor of the chain, judged by the model's chain gate.
@@ -127,7 +127,7 @@ pub struct RunInputs {
     /// On a board (`run --device`): the device's own execute times and the chain estimate.
     /// Absent for a run on this host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<crate::device::figures::DeviceFigures>,
+    pub device: Option<crate::chain::device_figures::DeviceFigures>,
 }
 
 impl RunInputs {
@@ -218,7 +218,10 @@ impl RunReport {
     }
 
     /// The report of `backend` on a board in `dir` (`run-<backend>-device.json`).
-    pub fn read_on_device(dir: &Path, backend: xtask_base::vocab::BackendKind) -> Result<RunReport> {
+    pub fn read_on_device(
+        dir: &Path,
+        backend: xtask_base::vocab::BackendKind,
+    ) -> Result<RunReport> {
         xtask_base::record::read(
             &dir.join(format!("run-{backend}-device.json")),
             &format!("cargo xtask run --backend {backend} --device ssh://…"),

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::report::RunReport;
-use crate::device::figures::DeviceFigures;
+use crate::chain::device_figures::DeviceFigures;
 use xtask_parity::parity::gate::Status;
 use xtask_runtime::report::{fmt_cosine, md_table};
 

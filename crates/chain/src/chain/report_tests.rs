@@ -161,8 +161,8 @@ fn the_run_report_round_trips_through_its_type_nan_included() {
 /// A run on a board, as `device::chain` reports it: no latency measured here, the device's
 /// figures instead.
 fn device_report(boundaries: Vec<BoundaryParity>) -> RunReport {
-    use crate::device::figures::{DeviceComponentTimes, DeviceFigures};
-    let info = crate::device::DeviceInfo {
+    use crate::chain::device_figures::{DeviceComponentTimes, DeviceFigures};
+    let info = crate::chain::device_figures::DeviceInfo {
         url: "ssh://me@board:22/~/xtask-device".into(),
         arch: "aarch64".into(),
         arch_dir: Some("aarch64-oe-linux-gcc11.2".into()),

@@ -18,10 +18,10 @@ use super::report_files::write_run_report;
 use super::runner::{ComponentRunner, Judged, Measured, Pass};
 use super::sessions::ms;
 use super::whatif::Attribution;
+use xtask_base::vocab::BackendKind;
 use xtask_recipe::recipe::{HostSection, Model};
 use xtask_runtime::report::ToolVersions;
 use xtask_runtime::runtime::Runtime;
-use xtask_base::vocab::BackendKind;
 
 /// The `[host]` section of a model, or an error saying it has no chain.
 pub fn host_section(model: &Model) -> Result<HostSection> {

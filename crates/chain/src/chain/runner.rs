@@ -12,11 +12,11 @@ use anyhow::Result;
 use super::pipeline::{Feed, HostInputs};
 use super::report::{BoundaryParity, LatencyStats};
 use super::whatif::Attribution;
-use crate::device::figures::DeviceFigures;
+use crate::chain::device_figures::DeviceFigures;
+use xtask_base::vocab::BackendKind;
+use xtask_onnx::tensor::Tensor;
 use xtask_recipe::recipe::{HostSection, Model};
 use xtask_runtime::runtime::probe::HtpKind;
-use xtask_onnx::tensor::Tensor;
-use xtask_base::vocab::BackendKind;
 
 /// Named tensors in and out of a component.
 pub type Tensors = BTreeMap<String, Tensor>;

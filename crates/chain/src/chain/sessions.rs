@@ -8,10 +8,10 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
+use xtask_onnx::tensor::Tensor;
 use xtask_recipe::recipe::Model;
 use xtask_runtime::runtime::session::CheckedSession;
 use xtask_runtime::runtime::{Backend, Runtime};
-use xtask_onnx::tensor::Tensor;
 
 /// The sessions of a chain: all resident, or opened per call (streaming). Records timings;
 /// `recording` is on for timed runs only.

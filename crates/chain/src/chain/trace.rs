@@ -8,10 +8,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
+use xtask_onnx::tensor::Tensor;
 use xtask_recipe::recipe::host::{DimMode, HOST_INPUT_KEYS};
 use xtask_recipe::recipe::tensor_names as names;
 use xtask_recipe::recipe::{HostSection, Model};
-use xtask_onnx::tensor::Tensor;
 
 pub use xtask_recipe::golden::trace::step_out_key;
 
@@ -45,7 +45,12 @@ pub fn load_host_inputs(root: &Path, model: &Model, host: &HostSection) -> Resul
     let goldens = model
         .components
         .iter()
-        .map(|c| Ok((c.name().to_string(), xtask_recipe::golden::load_golden(root, c)?)))
+        .map(|c| {
+            Ok((
+                c.name().to_string(),
+                xtask_recipe::golden::load_golden(root, c)?,
+            ))
+        })
         .collect::<Result<BTreeMap<_, _>>>()?;
     let pixel_values = goldens
         .get(&host.vision)

@@ -14,9 +14,9 @@ use serde::Serialize;
 
 use super::pipeline::{HostInputs, run_chain};
 use super::sessions::{ChainSessions, ms};
+use xtask_onnx::tensor::Tensor;
 use xtask_parity::parity::metrics::{Metrics, compare};
 use xtask_recipe::recipe::{HostSection, Model};
-use xtask_onnx::tensor::Tensor;
 
 /// The boundary the attribution ranks by: the actions before clipping, so clipping to [-1, 1]
 /// cannot hide an error.

@@ -12,15 +12,15 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use super::Device;
-use super::figures::{DeviceComponentTimes, DeviceFigures};
+use crate::chain::device_figures::{DeviceComponentTimes, DeviceFigures};
 use crate::chain::report::RunReport;
 use crate::chain::run::{ChainRun, run_and_report};
 use crate::chain::runner::{ChainRuns, ComponentRunner, Measured, Pass, Tensors};
-use xtask_build::toolchain::sdk::profile::TIMING_SOURCE;
+use xtask_base::vocab::BackendKind;
+use xtask_ctx_build::toolchain::sdk::profile::TIMING_SOURCE;
 use xtask_recipe::recipe::Model;
 use xtask_runtime::report::latency::ExecuteStats;
 use xtask_runtime::runtime::Runtime;
-use xtask_base::vocab::BackendKind;
 
 /// `run --device`: connects, checks the board can run this model, runs the chain there and
 /// reports it.
@@ -70,13 +70,13 @@ impl<'a> OnBoard<'a> {
     ) -> Result<Self> {
         let soc = xtask_recipe::htp_target::target_soc(model, None)?;
         let comps: Vec<&xtask_recipe::recipe::Component> = model.components.iter().collect();
-        xtask_build::fresh::fresh_context_wrappers(root, rt, model, &comps)
+        xtask_ctx_build::fresh::fresh_context_wrappers(root, rt, model, &comps)
             .context("cannot run the chain on the device")?;
         let bins = model
             .components
             .iter()
             .map(|c| {
-                let art = xtask_build::plan::artifacts(&model.file.model.name, c.name(), &soc);
+                let art = xtask_ctx_build::plan::artifacts(&model.file.model.name, c.name(), &soc);
                 (c.name().to_string(), root.join(art.bin))
             })
             .collect();
@@ -142,7 +142,7 @@ impl ComponentRunner for OnBoard<'_> {
         let inputs = xtask_recipe::fp16::clamp_masks(comp, inputs);
         let n = self.calls.entry(name.to_string()).or_default();
         *n += 1;
-        let log = xtask_build::toolchain::sdk::steps::log_path(
+        let log = xtask_ctx_build::toolchain::sdk::steps::log_path(
             self.root,
             &self.model.file.model.name,
             name,

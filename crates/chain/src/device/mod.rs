@@ -20,25 +20,24 @@
 
 pub mod chain;
 pub mod doctor;
-pub mod figures;
 mod run;
 pub mod ssh;
 pub mod url;
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use serde::{Deserialize, Serialize};
 
 use self::ssh::{Ssh, quote};
 pub use self::url::DeviceUrl;
-use xtask_build::toolchain::sdk::NativeIo;
-use xtask_build::toolchain::sdk::profile::{ExecuteStats, TIMING_SOURCE, execute_samples_us};
-use xtask_recipe::recipe::Component;
+use crate::chain::device_figures::DeviceInfo;
+use xtask_ctx_build::toolchain::sdk::NativeIo;
+use xtask_ctx_build::toolchain::sdk::profile::{ExecuteStats, TIMING_SOURCE, execute_samples_us};
 use xtask_onnx::tensor::Tensor;
+use xtask_recipe::recipe::Component;
 
 /// Files of the device SDK that `doctor --device` reports for a board of `soc` (`{a}` = the
 /// arch folder): the tools, the HTP backend, and the SoC's stub and DSP-side skel.
@@ -58,36 +57,6 @@ const ARCH_DIRS: [&str; 3] = [
 ];
 /// Bytes kept free on the device beyond what a run writes.
 const DISK_MARGIN: u64 = 16 << 20;
-
-/// What the device said about itself.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct DeviceInfo {
-    /// `ssh://user@host:port/workdir`.
-    pub url: String,
-    /// `uname -m`.
-    pub arch: String,
-    /// The SDK's tools/libraries folder for that arch (None: not an arch QAIRT ships for).
-    pub arch_dir: Option<String>,
-    pub sdk_root: Option<String>,
-    /// `ssh-env` (the command's environment) or `login-shell`.
-    pub sdk_root_from: Option<String>,
-    pub sdk_is_dir: bool,
-    pub sdk_version: Option<String>,
-    /// `bin/<dir>` folders of the SDK.
-    pub sdk_bin_dirs: Vec<String>,
-    /// Which of the SDK files (paths relative to the SDK root) exist.
-    pub present: BTreeSet<String>,
-    pub free_bytes: u64,
-    pub workdir_abs: String,
-    /// Every SDK `lib/<arch>/` folder searched, with the `libQnnHtpV*Stub.so` it holds (only
-    /// `aarch64-oe-linux-gcc11.2` holds the V73 stub in the SDK layout that could be checked).
-    #[serde(default)]
-    pub lib_stubs: Vec<(String, Vec<String>)>,
-    /// `DSP_LIBRARY_PATH` as the device's shell has it: when set, fastrpc uses it instead of
-    /// `ADSP_LIBRARY_PATH` (quic/fastrpc `apps_std_imp.c`), so runs set both.
-    #[serde(default)]
-    pub dsp_library_path: Option<String>,
-}
 
 impl DeviceInfo {
     pub fn file(&self, pattern: &str) -> String {
@@ -134,7 +103,7 @@ fn short() -> Duration {
 }
 
 fn transfer_timeout() -> Duration {
-    xtask_build::toolchain::sdk::step_timeout()
+    xtask_ctx_build::toolchain::sdk::step_timeout()
 }
 
 impl Device {
@@ -359,14 +328,6 @@ fn nonce() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     format!("{}-{t}", std::process::id())
-}
-
-/// What the report says about where the times come from.
-pub fn timing_note(info: &DeviceInfo) -> String {
-    format!(
-        "measured on the device via ssh ({}): `qnn-profile-viewer` {TIMING_SOURCE} EXECUTE rows of the device's own `qnn-net-run --profiling_level basic` (the timing source is whatever that SDK's HTP backend is on that device; copies over ssh not included)",
-        info.label()
-    )
 }
 
 #[cfg(test)]

@@ -152,7 +152,7 @@ impl Device {
         );
         let out = self.ssh.exec(
             &script,
-            xtask_build::toolchain::sdk::step_timeout(),
+            xtask_ctx_build::toolchain::sdk::step_timeout(),
             &format!("qnn-net-run of {}", comp.name()),
         );
         if let Some(parent) = log.parent() {
@@ -190,7 +190,7 @@ impl Device {
             )?;
         }
         let outputs =
-            xtask_build::toolchain::sdk::steps::read_result_outputs(comp, &back, native)?;
+            xtask_ctx_build::toolchain::sdk::steps::read_result_outputs(comp, &back, native)?;
         let csv = std::fs::read_to_string(back.join("profile.csv"))
             .context("reading the device's profile CSV")?;
         let all = execute_samples_us(&csv, TIMING_SOURCE)
@@ -240,7 +240,7 @@ fn stage_inputs(
         let t = inputs
             .get(input)
             .with_context(|| format!("no input `{input}` for {}", comp.name()))?;
-        let bytes = xtask_build::toolchain::sdk::steps::input_bytes(input, t, native.inputs)?;
+        let bytes = xtask_ctx_build::toolchain::sdk::steps::input_bytes(input, t, native.inputs)?;
         in_bytes += bytes.len() as u64;
         let raw = local.join(format!("input_{i}.raw"));
         std::fs::write(&raw, bytes).with_context(|| format!("cannot write {}", raw.display()))?;

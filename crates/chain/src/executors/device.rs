@@ -7,12 +7,12 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::device::Device;
+use xtask_base::vocab::BackendKind;
 use xtask_parity::parity::component::{ComponentResult, GoldenIo, judge_outputs};
 use xtask_parity::parity::report::ParityReport;
 use xtask_parity::parity::runner::Executor;
 use xtask_recipe::recipe::{Component, Model};
 use xtask_runtime::runtime::Runtime;
-use xtask_base::vocab::BackendKind;
 
 pub struct OnDevice<'a> {
     pub root: &'a Path,
@@ -56,10 +56,10 @@ impl Executor for OnDevice<'_> {
         let (root, model) = (self.root, self.model);
         let name = &model.file.model.name;
         let soc = xtask_recipe::htp_target::target_soc(model, None)?;
-        let art = xtask_build::plan::artifacts(name, comp.name(), &soc);
-        xtask_build::fresh::fresh_context_wrapper(root, self.rt, model, comp)?;
+        let art = xtask_ctx_build::plan::artifacts(name, comp.name(), &soc);
+        xtask_ctx_build::fresh::fresh_context_wrapper(root, self.rt, model, comp)?;
         let inputs = xtask_recipe::fp16::htp_inputs(comp, &golden.inputs, self.clamp_masks);
-        let log = xtask_build::toolchain::sdk::steps::log_path(
+        let log = xtask_ctx_build::toolchain::sdk::steps::log_path(
             root,
             name,
             comp.name(),
@@ -81,14 +81,14 @@ impl Executor for OnDevice<'_> {
 
     fn annotate(&self, report: &mut ParityReport) {
         report.htp_emulated = None;
-        report.device = Some(crate::device::timing_note(&self.device.info));
+        report.device = Some(crate::chain::device_figures::timing_note(&self.device.info));
     }
 
     fn closing_note(&self) -> Option<String> {
         Some(format!(
             "{} context binar(y/ies) copied to the device; timing: {}",
             self.device.uploads(),
-            crate::device::timing_note(&self.device.info)
+            crate::chain::device_figures::timing_note(&self.device.info)
         ))
     }
 }

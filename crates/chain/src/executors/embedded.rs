@@ -7,11 +7,13 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use xtask_parity::parity::component::{ComponentResult, GoldenIo, run_component, run_qdq_simulation};
+use xtask_base::vocab::BackendKind;
+use xtask_parity::parity::component::{
+    ComponentResult, GoldenIo, run_component, run_qdq_simulation,
+};
 use xtask_parity::parity::runner::Executor;
 use xtask_recipe::recipe::{Component, Model};
 use xtask_runtime::runtime::{Backend, Runtime};
-use xtask_base::vocab::BackendKind;
 
 pub struct Embedded<'a> {
     pub root: &'a Path,
@@ -32,18 +34,20 @@ impl Executor for Embedded<'_> {
         if self.backend == Backend::QnnCpu && comp.precision().is_quantized() {
             // A quantized component's CPU stage is its QDQ simulation (QNN's CPU backend
             // does not execute QDQ graphs), against the float golden.
-            let qdq = xtask_build::fresh::fresh_qdq_model(root, self.rt, model, comp)?;
+            let qdq = xtask_ctx_build::fresh::fresh_qdq_model(root, self.rt, model, comp)?;
             let mut result = run_qdq_simulation(self.rt, model, comp, golden, &qdq)?;
             result.session_model = xtask_base::project::rel(root, &qdq);
             return Ok(result);
         }
         let session_model = match &self.backend {
             Backend::QnnHtp(_) => {
-                xtask_build::fresh::fresh_context_wrapper(root, self.rt, model, comp)?
+                xtask_ctx_build::fresh::fresh_context_wrapper(root, self.rt, model, comp)?
             }
             // QNN's CPU backend runs what the build converts (the rewritten copy, if any);
             // ORT judges the recipe's ONNX, the graph's meaning.
-            backend => xtask_parity::rewritten::onnx_for(root, &model.file.model.name, comp, backend)?,
+            backend => {
+                xtask_parity::rewritten::onnx_for(root, &model.file.model.name, comp, backend)?
+            }
         };
         let mut result = run_component(
             self.rt,

@@ -5,12 +5,12 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use xtask_build::toolchain::sdk::Sdk;
+use xtask_base::vocab::BackendKind;
+use xtask_ctx_build::toolchain::sdk::Sdk;
 use xtask_parity::parity::component::{ComponentResult, GoldenIo, judge_outputs};
 use xtask_parity::parity::runner::Executor;
 use xtask_recipe::recipe::{Component, Model};
 use xtask_runtime::runtime::Runtime;
-use xtask_base::vocab::BackendKind;
 
 pub struct SdkNetRun<'a> {
     pub root: &'a Path,
@@ -61,11 +61,11 @@ impl Executor for SdkNetRun<'_> {
     fn run(&self, comp: &Component, golden: &GoldenIo) -> Result<ComponentResult> {
         let (root, model) = (self.root, self.model);
         let soc = xtask_recipe::htp_target::target_soc(model, None)?;
-        let art = xtask_build::plan::artifacts(&model.file.model.name, comp.name(), &soc);
+        let art = xtask_ctx_build::plan::artifacts(&model.file.model.name, comp.name(), &soc);
         let work = xtask_base::project::scratch_dir(root, "sdk-parity");
         std::fs::create_dir_all(&work)?;
         let staging = tempfile::tempdir_in(&work)?;
-        let job = xtask_build::toolchain::sdk::steps::Job {
+        let job = xtask_ctx_build::toolchain::sdk::steps::Job {
             sdk: &self.sdk,
             root,
             model: &model.file.model.name,
@@ -74,9 +74,9 @@ impl Executor for SdkNetRun<'_> {
         };
         let (actual, latency, ran) = match self.backend {
             BackendKind::Htp => {
-                xtask_build::fresh::fresh_context_wrapper(root, self.rt, model, comp)?;
+                xtask_ctx_build::fresh::fresh_context_wrapper(root, self.rt, model, comp)?;
                 let inputs = xtask_recipe::fp16::htp_inputs(comp, &golden.inputs, self.clamp_masks);
-                let (out, stats) = xtask_build::toolchain::sdk::steps::htp_run(
+                let (out, stats) = xtask_ctx_build::toolchain::sdk::steps::htp_run(
                     &job,
                     &root.join(&art.bin),
                     &inputs,
@@ -85,7 +85,7 @@ impl Executor for SdkNetRun<'_> {
                 (out, stats, &art.bin)
             }
             _ => (
-                xtask_build::toolchain::sdk::steps::cpu_run(
+                xtask_ctx_build::toolchain::sdk::steps::cpu_run(
                     &job,
                     &root.join(&art.dlc),
                     &golden.inputs,

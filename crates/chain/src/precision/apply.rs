@@ -9,8 +9,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::search::Assignment;
-use xtask_recipe::recipe::Model;
 use xtask_base::vocab::Precision;
+use xtask_recipe::recipe::Model;
 
 /// The recipe lines that apply `a` (what the report shows).
 pub fn recipe_lines(model: &Model, a: &Assignment) -> Vec<String> {

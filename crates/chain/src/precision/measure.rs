@@ -18,12 +18,12 @@ use super::search::{Assignment, Measure, Measured};
 use crate::chain::run::{ChainRun, run_judged};
 use crate::chain::runner::{self, ChainRuns, ComponentRunner, Pass, Tensors};
 use crate::chain::sessions::ChainSessions;
-use xtask_build::{BuildRequest, artifacts::artifacts};
+use xtask_base::soc::Soc;
+use xtask_base::vocab::{BackendKind, Outcome, Precision, ToolchainKind};
+use xtask_ctx_build::{BuildRequest, artifacts::artifacts};
 use xtask_recipe::recipe::quantize::QuantizeSection;
 use xtask_recipe::recipe::{Component, Model};
 use xtask_runtime::runtime::{Backend, Runtime};
-use xtask_base::soc::Soc;
-use xtask_base::vocab::{BackendKind, Outcome, Precision, ToolchainKind};
 
 use super::report::SearchBackend;
 
@@ -38,7 +38,7 @@ pub struct ChainMeasure<'a> {
     variants: BTreeMap<Precision, Model>,
     /// What building (component, precision) gave: Ok, or why it cannot be used.
     built: BTreeMap<(String, Precision), std::result::Result<(), String>>,
-    cache: Option<xtask_build::step_cache::StepCache>,
+    cache: Option<xtask_ctx_build::step_cache::StepCache>,
 }
 
 impl<'a> ChainMeasure<'a> {
@@ -48,7 +48,7 @@ impl<'a> ChainMeasure<'a> {
         rt: &'a Runtime,
         backend: SearchBackend,
         precisions: &[Precision],
-        cache: Option<xtask_build::step_cache::StepCache>,
+        cache: Option<xtask_ctx_build::step_cache::StepCache>,
     ) -> Result<Self> {
         let soc = xtask_recipe::htp_target::target_soc(model, None)?;
         let chain = ChainRun::prepare(root, model, rt, 1, 0)?;
@@ -114,10 +114,10 @@ impl<'a> ChainMeasure<'a> {
                 allow_sdk_version: false,
                 verbose: false,
                 cache: self.cache.clone(),
-                cache_max_bytes: xtask_build::step_cache::max_size(None)?,
+                cache_max_bytes: xtask_ctx_build::step_cache::max_size(None)?,
                 print_keys: false,
             };
-            let got = match xtask_build::build_with(self.root, &req, Some(self.rt)) {
+            let got = match xtask_ctx_build::build_with(self.root, &req, Some(self.rt)) {
                 Ok(Outcome::Success) => Ok(()),
                 Ok(Outcome::GateFailed) => Err(format!(
                     "{comp} at {p} did not build (a gate failed): see {}",
@@ -169,10 +169,10 @@ impl<'a> ChainMeasure<'a> {
                 .with_context(|| format!("no component `{comp}`"))?;
             let path = match (self.backend, p.is_quantized()) {
                 (SearchBackend::Htp, _) => {
-                    xtask_build::fresh::fresh_context_wrapper(self.root, self.rt, m, c)?
+                    xtask_ctx_build::fresh::fresh_context_wrapper(self.root, self.rt, m, c)?
                 }
                 (SearchBackend::Qdq, true) => {
-                    xtask_build::fresh::fresh_qdq_model(self.root, self.rt, m, c)?
+                    xtask_ctx_build::fresh::fresh_qdq_model(self.root, self.rt, m, c)?
                 }
                 (SearchBackend::Qdq, false) => self.root.join(&c.file.component.onnx),
             };

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::search::{Assignment, Measured, Outcome, frontier};
 use xtask_base::record::Versioned;
-use xtask_runtime::report::{ToolVersions, md_table};
 use xtask_base::vocab::Precision;
+use xtask_runtime::report::{ToolVersions, md_table};
 
 /// Which chain the configurations ran on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]

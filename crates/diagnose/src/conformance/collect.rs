@@ -16,9 +16,9 @@ use xtask_onnx::onnx::extract::{
 };
 use xtask_onnx::onnx::proto::{OnnxNode, OnnxSummary, parse_model};
 use xtask_onnx::onnx::writer::WrapperTensor;
+use xtask_onnx::tensor::{DType, Tensor};
 use xtask_recipe::recipe::Component;
 use xtask_runtime::runtime::{Backend, Runtime};
-use xtask_onnx::tensor::{DType, Tensor};
 
 /// One operator, attribute set and input signature, with the single-node model that runs it.
 pub struct Group {
@@ -88,7 +88,10 @@ pub fn collect(
             groups[at].nodes.extend(group.nodes);
             continue;
         }
-        xtask_base::atomic::write_atomic(&group.model_path, &single_node_model(&bytes, &index, &one)?)?;
+        xtask_base::atomic::write_atomic(
+            &group.model_path,
+            &single_node_model(&bytes, &index, &one)?,
+        )?;
         known.insert(key, groups.len());
         groups.push(group);
     }

@@ -7,9 +7,9 @@ use anyhow::Result;
 
 use super::judge::Verdict;
 use super::report::{ConformanceReport, Row, markdown};
+use xtask_base::vocab::BackendKind;
 use xtask_runtime::report::html::heat::{Cell, svg_heatmap};
 use xtask_runtime::report::html::{html_page, markdown_body, verdict_box};
-use xtask_base::vocab::BackendKind;
 
 fn color(v: Verdict) -> (&'static str, &'static str) {
     match v {

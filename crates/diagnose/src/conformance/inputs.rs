@@ -97,7 +97,8 @@ pub fn rounded_to_fp16(t: &Tensor) -> Tensor {
 /// A seed for one input of one operator in one set, from the sweep's seed: stable across runs
 /// and independent of the order operators are visited in.
 pub fn seed_for(seed: u64, key: &str, input: usize, set: &str) -> u64 {
-    let digest = xtask_base::hashing::sha256_bytes(format!("{seed}/{key}/{input}/{set}").as_bytes());
+    let digest =
+        xtask_base::hashing::sha256_bytes(format!("{seed}/{key}/{input}/{set}").as_bytes());
     u64::from_str_radix(&digest[..16], 16).unwrap_or(seed)
 }
 

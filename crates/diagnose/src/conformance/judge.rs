@@ -4,11 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use xtask_base::vocab::BackendKind;
 use serde::{Deserialize, Serialize};
+use xtask_base::vocab::BackendKind;
 
-use xtask_parity::parity::metrics::{compare, unravel};
 use xtask_onnx::tensor::Tensor;
+use xtask_parity::parity::metrics::{compare, unravel};
 
 /// What a row found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -217,7 +217,8 @@ fn group_warnings(
 /// `DEVIATES on cpu (input sets …; worst max-abs …): what is wrong`, and whether it was seen
 /// on edge-case inputs only.
 fn findings(rows: &[&Row]) -> Vec<(String, bool)> {
-    let mut backends: Vec<xtask_base::vocab::BackendKind> = rows.iter().map(|r| r.backend).collect();
+    let mut backends: Vec<xtask_base::vocab::BackendKind> =
+        rows.iter().map(|r| r.backend).collect();
     backends.sort();
     backends.dedup();
     let mut out = Vec::new();

@@ -27,9 +27,9 @@ use collect::{Group, collect, feeds};
 use judge::{Judged, Verdict, bound, fp16_inputs_explain, worst_output};
 use report::{ConformanceReport, Described, InputHash, OpGroup, Row};
 
+use xtask_base::vocab::BackendKind;
 use xtask_recipe::recipe::{Component, Model};
 use xtask_runtime::runtime::{Backend, Runtime};
-use xtask_base::vocab::BackendKind;
 
 /// What one sweep measures.
 pub struct SweepJob<'a> {

@@ -11,8 +11,8 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::judge::{Bound, Verdict};
-use xtask_recipe::recipe::gate::f64_or_nan;
 use xtask_base::record::Versioned;
+use xtask_recipe::recipe::gate::f64_or_nan;
 use xtask_runtime::report::{ToolVersions, md_table};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

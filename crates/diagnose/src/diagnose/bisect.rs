@@ -12,15 +12,16 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::bisect_report::{BisectReport, Divergence, TensorPoint};
+use super::bisect_report::{BisectReport, Divergence};
 use super::probe::{Measured, Probe, Round};
 use super::rank;
+use super::tensor_point::TensorPoint;
 use xtask_onnx::onnx::proto::{OnnxSummary, parse_model};
+use xtask_onnx::tensor::Tensor;
 use xtask_parity::parity::component::GoldenIo;
 use xtask_recipe::recipe::Component;
 use xtask_runtime::report::fmt_cosine;
 use xtask_runtime::runtime::{Backend, Runtime};
-use xtask_onnx::tensor::Tensor;
 
 /// What one bisect needs: the component, its golden inputs, the backend, the search settings.
 pub struct BisectJob<'a> {

@@ -7,29 +7,15 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::tensor_point::TensorPoint;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::bisect_tables::{points_table, ranked_table};
 use super::rank::Ranked;
-use xtask_recipe::recipe::gate::{f64_or_nan, map_f64_or_nan};
 use xtask_base::record::Versioned;
+use xtask_recipe::recipe::gate::{f64_or_nan, map_f64_or_nan};
 use xtask_runtime::report::fmt_cosine;
-
-/// One measured tensor, in topological order (NaN figures are written as null).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TensorPoint {
-    pub index: usize,
-    pub tensor: String,
-    pub node: String,
-    pub op_type: String,
-    #[serde(deserialize_with = "f64_or_nan")]
-    pub cosine: f64,
-    #[serde(deserialize_with = "f64_or_nan")]
-    pub max_abs_err: f64,
-    #[serde(deserialize_with = "f64_or_nan")]
-    pub rel_l2_err: f64,
-}
 
 /// The first tensor below the threshold, with the node that wrote it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -261,13 +247,17 @@ pub fn print_summary(r: &BisectReport, html: &str) {
             // Only a real deviation makes the ranking meaningful (all 1.0: ranked rounding).
             if r.ranking_meaningful() {
                 xtask_base::outln!("operators by error introduced (largest first):");
-                ranked_lines(r).iter().for_each(|l| xtask_base::outln!("  {l}"));
+                ranked_lines(r)
+                    .iter()
+                    .for_each(|l| xtask_base::outln!("  {l}"));
             }
         }
         (Some(_), Some(d)) => xtask_base::outln!("{}", describe(d)),
         (Some(t), None) => xtask_base::outln!("no intermediate tensor falls below {t}"),
     }
-    output_lines(r).iter().for_each(|l| xtask_base::outln!("{l}"));
+    output_lines(r)
+        .iter()
+        .for_each(|l| xtask_base::outln!("{l}"));
     if let Some(v) = &r.verdict {
         xtask_base::outln!("next: {}", v.next);
     }

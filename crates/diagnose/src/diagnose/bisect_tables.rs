@@ -1,8 +1,8 @@
 //! The bisect report's two tables (the ranked operators, every tensor along the graph), shared
 //! by its Markdown and its HTML page.
 
-use super::bisect_report::TensorPoint;
 use super::rank::Ranked;
+use super::tensor_point::TensorPoint;
 use xtask_runtime::report::{fmt_cosine, md_table};
 
 /// The ranked operators as a table, largest error introduced first.

@@ -6,6 +6,7 @@ pub mod bisect_report;
 mod bisect_tables;
 pub mod probe;
 pub mod rank;
+pub mod tensor_point;
 pub mod verdict;
 
 pub use xtask_parity::parity::bisect_hint;

@@ -9,9 +9,9 @@ use anyhow::{Context, Result};
 
 use xtask_onnx::onnx::proto::OnnxSummary;
 use xtask_onnx::onnx::rewrite::add_graph_outputs;
+use xtask_onnx::tensor::Tensor;
 use xtask_parity::parity::metrics::compare;
 use xtask_runtime::runtime::{Backend, Runtime};
-use xtask_onnx::tensor::Tensor;
 
 pub struct Probe<'a> {
     pub rt: &'a Runtime,

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::probe::{Measured, Round};
 use xtask_onnx::onnx::proto::OnnxSummary;
-use xtask_recipe::recipe::gate::f64_or_nan;
 use xtask_onnx::tensor::Tensor;
+use xtask_recipe::recipe::gate::f64_or_nan;
 
 /// What "exact" is worth in the ratio's denominator on a backend computing in fp32: fp32's
 /// machine epsilon. An input measured exact (rel-L2 0, or a graph input, fed identically to

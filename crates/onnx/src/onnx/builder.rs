@@ -172,7 +172,7 @@ impl Graph {
         put_int(&mut opset_msg, 2, opset);
         let mut model = Vec::new();
         put_int(&mut model, 1, 10);
-        put_bytes(&mut model, 2, b"xtask-builder");
+        put_bytes(&mut model, 2, b"xtask-ctx-builder");
         put_bytes(&mut model, 7, &g);
         put_bytes(&mut model, 8, &opset_msg);
         model

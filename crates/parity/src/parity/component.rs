@@ -7,15 +7,15 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-pub use xtask_recipe::golden::{GoldenIo, load_golden};
-use xtask_base::hashing::sha256_bytes;
 use crate::parity::gate::{Gate, Verdict, judge};
 use crate::parity::metrics::{Metrics, compare, unravel};
+use xtask_base::hashing::sha256_bytes;
+use xtask_base::vocab::BackendKind;
+use xtask_onnx::tensor::Tensor;
+pub use xtask_recipe::golden::{GoldenIo, load_golden};
 use xtask_recipe::recipe::{Component, Model, check_graph_contract};
 use xtask_runtime::runtime::session::Placement;
 use xtask_runtime::runtime::{Backend, Runtime};
-use xtask_onnx::tensor::Tensor;
-use xtask_base::vocab::BackendKind;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OutputResult {

@@ -142,7 +142,10 @@ fn waiver_lines(r: &ParityReport) -> Vec<String> {
 fn rewritten_lines(r: &ParityReport) -> Vec<String> {
     r.components
         .iter()
-        .filter(|c| c.session_model.starts_with(xtask_base::project::REWRITE_DIR))
+        .filter(|c| {
+            c.session_model
+                .starts_with(xtask_base::project::REWRITE_DIR)
+        })
         .map(|c| {
             format!(
                 "- `{}` ran `{}`, the copy its recipe's `[rewrite]` makes for QNN",

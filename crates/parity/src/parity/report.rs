@@ -108,7 +108,10 @@ impl ParityReport {
 
     /// The report written for this model and backend in `dir`: None when there is none, an
     /// error naming the file when it cannot be read as a parity report of a known schema.
-    pub fn read(dir: &Path, backend: xtask_base::vocab::BackendKind) -> Result<Option<ParityReport>> {
+    pub fn read(
+        dir: &Path,
+        backend: xtask_base::vocab::BackendKind,
+    ) -> Result<Option<ParityReport>> {
         Self::read_stem(dir, &format!("parity-{backend}"))
     }
 
@@ -295,7 +298,10 @@ mod tests {
             golden_sha256: "cd".repeat(32),
             placement: None,
             run_seconds: 0.5,
-            latency: Some(xtask_runtime::report::latency::ExecuteStats::of("NETRUN", &[])),
+            latency: Some(xtask_runtime::report::latency::ExecuteStats::of(
+                "NETRUN",
+                &[],
+            )),
             outputs: vec![OutputResult {
                 name: "y".into(),
                 shape: vec![2],

@@ -11,9 +11,9 @@ use anyhow::Result;
 use super::component::{ComponentResult, GoldenIo, failed_component};
 use super::report::{ParityReport, print_component};
 use super::report_files::write_parity_report;
+use xtask_base::vocab::{BackendKind, Outcome};
 use xtask_recipe::recipe::{Component, Model};
 use xtask_runtime::runtime::Runtime;
-use xtask_base::vocab::{BackendKind, Outcome};
 
 /// Runs one component on its golden inputs and judges every output.
 pub trait Executor {

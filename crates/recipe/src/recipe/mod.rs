@@ -6,10 +6,10 @@
 mod contract;
 mod estimate;
 pub mod host;
+pub mod hub_names;
 pub mod limits;
 mod load;
 pub mod missing;
-pub mod hub_names;
 pub mod names;
 pub mod paths;
 pub mod placeholder;

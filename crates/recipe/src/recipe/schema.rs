@@ -8,8 +8,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::{ComponentEstimate, Gate};
-use xtask_onnx::tensor::DType;
 use xtask_base::vocab::BackendKind;
+use xtask_onnx::tensor::DType;
 
 pub const DEFAULT_MIN_COSINE: f64 = 0.9999;
 

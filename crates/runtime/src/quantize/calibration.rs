@@ -19,10 +19,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use xtask_onnx::tensor::Tensor;
 use xtask_recipe::recipe::quantize::{CalibrationSource, QuantizeSection};
 use xtask_recipe::recipe::tensor_names::{NEXT_TRAJECTORY, TIMESTEP, TRAJECTORY};
 use xtask_recipe::recipe::{Component, Model};
-use xtask_onnx::tensor::Tensor;
 
 /// How negative a `mask = true` input calibrates. An additive mask of -65504 (fp16's floor)
 /// calibrated as is stretches the 16-bit range of every tensor it is added to, the attention

@@ -260,10 +260,7 @@ mod tests {
     #[test]
     fn the_pins_name_every_package_once_with_onnxruntime_from_the_runtime() {
         let pins = pinned_packages();
-        assert_eq!(
-            pins["onnxruntime"],
-            xtask_base::vocab::PINNED_ORT_VERSION
-        );
+        assert_eq!(pins["onnxruntime"], xtask_base::vocab::PINNED_ORT_VERSION);
         assert_eq!(pins["typing-extensions"], "4.16.0");
         assert_eq!(pins.len(), 10);
         for line in REQUIREMENTS

@@ -21,7 +21,6 @@ pub use super::platform::{ORT_WHEEL_X86_64 as ORT_WHEEL, QNN_WHEEL_X86_64 as QNN
 pub use super::wheels::{RuntimeFile, verify_wheel_hash};
 use super::wheels::{fetch_verified_wheel, unpack_runtime};
 
-
 const ORT_LIB_IN_WHEEL: &str = "onnxruntime/capi/libonnxruntime.so.1.24.4";
 const QNN_DIR_IN_WHEEL: &str = "onnxruntime_qnn";
 

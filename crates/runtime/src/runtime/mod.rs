@@ -14,8 +14,8 @@ pub mod values;
 pub mod version;
 pub mod wheels;
 
-pub use xtask_recipe::htp_target::HtpTarget;
 pub use session::{Backend, Runtime};
+pub use xtask_recipe::htp_target::HtpTarget;
 
 /// The backend of a command that runs built artifacts for the whole model (`parity`, `run`):
 /// on the HTP those are context binaries, whose graph options were compiled in by build-ctx
@@ -29,10 +29,12 @@ pub fn backend_for(
     match kind {
         BackendKind::Ort => Backend::OrtCpu,
         BackendKind::Cpu => Backend::QnnCpu,
-        BackendKind::Htp => Backend::QnnHtp(xtask_recipe::htp_target::HtpTarget::for_built_contexts(
-            model.file.target.soc,
-            model.file.target.htp_arch,
-        )),
+        BackendKind::Htp => {
+            Backend::QnnHtp(xtask_recipe::htp_target::HtpTarget::for_built_contexts(
+                model.file.target.soc,
+                model.file.target.htp_arch,
+            ))
+        }
     }
 }
 
@@ -46,7 +48,9 @@ pub fn backend_for_component(
     Ok(match kind {
         xtask_base::vocab::BackendKind::Htp => {
             let soc = xtask_recipe::htp_target::target_soc(model, None)?;
-            crate::runtime::Backend::QnnHtp(xtask_recipe::htp_target::HtpTarget::for_component(&soc, comp))
+            crate::runtime::Backend::QnnHtp(xtask_recipe::htp_target::HtpTarget::for_component(
+                &soc, comp,
+            ))
         }
         other => backend_for(model, other),
     })

@@ -21,8 +21,8 @@ use super::compile_config::stable_model_dir;
 pub use super::placement::Placement;
 use super::placement::{parse_placement, require_all_on_qnn};
 use super::values::{from_ort_value, input_view, outlet_contract};
-use xtask_recipe::htp_target::HtpTarget;
 use xtask_onnx::tensor::{DType, Tensor};
+use xtask_recipe::htp_target::HtpTarget;
 
 const CPU_EP: &str = "CPUExecutionProvider";
 

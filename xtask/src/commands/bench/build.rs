@@ -11,9 +11,9 @@ use anyhow::{Context, Result};
 
 use super::super::{Ctx, Outcome};
 use super::{link_runtime, xtask_in};
+use xtask_onnx::tensor::Tensor;
 use xtask_runtime::runtime::bootstrap::ensure_runtime;
 use xtask_runtime::runtime::{Backend, Runtime};
-use xtask_onnx::tensor::Tensor;
 
 #[derive(clap::Args)]
 pub struct BenchBuild {

@@ -7,8 +7,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use xtask_build::report::BuildReport;
 use anyhow::{Context, Result};
+use xtask_ctx_build::report::BuildReport;
 
 use super::{full_width_project, xtask_in};
 

@@ -27,9 +27,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use xtask_build::report::BuildReport;
-use xtask_parity::parity::report::ParityReport;
 use anyhow::{Context, Result};
+use xtask_ctx_build::report::BuildReport;
+use xtask_parity::parity::report::ParityReport;
 
 use super::{generate_once, xtask_in};
 

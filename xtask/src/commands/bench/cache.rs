@@ -12,8 +12,8 @@ use anyhow::{Context, Result, bail};
 
 use super::super::{Ctx, Outcome};
 use super::xtask_in;
-use xtask_build::step_cache::StepCache;
-use xtask_build::step_cache::gc::human_bytes;
+use xtask_ctx_build::step_cache::StepCache;
+use xtask_ctx_build::step_cache::gc::human_bytes;
 
 #[derive(clap::Args)]
 pub struct BenchCache {
@@ -36,7 +36,8 @@ impl BenchCache {
             models.push(("full-width", "fullwidth"));
         }
         for (title, model) in models {
-            let cache_dir = xtask_base::project::scratch_dir(&ctx.root, "bench/cache/store").join(model);
+            let cache_dir =
+                xtask_base::project::scratch_dir(&ctx.root, "bench/cache/store").join(model);
             if cache_dir.exists() {
                 std::fs::remove_dir_all(&cache_dir)?;
             }

@@ -113,8 +113,11 @@ pub fn python_env(root: &Path) -> Result<PathBuf> {
         return Ok(python);
     }
     xtask_runtime::runtime::bootstrap::ensure_runtime(root)?;
-    let wheel = xtask_base::project::scratch_dir(root, "qnn-runtime/wheels")
-        .join(xtask_runtime::runtime::platform::Platform::host().ort_wheel().file);
+    let wheel = xtask_base::project::scratch_dir(root, "qnn-runtime/wheels").join(
+        xtask_runtime::runtime::platform::Platform::host()
+            .ort_wheel()
+            .file,
+    );
     xtask_runtime::runtime::bootstrap::verify_wheel_hash(
         &wheel,
         xtask_runtime::runtime::platform::Platform::host().ort_wheel(),

@@ -8,10 +8,10 @@ use anyhow::{Context, Result};
 
 use super::super::{Ctx, Outcome};
 use super::{full_width_project, python_env, xtask_in};
+use xtask_base::vocab::BackendKind;
 use xtask_parity::parity::component::load_golden;
 use xtask_parity::parity::metrics::compare;
 use xtask_recipe::recipe::load_model;
-use xtask_base::vocab::BackendKind;
 
 #[derive(clap::Args)]
 pub struct BenchParity {

@@ -9,9 +9,9 @@ use anyhow::{Context, Result};
 
 use super::super::{Ctx, Outcome};
 use super::xtask_in;
-use xtask_build::report::BuildReport;
-use xtask_parity::parity::report::ParityReport;
 use xtask_base::vocab::{BackendKind, Precision};
+use xtask_ctx_build::report::BuildReport;
+use xtask_parity::parity::report::ParityReport;
 
 #[derive(clap::Args)]
 pub struct BenchQuantize {

@@ -1,6 +1,6 @@
 use super::*;
-use xtask_recipe::recipe::MeasuredAtRealSize;
 use xtask_base::vocab::Precision;
+use xtask_recipe::recipe::MeasuredAtRealSize;
 
 fn measured(layers: u32, htp_parity_s: Option<f64>) -> ComponentEstimate {
     ComponentEstimate {

@@ -45,13 +45,13 @@ use crate::step_cache::StepCache;
 use crate::toolchain::Toolchain;
 use crate::toolchain::embedded::Embedded;
 use crate::toolchain::sdk::Sdk;
+use plan::{ComponentPlan, Versions, plan_component};
 use xtask_base::hashing::HashMemo;
+use xtask_base::soc::Soc;
+use xtask_base::vocab::{Outcome, ToolchainKind};
 use xtask_recipe::recipe::{Component, Model};
 use xtask_runtime::runtime::Runtime;
 use xtask_runtime::runtime::bootstrap::ensure_runtime;
-use xtask_base::soc::Soc;
-use xtask_base::vocab::{Outcome, ToolchainKind};
-use plan::{ComponentPlan, Versions, plan_component};
 
 /// What to build and how (the flags of `build-ctx`).
 pub struct BuildRequest<'a> {

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use xtask_recipe::htp_target::HtpTarget;
+use xtask_base::vocab::ToolchainKind;
 use xtask_parity::parity::component::ComponentResult;
 use xtask_parity::rewritten::RewriteCheck;
-use xtask_base::vocab::ToolchainKind;
+use xtask_recipe::htp_target::HtpTarget;
 
 /// The schema of `ctx/<model>/<component>.record.json`; a record of any other version is
 /// refused as a whole (its steps are dirty; `package` and the card ask for a rebuild).

@@ -200,9 +200,12 @@ fn wrapper_of(
         _ => None,
     };
     let what = plan.artifacts.bin.display().to_string();
-    if let Some(note) =
-        xtask_runtime::runtime::version::check_context_version(&what, built_with, &versions.qnn, rebuild)?
-    {
+    if let Some(note) = xtask_runtime::runtime::version::check_context_version(
+        &what,
+        built_with,
+        &versions.qnn,
+        rebuild,
+    )? {
         xtask_base::ui::warnings::warn(note);
     }
     Ok(Ok(root.join(&plan.artifacts.wrapper)))

@@ -16,8 +16,8 @@ use crate::rerun::run_reasons;
 use crate::schedule::{self, Granted};
 use crate::step_run::{self, Restored};
 use crate::toolchain::QnnOnnx;
-use xtask_recipe::recipe::Component;
 use xtask_base::ui::progress::build::Bar;
+use xtask_recipe::recipe::Component;
 
 /// Builds one component's dirty steps in order; a failure stops the component only.
 pub fn build_component(
@@ -124,10 +124,7 @@ impl<'e, 'a> ComponentRun<'e, 'a> {
         ) {
             Ok(Restored::Yes(outputs, detail, key)) => {
                 let seconds = started.elapsed().as_secs_f64();
-                let how = format!(
-                    "restored from cache {}",
-                    crate::step_cache::short(&key)
-                );
+                let how = format!("restored from cache {}", crate::step_cache::short(&key));
                 self.line(step, &how, Some(seconds));
                 let rec = self.record.steps.get(&step.record_name);
                 let outcome =
@@ -224,10 +221,7 @@ impl<'e, 'a> ComponentRun<'e, 'a> {
     fn run_step(
         &mut self,
         step: &PlannedStep,
-    ) -> Result<(
-        Vec<crate::report::OutputFile>,
-        crate::detail::StepDetail,
-    )> {
+    ) -> Result<(Vec<crate::report::OutputFile>, crate::detail::StepDetail)> {
         let model = &self.env.model.file.model.name;
         // The quantize step reads the float ONNX; the steps after it what QNN gets (for a
         // quantized component the QDQ ONNX, which exists only once quantize ran).

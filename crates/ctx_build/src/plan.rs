@@ -9,18 +9,14 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-pub use crate::artifacts::{
-    Artifacts, StepKind, Versions, artifacts, external_data, section_hash,
-};
-use crate::fingerprint::{
-    ComponentRecord, DirtyReason, Freshness, StepKey, step_freshness,
-};
+pub use crate::artifacts::{Artifacts, StepKind, Versions, artifacts, external_data, section_hash};
+use crate::fingerprint::{ComponentRecord, DirtyReason, Freshness, StepKey, step_freshness};
 use crate::steps;
 use crate::toolchain::Rendered;
 use xtask_base::hashing::HashMemo;
+use xtask_base::soc::Soc;
 use xtask_recipe::htp_target::HtpTarget;
 use xtask_recipe::recipe::{Component, Model};
-use xtask_base::soc::Soc;
 
 /// A component's steps and their names in its record, in the order they run.
 pub fn record_names(comp: &Component, soc: &Soc) -> Vec<(StepKind, String)> {
@@ -90,15 +86,13 @@ pub fn step_keys(
     for (kind, r) in StepKind::of(comp).into_iter().zip(rendered) {
         let key = match kind {
             StepKind::Quantize => match (&hashes.onnx, &hashes.calibration) {
-                (Some(onnx), Some(calibration)) => {
-                    Some(crate::step_quantize::Quantize::key(
-                        comp,
-                        versions,
-                        r,
-                        onnx,
-                        calibration,
-                    ))
-                }
+                (Some(onnx), Some(calibration)) => Some(crate::step_quantize::Quantize::key(
+                    comp,
+                    versions,
+                    r,
+                    onnx,
+                    calibration,
+                )),
                 _ => None,
             },
             StepKind::Convert if quantized => previous
@@ -218,9 +212,7 @@ pub fn plan_component(
 /// external data: then the QDQ ONNX has it too).
 fn step_outputs(kind: StepKind, art: &Artifacts, external_data: bool) -> Vec<std::path::PathBuf> {
     match kind {
-        StepKind::Quantize => {
-            crate::step_quantize::Quantize::outputs(art, external_data)
-        }
+        StepKind::Quantize => crate::step_quantize::Quantize::outputs(art, external_data),
         StepKind::Convert => steps::Convert::outputs(art),
         StepKind::CpuParity => steps::CpuParity::outputs(art),
         StepKind::Context => steps::Context::outputs(art),
@@ -335,10 +327,7 @@ fn replace_path(text: &str, path: &str, to: &str) -> String {
 fn built_summary(record: &ComponentRecord, record_name: &str) -> Option<String> {
     record.steps.get(record_name).map(|r| {
         let how = match &r.restored_from_cache {
-            Some(k) => format!(
-                " (restored from cache {})",
-                crate::step_cache::short(k)
-            ),
+            Some(k) => format!(" (restored from cache {})", crate::step_cache::short(k)),
             None => String::new(),
         };
         format!("{}{how}", r.facts.summary())

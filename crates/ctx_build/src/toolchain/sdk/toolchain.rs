@@ -16,10 +16,10 @@ use crate::artifacts::{Artifacts, StepKind};
 use crate::detail::StepDetail;
 use crate::facts::ToolchainUsed;
 use crate::toolchain::{Rendered, STAGING, Staged, StepJob, Toolchain};
-use xtask_recipe::htp_target::HtpTarget;
-use xtask_parity::parity::component::{ComponentResult, GoldenIo, judge_outputs};
-use xtask_recipe::recipe::Component;
 use xtask_base::vocab::BackendKind;
+use xtask_parity::parity::component::{ComponentResult, GoldenIo, judge_outputs};
+use xtask_recipe::htp_target::HtpTarget;
+use xtask_recipe::recipe::Component;
 
 /// The SDK root as rendered (and as the dry run shows it when no SDK is installed).
 pub const SDK_ROOT: &str = "$QAIRT_SDK_ROOT";
@@ -79,7 +79,7 @@ impl Toolchain for Sdk {
                     .as_ref()
                     .filter(|q| q.precision.is_quantized());
                 let converted = match quantize {
-                    Some(_) => quantizer::float_dlc(staging, comp),
+                    Some(_) => super::steps::float_dlc(staging, comp),
                     None => dlc.clone(),
                 };
                 let mut args = converter_args(

@@ -6,8 +6,8 @@ use serde::Serialize;
 
 use crate::fingerprint::{DirtyReason, Freshness};
 use crate::plan::{ComponentPlan, PlannedStep, StepKind, Versions};
-use xtask_recipe::recipe::Model;
 use xtask_base::soc::Soc;
+use xtask_recipe::recipe::Model;
 
 pub fn print_plan(
     model: &Model,

@@ -7,8 +7,8 @@ use std::path::Path;
 use crate::fingerprint::ComponentRecord;
 use crate::plan::{artifacts, record_names};
 use crate::report::{ComponentBuild, StepOutcome};
-use xtask_recipe::recipe::{Component, Model};
 use xtask_base::soc::Soc;
+use xtask_recipe::recipe::{Component, Model};
 
 /// Every component of `model` outside `selected` that has a readable record with at least
 /// one step for this soc, each step marked `Earlier` (not checked for freshness here).

@@ -4,12 +4,12 @@
 //! The run's boundaries, gates and verdict are the report's, judged as for every run
 //! (`chain::run`); this section adds timing only.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use super::DeviceInfo;
-use xtask_build::toolchain::sdk::profile::TIMING_SOURCE;
+use xtask_ctx_build::toolchain::sdk::profile::TIMING_SOURCE;
 use xtask_runtime::report::latency::ExecuteStats;
 
 /// What the estimate leaves out, said beside it in every report.
@@ -53,7 +53,7 @@ impl DeviceFigures {
         binaries_uploaded: usize,
     ) -> Self {
         DeviceFigures {
-            timing: super::timing_note(info),
+            timing: timing_note(info),
             info: info.clone(),
             chain_estimate_us: components.iter().map(|c| c.per_chain_us).sum(),
             chain_estimate_note: ESTIMATE_NOTE.into(),
@@ -142,4 +142,42 @@ impl DeviceFigures {
             self.binaries_uploaded
         );
     }
+}
+
+/// What the device said about itself.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    /// `ssh://user@host:port/workdir`.
+    pub url: String,
+    /// `uname -m`.
+    pub arch: String,
+    /// The SDK's tools/libraries folder for that arch (None: not an arch QAIRT ships for).
+    pub arch_dir: Option<String>,
+    pub sdk_root: Option<String>,
+    /// `ssh-env` (the command's environment) or `login-shell`.
+    pub sdk_root_from: Option<String>,
+    pub sdk_is_dir: bool,
+    pub sdk_version: Option<String>,
+    /// `bin/<dir>` folders of the SDK.
+    pub sdk_bin_dirs: Vec<String>,
+    /// Which of the SDK files (paths relative to the SDK root) exist.
+    pub present: BTreeSet<String>,
+    pub free_bytes: u64,
+    pub workdir_abs: String,
+    /// Every SDK `lib/<arch>/` folder searched, with the `libQnnHtpV*Stub.so` it holds (only
+    /// `aarch64-oe-linux-gcc11.2` holds the V73 stub in the SDK layout that could be checked).
+    #[serde(default)]
+    pub lib_stubs: Vec<(String, Vec<String>)>,
+    /// `DSP_LIBRARY_PATH` as the device's shell has it: when set, fastrpc uses it instead of
+    /// `ADSP_LIBRARY_PATH` (quic/fastrpc `apps_std_imp.c`), so runs set both.
+    #[serde(default)]
+    pub dsp_library_path: Option<String>,
+}
+
+/// What the report says about where the times come from.
+pub fn timing_note(info: &DeviceInfo) -> String {
+    format!(
+        "measured on the device via ssh ({}): `qnn-profile-viewer` {TIMING_SOURCE} EXECUTE rows of the device's own `qnn-net-run --profiling_level basic` (the timing source is whatever that SDK's HTP backend is on that device; copies over ssh not included)",
+        info.label()
+    )
 }

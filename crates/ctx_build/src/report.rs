@@ -10,8 +10,8 @@ use crate::facts::StepFacts;
 use crate::fingerprint::StepRecord;
 use crate::plan::{PlannedStep, Versions};
 use xtask_base::record::Versioned;
-use xtask_runtime::runtime::Runtime;
 use xtask_base::soc::Soc;
+use xtask_runtime::runtime::Runtime;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OutputFile {

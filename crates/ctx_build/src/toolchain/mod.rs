@@ -13,11 +13,11 @@ use serde::Serialize;
 use crate::artifacts::{Artifacts, StepKind};
 use crate::facts::ToolchainUsed;
 use xtask_base::hashing::sha256_bytes;
+use xtask_base::soc::Soc;
+use xtask_parity::parity::component::{ComponentResult, GoldenIo};
 use xtask_recipe::htp_target::HtpTarget;
 use xtask_recipe::htp_target::sdk_config::SdkConfigFile;
-use xtask_parity::parity::component::{ComponentResult, GoldenIo};
 use xtask_recipe::recipe::{Component, Model};
-use xtask_base::soc::Soc;
 
 pub mod embedded;
 pub mod sdk;

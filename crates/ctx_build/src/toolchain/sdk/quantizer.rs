@@ -26,11 +26,6 @@ pub fn cannot_express(comp: &Component) -> Option<String> {
     None
 }
 
-/// The staged float DLC the converter writes for a quantized component (the quantizer's input).
-pub fn float_dlc(staging: &Path, comp: &Component) -> PathBuf {
-    staging.join(format!("{}.float.dlc", comp.name()))
-}
-
 /// The calibration input list, in the staging folder.
 pub fn calibration_list(staging: &Path) -> PathBuf {
     staging.join("calibration").join("input_list.txt")
@@ -78,14 +73,19 @@ pub fn quantizer_args(
 
 /// Writes the calibration set as `.raw` files and an input list of one line per sample;
 /// runs `qairt-quantizer` on the converter's float DLC. Returns the quantized DLC.
-pub fn quantize(job: &Job<'_>, model: &xtask_recipe::recipe::Model, float_dlc: &Path) -> Result<PathBuf> {
+pub fn quantize(
+    job: &Job<'_>,
+    model: &xtask_recipe::recipe::Model,
+    float_dlc: &Path,
+) -> Result<PathBuf> {
     let q = job
         .comp
         .file
         .quantize
         .as_ref()
         .context("internal: the SDK quantizer for a component without [quantize]")?;
-    let set = xtask_runtime::quantize::calibration::CalibrationSet::of(job.root, model, job.comp, q)?;
+    let set =
+        xtask_runtime::quantize::calibration::CalibrationSet::of(job.root, model, job.comp, q)?;
     let list = calibration_list(job.staging);
     write_samples(job.comp, &set.samples, &list)?;
     let dlc = job.staging.join(format!("{}.dlc", job.comp.name()));

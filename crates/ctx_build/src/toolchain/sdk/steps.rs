@@ -18,11 +18,11 @@ use super::{
     NativeIo, Sdk, backend_extensions_config, context_generator_args, converter_args, net_run_args,
     run_tool, skip_simplification,
 };
+use xtask_onnx::onnx::writer::epcontext_wrapper;
+use xtask_onnx::tensor::{DType, Tensor};
 use xtask_recipe::htp_target::HtpTarget;
 use xtask_recipe::htp_target::sdk_config::SdkConfigFile;
-use xtask_onnx::onnx::writer::epcontext_wrapper;
 use xtask_recipe::recipe::Component;
-use xtask_onnx::tensor::{DType, Tensor};
 
 pub use super::raw::{from_raw, input_bytes, output_file, raw_bytes};
 
@@ -61,7 +61,7 @@ pub fn log_path(root: &Path, model: &str, comp: &str, step: &str) -> PathBuf {
 /// encodings) the DLC is the quantizer's input, `<component>.float.dlc`.
 pub fn convert(job: &Job<'_>, onnx: &Path, overrides: Option<&Path>) -> Result<PathBuf> {
     let dlc = match overrides {
-        Some(_) => super::quantizer::float_dlc(job.staging, job.comp),
+        Some(_) => float_dlc(job.staging, job.comp),
         None => job.staging.join(format!("{}.dlc", job.comp.name())),
     };
     let onnx_rel = &job.comp.file.component.onnx;
@@ -318,4 +318,9 @@ pub fn qnn_data_type(d: Option<DType>) -> &'static str {
         Some(DType::Bool) => "QNN_DATATYPE_BOOL_8",
         _ => "QNN_DATATYPE_FLOAT_32",
     }
+}
+
+/// The staged float DLC the converter writes for a quantized component (the quantizer's input).
+pub fn float_dlc(staging: &Path, comp: &Component) -> PathBuf {
+    staging.join(format!("{}.float.dlc", comp.name()))
 }

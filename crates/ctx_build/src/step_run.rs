@@ -216,7 +216,9 @@ pub fn restore_step(
 }
 
 /// A step's staging folder, removed if the tool is interrupted while the step runs.
-fn staging_dir(env: &BuildEnv<'_>) -> Result<(tempfile::TempDir, xtask_base::ui::interrupt::Partial)> {
+fn staging_dir(
+    env: &BuildEnv<'_>,
+) -> Result<(tempfile::TempDir, xtask_base::ui::interrupt::Partial)> {
     let dir = xtask_base::project::ctx_dir(env.root, &env.model.file.model.name);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     xtask_base::ui::interrupt::Partial::staging(&dir, ".staging-")

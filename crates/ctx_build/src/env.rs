@@ -10,9 +10,9 @@ use crate::schedule::MemoryBudget;
 use crate::step_cache::StepCache;
 use crate::toolchain::Toolchain;
 use xtask_base::hashing::HashMemo;
-use xtask_recipe::recipe::Model;
 use xtask_base::soc::Soc;
 use xtask_base::ui::progress::build::Progress;
+use xtask_recipe::recipe::Model;
 
 /// What every worker shares while executing a plan.
 pub struct BuildEnv<'a> {

@@ -13,13 +13,11 @@ use crate::artifacts::{Artifacts, Versions, section_hash};
 use crate::detail::{GraphNameHonoured, StepDetail};
 use crate::facts::{ContextFacts, ConvertFacts, CpuParityFacts, FileHash, StepFacts};
 use crate::fingerprint::StepKey;
-use crate::step_checks::{
-    check_dlc, check_rewrites, graph_name_note, require_fp16_safe_golden,
-};
+use crate::step_checks::{check_dlc, check_rewrites, graph_name_note, require_fp16_safe_golden};
 use crate::toolchain::{Rendered, StepJob, Toolchain};
 use xtask_base::hashing::sha256_file;
-use xtask_recipe::htp_target::HtpTarget;
 use xtask_parity::parity::component::load_golden;
+use xtask_recipe::htp_target::HtpTarget;
 use xtask_recipe::recipe::{Component, Model};
 
 /// A staged file, hashed, and the artifact (project-relative) it becomes.

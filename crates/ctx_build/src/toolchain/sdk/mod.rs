@@ -10,8 +10,8 @@ use anyhow::{Context, Result, bail};
 
 use xtask_recipe::htp_target::sdk_config::{BackendExtensions, BackendExtensionsConfig};
 
-use xtask_recipe::recipe::Component;
 use xtask_onnx::tensor::DType;
+use xtask_recipe::recipe::Component;
 
 pub mod context_info;
 pub mod env;
@@ -168,7 +168,9 @@ impl NativeIo {
     pub fn of(comp: &Component) -> NativeIo {
         let f = &comp.file;
         let non_f32 = |specs: &[xtask_recipe::recipe::TensorSpec]| {
-            specs.iter().any(|s| s.dtype != xtask_onnx::tensor::DType::F32)
+            specs
+                .iter()
+                .any(|s| s.dtype != xtask_onnx::tensor::DType::F32)
         };
         let preserve = f.convert.preserve_io_datatype;
         NativeIo {

@@ -123,7 +123,8 @@ pub fn hash_file(path: &Path) -> Result<(u64, String)> {
 }
 
 fn copy_hashed(src: &mut impl Read, dst: &mut impl Write, from: &Path) -> Result<(u64, String)> {
-    xtask_base::hashing::copy_hashed(src, dst).with_context(|| format!("cannot copy {}", from.display()))
+    xtask_base::hashing::copy_hashed(src, dst)
+        .with_context(|| format!("cannot copy {}", from.display()))
 }
 
 /// Marks `blob` used now without writing through a link: its mtime is set on a descriptor

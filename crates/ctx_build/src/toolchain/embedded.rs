@@ -8,11 +8,13 @@ use super::{Rendered, STAGING, Staged, StepJob, Toolchain};
 use crate::artifacts::{Artifacts, StepKind};
 use crate::detail::StepDetail;
 use crate::facts::ToolchainUsed;
-use xtask_recipe::htp_target::HtpTarget;
 use xtask_parity::parity::component::{ComponentResult, GoldenIo, run_component};
+use xtask_recipe::htp_target::HtpTarget;
 use xtask_recipe::recipe::Component;
 use xtask_runtime::runtime::Backend;
-use xtask_runtime::runtime::session::{backend_ep_options, context_session_config, dump_dlc_ep_options};
+use xtask_runtime::runtime::session::{
+    backend_ep_options, context_session_config, dump_dlc_ep_options,
+};
 
 /// The embedded runtime. It holds nothing: a step runs on the job's runtime (`StepJob.rt`,
 /// always loaded for a build), and rendering needs none.

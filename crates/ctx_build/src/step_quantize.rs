@@ -18,9 +18,9 @@ use crate::fingerprint::StepKey;
 use crate::steps::{StagedOutput, StepRun};
 use crate::toolchain::{Rendered, STAGING, StepJob};
 use xtask_base::hashing::sha256_bytes;
-use xtask_runtime::quantize::calibration::CalibrationSet;
 use xtask_recipe::recipe::Component;
 use xtask_recipe::recipe::quantize::QuantizeSection;
+use xtask_runtime::quantize::calibration::CalibrationSet;
 
 /// The quantize step.
 pub struct Quantize;

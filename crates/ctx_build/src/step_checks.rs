@@ -58,16 +58,17 @@ pub fn check_dlc(path: &Path) -> Result<()> {
 /// mask the recipe marks for clamping.
 pub fn require_fp16_safe_golden(root: &Path, model: &Model, comp: &Component) -> Result<()> {
     let golden = load_golden(root, comp)?;
-    let offenders: Vec<String> = xtask_recipe::fp16::scan_golden(comp, &golden.inputs, &golden.expected)
-        .into_iter()
-        .filter(|f| f.offender)
-        .map(|f| {
-            format!(
-                "{} {} (max |x| {:.3e}, min {:.3e}): {}",
-                f.kind, f.tensor, f.max_abs, f.min, f.status
-            )
-        })
-        .collect();
+    let offenders: Vec<String> =
+        xtask_recipe::fp16::scan_golden(comp, &golden.inputs, &golden.expected)
+            .into_iter()
+            .filter(|f| f.offender)
+            .map(|f| {
+                format!(
+                    "{} {} (max |x| {:.3e}, min {:.3e}): {}",
+                    f.kind, f.tensor, f.max_abs, f.min, f.status
+                )
+            })
+            .collect();
     if !offenders.is_empty() {
         bail!(
             "fp16 hazard before the HTP: {} (see `cargo xtask lint-fp16 --model {}`)",
