@@ -4,12 +4,17 @@
     scripts/code-metrics.py            # the summary
     scripts/code-metrics.py --list     # every offender, file:line
 
+The tool's sources are the workspace's crates (`crates/*/src`) and the CLI (`xtask/src`).
 Counts:
-- public functions of xtask/src whose signature mentions serde_json::Value (or `Value` imported from it);
-- backend-name string literals ("htp", "cpu", "ort") in xtask/src outside src/vocab.rs and outside tests;
-- functions over 80 and over 120 lines (xtask/src and test-doubles, tests included);
+- public functions whose signature mentions serde_json::Value (or `Value` imported from it);
+- backend-name string literals ("htp", "cpu", "ort") outside vocab.rs and outside tests;
+- functions over 80 and over 120 lines (sources, and test-doubles and tests);
 - test files over 500 lines (xtask/tests, test-doubles/tests);
-- import circles inside one folder of xtask/src (modules importing each other through `use`/paths).
+- import circles: files of one folder importing each other, and top-level modules of one crate
+  importing each other (through `use`/paths);
+- imports running up the layers: a path from a module to one above it in LAYERS (the order
+  docs/design.md draws, bottom first), within a crate or across crates;
+- the share of the source lines the largest crate holds.
 
 It reads Rust with a small lexer (strings, raw strings, chars, comments), not a full parser: a
 function is `fn name` up to its matching closing brace.
@@ -24,7 +29,33 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SRC = ROOT / "xtask" / "src"
+# Every crate of the tool: its folder and the name other crates use for it.
+CRATES = {p.parent.name: p.parent for p in sorted((ROOT / "crates").glob("*/Cargo.toml"))}
+CRATES["xtask"] = ROOT / "xtask"
+# The layers, bottom first: (crate, top-level module). A module may use those at or below its
+# own index; the two at one index stand side by side and may not use each other.
+LAYERS = [
+    [("base", m) for m in ("vocab", "bad_input", "identity", "disk", "project", "soc")],
+    [("base", "ui")],
+    [("base", "atomic")],
+    [("base", m) for m in ("proc", "record", "hashing")],
+    [("onnx", "tensor")],
+    [("onnx", "onnx")],
+    [("recipe", "recipe")],
+    [("recipe", "golden"), ("recipe", "fp16"), ("recipe", "htp_target")],
+    [("runtime", "runtime")],
+    [("runtime", "quantize"), ("runtime", "report")],
+    [("parity", "parity")],
+    [("parity", "rewritten")],
+    [("diagnose", "diagnose"), ("ctx_build", "")],
+    [("diagnose", "conformance"), ("chain", "chain")],
+    [("chain", "device")],
+    [("chain", "executors"), ("chain", "precision")],
+    [("bundle", "")],
+    [("xtask", "commands")],
+    [("xtask", "main")],
+]
+LAYER_OF = {key: i for i, row in enumerate(LAYERS) for key in row}
 
 
 def rust_files(*dirs: Path) -> list[Path]:
@@ -184,27 +215,58 @@ def long_test_files(limit):
     return hits
 
 
+def sources():
+    return [p for d in CRATES.values() for p in rust_files(d / "src")]
+
+
+def crate_of(p: Path) -> str:
+    for name, d in CRATES.items():
+        if (d / "src") in p.parents:
+            return name
+    raise ValueError(p)
+
+
 def module_of(p: Path) -> tuple[str, ...]:
-    rel = p.relative_to(SRC).with_suffix("")
+    """(crate, module path…): a crate whose src/ is one module (ctx_build, bundle) has its
+    files at the top; `main.rs` is a module of its own."""
+    crate = crate_of(p)
+    rel = p.relative_to(CRATES[crate] / "src").with_suffix("")
     parts = rel.parts
-    if parts[-1] in ("mod", "lib", "main"):
+    if parts[-1] in ("mod", "lib"):
         parts = parts[:-1]
-    return tuple(parts)
+    return (crate,) + tuple(parts)
 
 
-def import_circles(files):
-    mods = {module_of(p): p for p in files}
+def layer_key(mod: tuple[str, ...]):
+    """The LAYERS entry of a module: its crate and top-level module, or its crate alone."""
+    crate = mod[0]
+    top = mod[1] if len(mod) > 1 else ""
+    if (crate, top) in LAYER_OF:
+        return (crate, top)
+    if (crate, "") in LAYER_OF:
+        return (crate, "")
+    return None
+
+
+def references(mods):
+    """Module -> the modules its code names (`crate::`, `super::`, `self::`, `xtask_<crate>::`)."""
     edges = defaultdict(set)
     for mod, p in mods.items():
         code, _ = blank_code(p.read_text())
         code = re.sub(r"#\[cfg\(test\)\]\s*mod\s+tests\s*\{.*", "", code, flags=re.S)
         refs = set()
-        for m in re.finditer(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+|::\{)", code):
+        pat = r"(?<![\w$])(crate|super|self|xtask_[a-z_]+|xtask)((?:::[A-Za-z_][A-Za-z0-9_]*)+|::\{)"
+        for m in re.finditer(pat, code):
             kind = m.group(1)
             if kind == "crate":
-                base = ()
+                base = (mod[0],)
             elif kind == "self":
                 base = mod
+            elif kind.startswith("xtask"):
+                name = "xtask" if kind == "xtask" else kind[len("xtask_"):]
+                if name not in CRATES:
+                    continue
+                base = (name,)
             else:
                 chain = re.match(r"super((?:::super)*)", code[m.start():m.end() + 200])
                 base = mod[: len(mod) - 1 - chain.group(1).count("super")]
@@ -232,6 +294,47 @@ def import_circles(files):
                         refs.add(cand)
                         break
         edges[mod] |= refs
+    return edges
+
+
+def upward_imports(files):
+    mods = {module_of(p): p for p in files}
+    hits = []
+    for mod, targets in references(mods).items():
+        here = layer_key(mod)
+        for t in sorted(targets):
+            there = layer_key(t)
+            if here is None or there is None or here == there:
+                continue
+            if LAYER_OF[there] >= LAYER_OF[here]:
+                hits.append(f"{mods[mod].relative_to(ROOT)} -> {mods[t].relative_to(ROOT)}")
+    return hits
+
+
+def crate_shares(files):
+    lines = defaultdict(int)
+    for p in files:
+        lines[crate_of(p)] += p.read_text().count("\n")
+    total = sum(lines.values())
+    return total, sorted(((n, c) for c, n in lines.items()), reverse=True)
+
+
+def import_circles(files):
+    mods = {module_of(p): p for p in files}
+    edges = references(mods)
+    circles = []
+    # top-level modules of one crate importing each other
+    tops = defaultdict(set)
+    for mod, targets in edges.items():
+        for t in targets:
+            if t[0] == mod[0] and len(mod) > 1 and len(t) > 1 and t[1] != mod[1]:
+                tops[mod[:2]].add(t[:2])
+    circles += ["crate " + " <-> ".join("/".join(x) for x in sorted(c)) for c in sccs(tops) if len(c) > 1]
+    return circles + folder_circles(mods, edges)
+
+
+def folder_circles(mods, edges):
+    """Files of one folder that import each other."""
     # circles: strongly connected components of modules sharing a parent folder
     circles = []
     folders = defaultdict(list)
@@ -288,23 +391,30 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--list", action="store_true", help="list every offender")
     args = ap.parse_args()
-    src = rust_files(SRC)
+    src = sources()
     tests = rust_files(ROOT / "test-doubles", ROOT / "xtask" / "tests")
     rows = [
         ("public fns with serde_json::Value in the signature", value_functions(src)),
         ("backend-name literals outside vocab.rs (non-test)", backend_literals(src)),
-        ("functions over 80 lines (xtask/src)", long_functions(src, 80)),
-        ("functions over 120 lines (xtask/src)", long_functions(src, 120)),
+        ("functions over 80 lines (sources)", long_functions(src, 80)),
+        ("functions over 120 lines (sources)", long_functions(src, 120)),
         ("functions over 80 lines (tests and doubles)", long_functions(tests, 80)),
         ("functions over 120 lines (tests and doubles)", long_functions(tests, 120)),
         ("test files over 500 lines", long_test_files(500)),
-        ("import circles inside a folder", import_circles(src)),
+        ("import circles (files of a folder, modules of a crate)", import_circles(src)),
+        ("imports running up the layers", upward_imports(src)),
     ]
     for title, hits in rows:
         print(f"{len(hits):5d}  {title}")
         if args.list:
             for h in hits:
                 print(f"         {h}")
+    total, shares = crate_shares(src)
+    print(f"{len(shares):5d}  crates; the largest holds {shares[0][0] / total:.0%} of {total} source lines"
+          f" ({shares[0][1]})")
+    if args.list:
+        for n, c in shares:
+            print(f"         {c}: {n} lines ({n / total:.1%})")
 
 
 if __name__ == "__main__":

@@ -262,6 +262,13 @@ impl<'de> serde::Deserialize<'de> for Precision {
     }
 }
 
+/// The ORT version the pinned runtime wheel carries (checked against the loaded library). Here,
+/// with the other shared words, because the recipe layer names the release the tool drives and
+/// the runtime layer fetches it.
+pub const PINNED_ORT_VERSION: &str = "1.24.4";
+/// The QNN SDK build the pinned plugin wheel carries.
+pub const PINNED_QNN_VERSION: &str = "2.47.0";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,10 +305,3 @@ mod tests {
         assert!(serde_json::from_str::<BackendKind>("\"npu\"").is_err());
     }
 }
-
-/// The ORT version the pinned runtime wheel carries (checked against the loaded library). Here,
-/// with the other shared words, because the recipe layer names the release the tool drives and
-/// the runtime layer fetches it.
-pub const PINNED_ORT_VERSION: &str = "1.24.4";
-/// The QNN SDK build the pinned plugin wheel carries.
-pub const PINNED_QNN_VERSION: &str = "2.47.0";
