@@ -5,7 +5,7 @@ use crate::fingerprint::{DirtyReason, freshness};
 use crate::toolchain::{Rendered, Toolchain};
 
 fn tiny() -> Model {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let root = &Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     xtask_recipe::recipe::load_model(root, "tiny").unwrap()
 }
 
