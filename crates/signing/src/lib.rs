@@ -23,6 +23,8 @@ mod folder;
 pub mod keys;
 mod sign;
 mod statement;
+#[cfg(test)]
+mod tests;
 mod verify;
 
 pub use bundle::BUNDLE_MEDIA_TYPE;
