@@ -35,7 +35,8 @@ CRATES["xtask"] = ROOT / "xtask"
 # The layers, bottom first: (crate, top-level module). A module may use those at or below its
 # own index; the two at one index stand side by side and may not use each other.
 LAYERS = [
-    [("base", m) for m in ("vocab", "bad_input", "identity", "disk", "project", "soc")],
+    [("base", m) for m in ("vocab", "bad_input", "identity", "disk", "project", "soc")]
+    + [("signing", "")],
     [("base", "ui")],
     [("base", "atomic")],
     [("base", m) for m in ("proc", "record", "hashing")],
