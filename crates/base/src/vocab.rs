@@ -17,6 +17,63 @@ pub enum Outcome {
     GateFailed,
 }
 
+/// The one verdict of a check (an output, a component, a chain boundary, the chain, a
+/// bundle). Every report and the model card render it through `word`, so what says PASS in
+/// one place says PASS everywhere; JSON writes it in lower case (`"pass"`, as reports always
+/// have).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// There was nothing to compare against: reported with the reason, never counted as a
+    /// pass.
+    Ungated,
+    /// The check never ran on what it is about (a bundle whose chain never ran on the HTP).
+    Unmeasured,
+}
+
+impl Verdict {
+    /// How every report and the card spell it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Ungated => "UNGATED",
+            Verdict::Unmeasured => "UNMEASURED",
+        }
+    }
+
+    pub fn of(pass: bool) -> Self {
+        if pass { Verdict::Pass } else { Verdict::Fail }
+    }
+
+    pub fn passed(self) -> bool {
+        self == Verdict::Pass
+    }
+
+    /// The verdict of a whole made of parts: any FAIL fails it; else any part not measured or
+    /// not gated leaves the whole so (the weaker of the two); else PASS.
+    pub fn all(parts: impl IntoIterator<Item = Verdict>) -> Verdict {
+        let mut whole = Verdict::Pass;
+        for v in parts {
+            whole = match (whole, v) {
+                (Verdict::Fail, _) | (_, Verdict::Fail) => Verdict::Fail,
+                (Verdict::Unmeasured, _) | (_, Verdict::Unmeasured) => Verdict::Unmeasured,
+                (Verdict::Ungated, _) | (_, Verdict::Ungated) => Verdict::Ungated,
+                _ => Verdict::Pass,
+            };
+        }
+        whole
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
 /// The backend a command runs on, as flags, reports and messages name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, clap::ValueEnum)]
 pub enum BackendKind {
@@ -272,6 +329,18 @@ pub const PINNED_QNN_VERSION: &str = "2.47.0";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_whole_fails_with_any_part_and_passes_only_when_every_part_passed() {
+        use Verdict::*;
+        assert_eq!(Verdict::all([Pass, Pass]), Pass);
+        assert_eq!(Verdict::all([Pass, Ungated, Fail]), Fail);
+        assert_eq!(Verdict::all([Pass, Unmeasured, Ungated]), Unmeasured);
+        assert_eq!(Verdict::all([Ungated, Pass]), Ungated);
+        assert_eq!(Verdict::all([]), Pass);
+        assert_eq!(serde_json::to_string(&Fail).unwrap(), "\"fail\"");
+        assert_eq!(Fail.word(), "FAIL");
+    }
 
     #[test]
     fn labels_round_trip_through_display_fromstr_and_serde() {

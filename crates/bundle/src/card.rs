@@ -57,13 +57,22 @@ pub struct HtpFigures {
     pub cosines: Vec<(String, Vec<(String, f64)>)>,
 }
 
-/// Latency the card shows (from a bundle `run-<backend>.json`).
+/// The chain run the card shows (a bundle's `run-<backend>.json`): its verdict, the actions'
+/// error against their gate, and the latency.
 #[derive(Debug, Clone)]
 pub struct LatencyFigures {
     pub backend: BackendKind,
     pub emulated: Option<bool>,
+    /// Ran on a board over ssh (device figures), not this host's emulator.
+    pub on_device: bool,
     pub rows: Vec<(String, f64, f64)>,
     pub actions_max_abs_err: Option<f64>,
+    pub verdict: xtask_base::vocab::Verdict,
+    /// `max abs error 2.4e-3 (gate 1e-2, …): PASS`, the run report's own words.
+    pub actions: Option<String>,
+    pub failures: Vec<String>,
+    /// The quantized components the chain ran with (`llm_split0 w8a16, …`).
+    pub precisions: String,
 }
 
 /// The cosine of every output of every component the HTP parity report measured.
@@ -97,8 +106,15 @@ pub fn latency_figures(report: &RunReport) -> LatencyFigures {
     LatencyFigures {
         backend: report.run.backend,
         emulated: report.run.htp_emulated,
+        on_device: report.run.device.is_some(),
         rows,
         actions_max_abs_err: report.actions_max_abs_err,
+        verdict: report.verdict(),
+        actions: report
+            .actions()
+            .map(xtask_chain::chain::report_md::actions_figure),
+        failures: report.failures.clone(),
+        precisions: report.run.precisions_summary(),
     }
 }
 
@@ -128,14 +144,17 @@ pub fn render(
 ) -> String {
     let mut md = String::new();
     heading(b, &mut md);
+    verdict_section(b, htp, latency, &mut md);
     contents(b, &mut md);
     io_contract(b, &mut md);
     cpu_parity(b, &mut md);
     htp_parity(b, htp, &mut md);
+    super::card_build::quantized_section(b, &mut md);
     waivers(b, &mut md);
     if let Some(l) = latency {
         latency_table(l, &mut md);
     }
+    super::card_build::on_the_board(b, &mut md);
     super::card_build::provenance(b, &mut md);
     super::card_build::build_options(b, &mut md);
     super::card_build::rewrites_section(b, &mut md);
@@ -174,6 +193,85 @@ fn heading(b: &BundleInfo, md: &mut String) {
     if let Some(u) = &b.unverified_inputs {
         let _ = writeln!(md, "> **Warning:** {u}.\n");
     }
+    if let Some(why) = &b.chain_unmeasured {
+        let _ = writeln!(
+            md,
+            "> **Warning:** packaged with `--allow-unmeasured`: the chain was never measured on the HTP with these binaries ({why}). Its verdict is UNMEASURED.\n"
+        );
+    }
+}
+
+/// The bundle's verdict: its chain's on the HTP (the actions against their gate), with every
+/// context's HTP parity; UNMEASURED when either never ran on these binaries.
+pub fn bundle_verdict(
+    b: &BundleInfo,
+    htp: Option<&HtpFigures>,
+    chain: Option<&LatencyFigures>,
+) -> xtask_base::vocab::Verdict {
+    use xtask_base::vocab::Verdict;
+    let chain_verdict = match chain {
+        Some(c) if c.backend == BackendKind::Htp && b.chain_unmeasured.is_none() => c.verdict,
+        _ => Verdict::Unmeasured,
+    };
+    let parity = match htp {
+        Some(_) if b.htp_unmeasured.is_empty() => Verdict::Pass,
+        _ => Verdict::Unmeasured,
+    };
+    Verdict::all([chain_verdict, parity])
+}
+
+/// `## Verdict: PASS` and what it rests on: the chain on the HTP with the actions against
+/// their gate, every context's HTP parity, the quantized contexts.
+fn verdict_section(
+    b: &BundleInfo,
+    htp: Option<&HtpFigures>,
+    chain: Option<&LatencyFigures>,
+    md: &mut String,
+) {
+    let verdict = bundle_verdict(b, htp, chain);
+    let _ = writeln!(md, "## Verdict: {}\n", verdict.word());
+    match chain.filter(|c| c.backend == BackendKind::Htp) {
+        Some(c) => {
+            let where_ = match (c.on_device, c.emulated) {
+                (true, _) => "on the device (device figures)",
+                (false, Some(true)) => "HTP emulated on x86_64",
+                _ => "on the HTP",
+            };
+            let _ = writeln!(
+                md,
+                "- The whole chain (vision → LLM splits → action context → Euler steps → actions), {where_}: **{}**; actions {}{}.",
+                c.verdict.word(),
+                c.actions.as_deref().unwrap_or("not compared"),
+                if c.precisions.is_empty() {
+                    String::new()
+                } else {
+                    format!("; quantized {} against the float golden", c.precisions)
+                }
+            );
+            for f in &c.failures {
+                let _ = writeln!(md, "  - **FAIL** {f}");
+            }
+        }
+        None => {
+            let _ = writeln!(
+                md,
+                "- The whole chain on the HTP: **UNMEASURED** ({})",
+                b.chain_unmeasured
+                    .as_deref()
+                    .unwrap_or("no chain run on the HTP in this bundle")
+            );
+        }
+    }
+    let parity = match htp {
+        Some(_) if b.htp_unmeasured.is_empty() => {
+            "**PASS** (every context, `reports/parity-htp.json`)".to_string()
+        }
+        _ => "**UNMEASURED** (see HTP parity below)".to_string(),
+    };
+    let _ = writeln!(
+        md,
+        "- Each context's HTP parity against its golden: {parity}\n"
+    );
 }
 
 /// The bundle's folders, with every binary and its size.
@@ -217,13 +315,18 @@ fn io_contract(b: &BundleInfo, md: &mut String) {
     }
 }
 
-/// The CPU backend's cosines, from each component's cpu-parity build step.
+/// The CPU stage's cosines, from each component's cpu-parity build step: QNN's CPU backend
+/// for a float context, its QDQ simulation (ORT's CPU EP) for a quantized one, each named.
 fn cpu_parity(b: &BundleInfo, md: &mut String) {
     let _ = writeln!(
         md,
-        "\n## Validated parity (host, QNN CPU backend vs golden)\n\n**Cosine is the correctness gate**; `within_tol` is informational.\n\n| context | output | cosine |\n|---|---|---|"
+        "\n## Validated parity (host CPU stage vs golden)\n\n**Cosine is the correctness gate**; `within_tol` is informational. A float context's CPU stage is QNN's CPU backend; a quantized context's is its QDQ simulation on ORT's CPU EP (QNN's CPU backend does not run QDQ graphs), against the float golden.\n\n| context | CPU stage | output | cosine |\n|---|---|---|---|"
     );
     for c in &b.components {
+        let stage = match &c.quantized {
+            Some(q) => format!("{} ({})", q.cpu_stage, q.precision),
+            None => "QNN CPU backend".to_string(),
+        };
         let names: Vec<&str> = c.cpu_cosine.iter().map(|(n, _)| n.as_str()).collect();
         let cos: Vec<String> = c
             .cpu_cosine
@@ -232,7 +335,7 @@ fn cpu_parity(b: &BundleInfo, md: &mut String) {
             .collect();
         let _ = writeln!(
             md,
-            "| `{}` | {} | {} |",
+            "| `{}` | {stage} | {} | {} |",
             c.name,
             names.join(" / "),
             cos.join(" / ")
@@ -279,22 +382,29 @@ fn htp_parity(b: &BundleInfo, htp: Option<&HtpFigures>, md: &mut String) {
     }
 }
 
-/// One line per distinct (gate, reason), naming every output it applies to.
+/// One line per distinct lowered gate and reason, naming every output it applies to.
 fn waivers(b: &BundleInfo, md: &mut String) {
-    let mut waivers: Vec<(f64, &str, Vec<String>)> = Vec::new();
+    let mut lines: Vec<(f64, f64, &str, Vec<String>)> = Vec::new();
     for c in &b.components {
-        for (o, g, r) in &c.waivers {
-            let who = format!("`{}` {o}", c.name);
-            match waivers.iter_mut().find(|(wg, wr, _)| wg == g && wr == r) {
-                Some(w) => w.2.push(who),
-                None => waivers.push((*g, r, vec![who])),
+        for w in &c.waivers {
+            let who = format!("`{}` {}", c.name, w.output);
+            match lines
+                .iter_mut()
+                .find(|(f, t, r, _)| *f == w.from && *t == w.to && *r == w.reason)
+            {
+                Some(l) => l.3.push(who),
+                None => lines.push((w.from, w.to, &w.reason, vec![who])),
             }
         }
     }
-    if !waivers.is_empty() {
-        let _ = writeln!(md, "\n## Waivers\n");
-        for (g, r, who) in &waivers {
-            let _ = writeln!(md, "- gate {g} on {}: {r}", who.join(", "));
+    if !lines.is_empty() {
+        let _ = writeln!(md, "\n## Gates lowered by the recipes\n");
+        for (from, to, reason, who) in &lines {
+            let _ = writeln!(
+                md,
+                "- gate lowered from {from} to {to} on {}: {reason}",
+                who.join(", ")
+            );
         }
     }
 }
@@ -305,6 +415,11 @@ fn latency_table(l: &LatencyFigures, md: &mut String) {
     } else {
         ""
     };
+    let how = if l.on_device {
+        " (on the device: device figures)"
+    } else {
+        how
+    };
     let _ = writeln!(
         md,
         "\n## Latency, `{}` backend{how}\n\n| stage | p50 ms | p90 ms |\n|---|---|---|",
@@ -313,11 +428,8 @@ fn latency_table(l: &LatencyFigures, md: &mut String) {
     for (n, p50, p90) in &l.rows {
         let _ = writeln!(md, "| {n} | {p50:.2} | {p90:.2} |");
     }
-    if let Some(e) = l.actions_max_abs_err {
-        let _ = writeln!(
-            md,
-            "\nEnd-to-end actions vs expected: max abs error {e:.3e}."
-        );
+    if let Some(a) = &l.actions {
+        let _ = writeln!(md, "\nEnd-to-end actions vs expected: {a}.");
     }
 }
 

@@ -41,17 +41,11 @@ pub(super) fn build_options(b: &BundleInfo, md: &mut String) {
     for c in &b.components {
         let _ = writeln!(
             md,
-            "| `{}` | {} | {} | O{} | {} | float{} | {} |",
+            "| `{}` | {} | {} | O{} | {} | {} | {} |",
             c.name,
             c.toolchain.label(),
             match &c.quantized {
-                Some(q) => format!(
-                    "{} (calibration `{}`, {} sample(s); CPU stage: {})",
-                    q.precision,
-                    &q.calibration_sha256[..q.calibration_sha256.len().min(16)],
-                    q.calibration_samples,
-                    q.cpu_stage
-                ),
+                Some(q) => format!("{} (see Quantized contexts)", q.precision),
                 None if c.fp16 => "fp16".into(),
                 None => "fp32 (fp16 off)".into(),
             },
@@ -60,7 +54,10 @@ pub(super) fn build_options(b: &BundleInfo, md: &mut String) {
                 0 => "default".to_string(),
                 mb => format!("{mb} MB"),
             },
-            c.float_bitwidth,
+            match &c.quantized {
+                Some(q) => format!("{} (from the QDQ graph)", q.precision),
+                None => format!("float{}", c.float_bitwidth),
+            },
             c.dlc_validation
         );
     }
@@ -108,5 +105,62 @@ pub(super) fn rewrites_section(b: &BundleInfo, md: &mut String) {
         md,
         "\nGraph rewrites: QNN built these contexts from a rewritten copy of the ONNX in `onnx/` \
          (which is the original), checked on ONNX Runtime against the golden:\n\n{table}"
+    );
+}
+
+/// Every quantized context: its precision, its CPU stage's name, how it was calibrated (source,
+/// samples, method, per-channel, excluded operators, the samples' hash) and the gate it is
+/// judged by against the float golden.
+pub(super) fn quantized_section(b: &BundleInfo, md: &mut String) {
+    let quantized: Vec<_> = b
+        .components
+        .iter()
+        .filter_map(|c| c.quantized.as_ref().map(|q| (c, q)))
+        .collect();
+    if quantized.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\n## Quantized contexts\n\nEvery figure of a quantized context is against the **float** golden.\n\n| context | precision | CPU stage | calibration | samples | method | per-channel | kept in float | calibration sha256 | gate (cosine ≥, scale ≤) |\n|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for (c, q) in quantized {
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | `{}` | {}, {} ({}) |",
+            c.name,
+            q.precision,
+            q.cpu_stage,
+            q.calibration_source,
+            q.calibration_samples,
+            q.method,
+            if q.per_channel { "yes" } else { "no" },
+            if q.exclude.is_empty() {
+                "-".to_string()
+            } else {
+                q.exclude.join(", ")
+            },
+            &q.calibration_sha256[..q.calibration_sha256.len().min(16)],
+            q.gate_min_cosine,
+            q.gate_max_norm_ratio_error,
+            q.gate_source
+        );
+    }
+}
+
+/// How to run these binaries on the board: with this tool over ssh, or the SDK's own
+/// `qnn-net-run` on the board.
+pub(super) fn on_the_board(b: &BundleInfo, md: &mut String) {
+    let bin = b
+        .components
+        .first()
+        .map_or("<context>.bin".to_string(), |c| c.bin_file.clone());
+    let _ = writeln!(
+        md,
+        "\n## On the board\n\nThe binaries run on soc_id {} (Hexagon v{}) with QAIRT {}'s HTP backend. From a machine with this tool, over ssh (the board needs `QNN_SDK_ROOT` set for non-interactive ssh and key-based login):\n\n```sh\ncargo xtask fetch --repo OWNER/NAME --model {model}\ncargo xtask parity --backend htp --model {model} --device ssh://user@board/data/xtask\ncargo xtask run --backend htp --model {model} --iters 10 --warmup 2 --device ssh://user@board/data/xtask\n```\n\nOn the board itself, with the SDK's tools (one context; inputs as raw files listed in `input_list.txt`):\n\n```sh\nqnn-net-run --retrieve_context ctx/{bin} --backend $QNN_SDK_ROOT/lib/aarch64-oe-linux-gcc11.2/libQnnHtp.so --input_list input_list.txt --output_dir out\n```",
+        b.soc_id,
+        b.htp_arch,
+        b.built_by.qairt,
+        model = b.model,
     );
 }

@@ -81,7 +81,7 @@ pub fn bundle_component(
         onnx_sha256: memo.sha256(&root.join(&comp.file.component.onnx))?,
         golden_sha256: memo.sha256(&root.join(&comp.file.golden.file))?,
         waivers: waivers(model, comp),
-        quantized: quantized_facts(record, comp, &rebuild)?,
+        quantized: quantized_facts(record, model, comp, &rebuild)?,
     })
 }
 
@@ -91,18 +91,31 @@ pub fn bundle_component(
 /// quantized but whose record holds no quantize step is refused (it was built float).
 fn quantized_facts(
     record: &ComponentRecord,
+    model: &Model,
     comp: &Component,
     rebuild: &dyn Fn(&str) -> String,
 ) -> Result<Option<super::info::QuantizedFacts>> {
     let facts = record.step("quantize").ok().map(|r| &r.facts);
+    let output = comp.file.outputs.first().map(|o| o.name.get_ref().clone());
+    let gate = comp.gate(
+        &model.file,
+        output.as_deref().unwrap_or(""),
+        BackendKind::Htp,
+    );
     match (comp.precision().is_quantized(), facts) {
         (false, _) => Ok(None),
         (true, Some(StepFacts::Quantize(q))) => Ok(Some(super::info::QuantizedFacts {
             precision: q.precision,
             per_channel: q.per_channel,
+            calibration_source: q.calibration.source.clone(),
+            method: q.method.label().to_string(),
+            exclude: q.exclude.clone(),
             calibration_sha256: q.calibration.sha256.clone(),
             calibration_samples: q.calibration.origins.len(),
             cpu_stage: xtask_parity::parity::component::QDQ_SIMULATION.into(),
+            gate_min_cosine: gate.min_cosine,
+            gate_max_norm_ratio_error: gate.max_norm_ratio_error,
+            gate_source: gate.source,
         })),
         (true, _) => bail!(
             "{}",
@@ -156,14 +169,19 @@ fn record_facts<'a>(
 
 /// Every waived output of the recipe, once per distinct (output, gate, reason), over every
 /// backend's gate.
-fn waivers(model: &Model, comp: &Component) -> Vec<(String, f64, String)> {
-    let mut out: Vec<(String, f64, String)> = Vec::new();
+fn waivers(model: &Model, comp: &Component) -> Vec<super::info::Waiver> {
+    let mut out: Vec<super::info::Waiver> = Vec::new();
     for o in &comp.file.outputs {
         let name = o.name.get_ref();
         for b in BackendKind::ALL {
             let gate = comp.gate(&model.file, name, b);
-            if let Some(w) = gate.waiver {
-                let w = (name.clone(), gate.min_cosine, w);
+            if let Some(reason) = gate.waiver {
+                let w = super::info::Waiver {
+                    output: name.clone(),
+                    from: comp.file.parity.min_cosine,
+                    to: gate.min_cosine,
+                    reason,
+                };
                 if !out.contains(&w) {
                     out.push(w);
                 }

@@ -39,16 +39,20 @@ pub struct BundleInfo {
     /// `package --allow-unmeasured`; the card and `verify` say so).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub htp_unmeasured: Vec<String>,
+    /// Why the chain never ran on the HTP with the packaged binaries (only with
+    /// `package --allow-unmeasured`; the card's verdict is then UNMEASURED, said at its top).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_unmeasured: Option<String>,
     pub components: Vec<BundleComponent>,
 }
 
-/// v1: the first numbered schema, with `built_by` read from the build records. A `bundle.json`
-/// written before (schema 0) took its QAIRT version from the recipe and named no tool
-/// identity; reading it would render a card stating what no record says, so it is refused
-/// and the bundle packaged again.
+/// v2: the chain's verdict (`chain_unmeasured`), a quantized context's calibration source,
+/// method, exclusions and gate, and each waiver's lowered gate. v1 (`built_by` from the build
+/// records) and the schema-0 `bundle.json` before it rendered a card without the chain's
+/// verdict; they are refused and the bundle packaged again.
 impl Versioned for BundleInfo {
     const KIND: &'static str = "bundle description";
-    const SCHEMA: u32 = 1;
+    const SCHEMA: u32 = 2;
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -83,24 +87,46 @@ pub struct BundleComponent {
     pub recipe_sha256: String,
     pub onnx_sha256: String,
     pub golden_sha256: String,
-    /// Output name → (gate, reason) for every waived output.
-    pub waivers: Vec<(String, f64, String)>,
+    /// Every output whose gate a written override lowered.
+    pub waivers: Vec<Waiver>,
     /// A quantized context: its precision and calibration set, from its quantize record
     /// (absent: float; its figures are then against the golden as always).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quantized: Option<QuantizedFacts>,
 }
 
-/// What a quantized context was quantized with, as its quantize record states it.
+/// An output whose gate an override lowered, on the backend it applies to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Waiver {
+    pub output: String,
+    /// The recipe's `[parity] min_cosine` and the override's.
+    pub from: f64,
+    pub to: f64,
+    pub reason: String,
+}
+
+/// What a quantized context was quantized with, as its quantize record states it, and the gate
+/// it is judged by (the one `parity`, `run`, `package` and `verify` use).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QuantizedFacts {
     pub precision: xtask_base::vocab::Precision,
     pub per_channel: bool,
+    /// `golden`, `trace` or the folder the samples came from.
+    pub calibration_source: String,
+    /// `minmax`, `entropy` or `percentile`.
+    pub method: String,
+    /// Operator types and node names kept in float.
+    pub exclude: Vec<String>,
     /// sha256 over the calibration samples' tensors, and how many there were.
     pub calibration_sha256: String,
     pub calibration_samples: usize,
     /// The CPU stage its `cpu_cosine` comes from (QNN's CPU backend cannot run QDQ).
     pub cpu_stage: String,
+    /// The gate against the float golden on the HTP: minimum cosine, scale bound and where
+    /// it comes from (`[quantize.gates.<precision>]` or the precision's default).
+    pub gate_min_cosine: f64,
+    pub gate_max_norm_ratio_error: f64,
+    pub gate_source: String,
 }
 
 /// What compiled the packaged binaries, each fact as their context records state it.

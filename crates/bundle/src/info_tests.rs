@@ -57,6 +57,7 @@ pub(crate) fn info(components: Vec<BundleComponent>) -> BundleInfo {
         stale: Vec::new(),
         unverified_inputs: None,
         htp_unmeasured: Vec::new(),
+        chain_unmeasured: None,
         components,
     }
 }

@@ -38,8 +38,10 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
     checked.refuse_stale(req)?;
     let reports = CardReports::find(req, &checked.context_built)?;
     reports.refuse_unmeasured(req)?;
+    reports.refuse_chain_unmeasured(req)?;
     let mut info = bundle_info(req, checked.stale, checked.components);
     info.htp_unmeasured = reports.htp_unmeasured.clone();
+    info.chain_unmeasured = reports.chain_unmeasured.clone();
     let generated = generated_files(&info, &reports)?;
     let (staging, _partial) = xtask_base::ui::interrupt::Partial::staging(parent, ".bundle-")?;
     let manifest = assemble(
@@ -233,6 +235,7 @@ fn bundle_info(
         stale,
         unverified_inputs: super::provenance::note(req.root, req.model_name()),
         htp_unmeasured: Vec::new(),
+        chain_unmeasured: None,
         components,
     }
 }

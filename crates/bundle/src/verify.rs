@@ -43,6 +43,7 @@ pub fn verify_bundle(root: &Path, dir: &Path) -> Result<usize> {
         problems.extend(super::cross_refs::check(dir, &manifest, &info, &|_| true));
     }
     problems.extend(check_card(dir));
+    problems.extend(check_chain(dir));
     problems.extend(super::records::check_bundle(dir));
     if !problems.is_empty() {
         bail!(
@@ -180,6 +181,63 @@ fn compiled_by<'a>(info: &'a BundleInfo, wrapper: &OnnxSummary) -> Option<&'a st
 
 /// What HTP parity never measured in the bundle: `bundle.json`'s list (a package made with
 /// `--allow-unmeasured`), or every component when the bundle holds no HTP parity report.
+/// The chain's report in the bundle against `bundle.json`: present and consistent with its own
+/// figures when the bundle claims a measured chain; a report that passes figures failing the
+/// gate it names (or says PASS over failing rows) is refused.
+fn check_chain(dir: &Path) -> Vec<String> {
+    let Ok(info) = read_info(dir) else {
+        return Vec::new();
+    };
+    let rebuild = repackage(dir, &info);
+    let path = format!("reports/run-{}.json", BackendKind::Htp);
+    let report: Option<RunReport> = match reader::read_record(dir, &path, &rebuild) {
+        Ok(r) => r,
+        Err(e) => return vec![format!("{e:#}")],
+    };
+    match (report, &info.chain_unmeasured) {
+        (None, None) => vec![format!(
+            "{path} is missing: bundle.json says the chain was measured on the HTP, and the bundle's verdict is that run's"
+        )],
+        (Some(r), _) => {
+            let mut problems: Vec<String> = r
+                .contradictions()
+                .into_iter()
+                .map(|c| format!("{path}: {c}"))
+                .collect();
+            if !r.pass {
+                problems.push(format!(
+                    "{path}: the chain FAILED on the HTP ({}); a bundle's verdict is its chain's",
+                    r.failures.join("; ")
+                ));
+            }
+            problems
+        }
+        (None, Some(_)) => Vec::new(),
+    }
+}
+
+/// The bundle's one verdict, as its card states it: the chain's on the HTP with every
+/// context's HTP parity (UNMEASURED when either never ran on these binaries).
+pub fn bundle_verdict(dir: &Path) -> Result<xtask_base::vocab::Verdict> {
+    let info = read_info(dir)?;
+    let rebuild = repackage(dir, &info);
+    let htp: Option<ParityReport> = reader::read_record(
+        dir,
+        &format!("reports/parity-{}.json", BackendKind::Htp),
+        &rebuild,
+    )?;
+    let run: Option<RunReport> = reader::read_record(
+        dir,
+        &format!("reports/run-{}.json", BackendKind::Htp),
+        &rebuild,
+    )?;
+    Ok(super::card::bundle_verdict(
+        &info,
+        htp.as_ref().map(htp_figures).as_ref(),
+        run.as_ref().map(latency_figures).as_ref(),
+    ))
+}
+
 pub fn htp_unmeasured(dir: &Path) -> Result<Vec<String>> {
     let info = read_info(dir)?;
     if !info.htp_unmeasured.is_empty() {

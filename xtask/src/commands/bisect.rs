@@ -17,8 +17,18 @@ pub struct Bisect {
     /// The component to bisect.
     component: String,
     /// The QNN backend compared against ORT's CPU EP.
-    #[arg(long, value_enum)]
-    backend: xtask_base::vocab::QnnBackendKind,
+    #[arg(
+        long,
+        value_enum,
+        required_unless_present = "qdq",
+        conflicts_with = "qdq"
+    )]
+    backend: Option<xtask_base::vocab::QnnBackendKind>,
+    /// A quantized component: its QDQ graph (the quantize step's `ctx/<model>/<component>.qdq.onnx`)
+    /// against its float graph, both on ORT's CPU EP: the operators its quantization loses most
+    /// at (what `exclude` can keep in float).
+    #[arg(long)]
+    qdq: bool,
     /// The model: a folder under `recipes/`.
     #[arg(long, default_value = "tiny", value_parser = xtask_recipe::recipe::names::parse_model_name)]
     model: String,
@@ -54,8 +64,13 @@ impl Bisect {
         let model = load_model(&ctx.root, &self.model)?;
         let comp = super::find_component(&model, &self.component)?;
         require_files(ctx, &model, &[comp])?;
+        let qdq = match self.qdq {
+            true => Some(qdq_graph(ctx, &self.model, comp)?),
+            false => None,
+        };
         let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
-        let backend = backend_for_component(&model, comp, BackendKind::from(self.backend))?;
+        let kind = self.backend.map_or(BackendKind::Cpu, BackendKind::from);
+        let backend = backend_for_component(&model, comp, kind)?;
         let golden = load_golden(&ctx.root, comp)?;
         let report = bisect(&BisectJob {
             root: &ctx.root,
@@ -67,6 +82,7 @@ impl Bisect {
             threshold: self.threshold,
             top: self.top,
             max_outputs: self.max_outputs,
+            qdq: qdq.as_deref(),
         })?;
         let dir = xtask_base::project::reports_dir(&ctx.root, &self.model);
         let stem = report.stem();
@@ -82,4 +98,28 @@ impl Bisect {
         );
         Ok(Outcome::Success)
     }
+}
+
+/// The QDQ graph `--qdq` bisects: the component must be quantized and its quantize step must
+/// have run (exit 2 naming what to do otherwise).
+fn qdq_graph(
+    ctx: &Ctx,
+    model: &str,
+    comp: &xtask_recipe::recipe::Component,
+) -> Result<std::path::PathBuf> {
+    let name = comp.name();
+    if !comp.precision().is_quantized() {
+        bail!(
+            "{name} is not quantized ({} has no [quantize] precision other than fp16): it has no QDQ graph; bisect it on a backend with `cargo xtask bisect {name} --backend htp --model {model}`",
+            comp.recipe_path.display()
+        );
+    }
+    let path = xtask_ctx_build::artifacts::qdq_path(model, name);
+    if !ctx.root.join(&path).is_file() {
+        bail!(
+            "{} is missing: its quantize step has not run; `cargo xtask build-ctx --model {model} --only {name}` writes it",
+            path.display()
+        );
+    }
+    Ok(path)
 }

@@ -18,9 +18,11 @@ impl Verify {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         let loaded = xtask_bundle::verify::verify_bundle(&ctx.root, &self.dir)?;
         let unmeasured = xtask_bundle::verify::htp_unmeasured(&self.dir)?;
+        let verdict = xtask_bundle::verify::bundle_verdict(&self.dir)?;
         xtask_base::ui::json::offer(&serde_json::json!({
             "bundle": self.dir.display().to_string(),
             "verified": true,
+            "verdict": verdict,
             "context_binaries_loaded": loaded,
             "htp_parity_unmeasured": unmeasured,
         }));
@@ -32,10 +34,18 @@ impl Verify {
             ));
         }
         xtask_base::outln!(
-            "bundle {} verified: every file matches manifest.json, {loaded} context binaries load on the HTP, the card matches the reports",
-            self.dir.display()
+            "bundle {} verified: every file matches manifest.json, {loaded} context binaries load on the HTP, the card matches the reports; verdict {}",
+            self.dir.display(),
+            xtask_base::ui::verdict(verdict.word(), verdict.passed())
         );
-        xtask_base::outln!("{}", xtask_bundle::verify::next_step(&self.dir)?);
+        if verdict.passed() {
+            xtask_base::outln!("{}", xtask_bundle::verify::next_step(&self.dir)?);
+        } else {
+            xtask_base::ui::warning(&format!(
+                "the bundle is intact but its verdict is {}: it was packaged with --allow-unmeasured (its card says so at its top); measure it and package again before releasing it",
+                verdict.word()
+            ));
+        }
         Ok(Outcome::Success)
     }
 }

@@ -50,5 +50,6 @@ mod stdout_stderr_cli;
 mod step_cache_cli;
 mod step_cache_share_cli;
 mod tidy;
+mod verdict_cli;
 mod whatif_cli;
 mod workflow_schema;

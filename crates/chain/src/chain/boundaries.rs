@@ -2,13 +2,14 @@
 //! the host trace), the gate each is judged by, and the per-layer K/V cosines.
 
 use super::pipeline::{ChainResult, Feed};
-use super::report::BoundaryParity;
+use super::report::{ActionsGate, BoundaryParity};
 use anyhow::{Context, Result};
 use ndarray::{ArrayD, Axis};
 use std::collections::BTreeMap;
 use xtask_base::vocab::BackendKind;
 use xtask_onnx::tensor::Tensor;
 use xtask_parity::parity::metrics::compare;
+use xtask_recipe::recipe::Gate;
 use xtask_recipe::recipe::{HostSection, Model};
 
 /// A boundary's golden value, or why there is none (the boundary is then listed as ungated).
@@ -16,11 +17,11 @@ pub(crate) type Reference = Result<ArrayD<f32>, String>;
 
 pub(crate) fn judge_boundaries(
     backend: BackendKind,
+    model: &Model,
     host: &HostSection,
     result: &ChainResult,
     expected: &BTreeMap<String, Reference>,
 ) -> Vec<BoundaryParity> {
-    let gate = host.gate.boundary_gate(backend);
     result
         .boundaries
         .iter()
@@ -33,9 +34,67 @@ pub(crate) fn judge_boundaries(
                     host.trace.display()
                 )),
             };
-            BoundaryParity::new(&b.name, &b.value, want, &gate)
+            let gate = boundary_gate(model, host, backend, &b.name);
+            let mut judged = BoundaryParity::new(&b.name, &b.value, want, &gate);
+            if b.name == ACTIONS {
+                judged.judge_max_abs(actions_gate(model, host, backend));
+            }
+            judged
         })
         .collect()
+}
+
+/// The boundary the actions' max-abs gate applies to.
+pub const ACTIONS: &str = "actions";
+
+/// The gate one boundary is judged by: a quantized component's outputs (and, for the action
+/// step, the Euler steps it produces) on a QNN backend by the component's precision gate,
+/// exactly as `parity` judges that component; every other boundary by the chain's
+/// `[host.gate]`. The gate carries where it came from.
+pub fn boundary_gate(
+    model: &Model,
+    host: &HostSection,
+    backend: BackendKind,
+    boundary: &str,
+) -> Gate {
+    let component_output = match boundary.split_once('/') {
+        Some((comp, out)) if model.components.iter().any(|c| c.name() == comp) => {
+            Some((comp.to_string(), out.to_string()))
+        }
+        _ if boundary.starts_with("euler step ") => {
+            let step = model
+                .components
+                .iter()
+                .find(|c| c.name() == host.action_step);
+            step.and_then(|c| c.file.outputs.first())
+                .map(|o| (host.action_step.clone(), o.name.to_string()))
+        }
+        _ => None,
+    };
+    if let Some((comp, out)) = component_output
+        && let Some(c) = model.components.iter().find(|c| c.name() == comp)
+        && c.precision().is_quantized()
+        && backend.is_qnn()
+    {
+        return c.gate(&model.file, &out, backend);
+    }
+    let mut gate = host.gate.boundary_gate(backend);
+    gate.source = format!("{} [host.gate]", model.recipe_path.display());
+    gate
+}
+
+/// The actions' max-abs gate on `backend` and where it was set.
+pub fn actions_gate(model: &Model, host: &HostSection, backend: BackendKind) -> ActionsGate {
+    let max_abs = host.gate.actions_gate(backend);
+    let source = match host.gate.actions_max_abs.get(backend.label()) {
+        Some(_) => format!(
+            "{} [host.gate] actions_max_abs.{}",
+            model.recipe_path.display(),
+            backend.label()
+        ),
+        None => format!("the {} default", backend.label()),
+    };
+    ActionsGate { max_abs, source }
 }
 
 /// The golden value of every boundary the chain produces, from the component goldens and the

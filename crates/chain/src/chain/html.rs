@@ -10,14 +10,9 @@ use xtask_runtime::report::html::{Series, esc, html_page, markdown_body, svg_ser
 
 /// The verdict box: pass / FAIL with the failures and ungated boundaries listed.
 fn verdict(r: &RunReport) -> String {
-    let actions = r
-        .actions_max_abs_err
-        .map_or("no actions compared".into(), |e| {
-            format!(
-                "actions max abs error {e:.3e} (gate {:.0e})",
-                r.run.actions_max_abs_gate
-            )
-        });
+    let actions = r.actions().map_or("no actions compared".into(), |a| {
+        format!("actions {}", super::report_md::actions_figure(a))
+    });
     let latency = r.run.htp.as_ref().map_or(String::new(), |h| {
         format!(" Latency: {}.", h.latency_label())
     });
@@ -28,11 +23,9 @@ fn verdict(r: &RunReport) -> String {
     );
     let mut items: Vec<String> = r.failures.iter().map(|f| format!("**FAIL** {f}")).collect();
     items.extend(r.ungated.iter().map(|u| format!("UNGATED {u}")));
-    if r.pass {
-        verdict_box("pass", "PASS", &sentence, &items)
-    } else {
-        verdict_box("fail", "FAIL", &sentence, &items)
-    }
+    items.extend(r.next_steps.iter().map(|s| format!("next: {s}")));
+    let word = r.verdict().word();
+    verdict_box(&word.to_lowercase(), word, &sentence, &items)
 }
 
 /// `--attribute`: the components ranked by the share of the error each removes.

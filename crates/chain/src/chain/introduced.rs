@@ -8,7 +8,6 @@ use std::fmt::Write as _;
 
 use super::pipeline::ChainResult;
 use super::report::{BoundaryParity, RunReport};
-use xtask_parity::parity::gate::Gate;
 use xtask_parity::parity::metrics::Metrics;
 
 /// Share of a boundary's error its component introduced itself:
@@ -31,7 +30,6 @@ pub fn attach_golden_inputs(
     boundaries: &mut [BoundaryParity],
     forced: &ChainResult,
     expected: &dyn Fn(&str) -> Option<ndarray::ArrayD<f32>>,
-    gate: &Gate,
 ) {
     for b in boundaries.iter_mut() {
         let Some(got) = forced.boundaries.iter().find(|f| f.name == b.name) else {
@@ -40,7 +38,11 @@ pub fn attach_golden_inputs(
         let Some(want) = expected(&b.name) else {
             continue;
         };
-        let judged = BoundaryParity::new(&b.name, &got.value, Ok(&want), gate);
+        // The same gate as the chain-inputs measurement (only its metrics are kept).
+        let Some(gate) = b.gate.clone() else {
+            continue;
+        };
+        let judged = BoundaryParity::new(&b.name, &got.value, Ok(&want), &gate);
         b.introduced = match (&b.metrics, &judged.metrics) {
             (Some(c), Some(g)) => introduced_share(c, g),
             _ => None,

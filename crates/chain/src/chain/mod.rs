@@ -11,6 +11,7 @@ pub mod html;
 pub mod introduced;
 pub use xtask_runtime::report::latency;
 pub mod layout;
+pub mod next_steps;
 pub mod pipeline;
 pub mod progress;
 pub mod report;

@@ -14,7 +14,8 @@ use xtask_recipe::recipe::gate::{f64_or_nan, map_vec_f64_or_nan, vec_f64_or_nan}
 
 pub use super::latency::LatencyStats;
 use xtask_base::record::Versioned;
-use xtask_parity::parity::gate::{Expected, Gate, JudgeTensor, Status};
+use xtask_base::vocab::Verdict;
+use xtask_parity::parity::gate::{Expected, Gate, JudgeTensor};
 use xtask_parity::parity::metrics::Metrics;
 use xtask_runtime::report::ToolVersions;
 
@@ -32,7 +33,7 @@ pub struct BoundaryParity {
     /// None when there was nothing to compare (ungated, or a shape mismatch).
     pub metrics: Option<Metrics>,
     /// `pass`, `fail` or `ungated`.
-    pub status: Status,
+    pub status: Verdict,
     /// Why it failed, or why it is ungated.
     pub reasons: Vec<String>,
     /// True only when it was compared and passed (an ungated boundary is not a pass).
@@ -41,6 +42,23 @@ pub struct BoundaryParity {
     pub golden_inputs: Option<Metrics>,
     /// Share of the error its component introduced (`chain::introduced::introduced_share`).
     pub introduced: Option<f64>,
+    /// The gate it was judged by, with where that came from: a quantized component's outputs
+    /// by its precision's gate (as `parity` judges them), everything else by `[host.gate]`.
+    /// Absent in reports written before gates were recorded per boundary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<Gate>,
+    /// The actions' max-abs gate (the `actions` boundary only), judged with the cosine gate
+    /// into the one `status` of the row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_abs_gate: Option<ActionsGate>,
+}
+
+/// The largest accepted |action - expected| on a backend, and where it was set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionsGate {
+    pub max_abs: f64,
+    /// `recipes/<model>/model.toml [host.gate] actions_max_abs.htp`, or the backend's default.
+    pub source: String,
 }
 
 impl BoundaryParity {
@@ -68,20 +86,37 @@ impl BoundaryParity {
             name: name.into(),
             shape: got.shape().to_vec(),
             metrics: judged.metrics,
-            pass: judged.status == Status::Pass,
+            pass: judged.status == Verdict::Pass,
             status: judged.status,
             reasons: judged.reasons,
             golden_inputs: None,
             introduced: None,
+            gate: Some(gate.clone()),
+            max_abs_gate: None,
         }
     }
 
-    pub(super) fn result_word(&self) -> &'static str {
-        match self.status {
-            Status::Pass => "pass",
-            Status::Fail => "FAIL",
-            Status::Ungated => "UNGATED",
+    /// Judges the boundary by the actions' max-abs gate as well: a max abs error over it (or
+    /// a NaN one) fails the row, with the reason beside the cosine gate's. A boundary with
+    /// nothing to compare keeps its verdict (ungated, or failed by its shape).
+    pub fn judge_max_abs(&mut self, gate: ActionsGate) {
+        if let Some(m) = &self.metrics {
+            let e = m.max_abs_err;
+            if e.is_nan() || e > gate.max_abs {
+                self.reasons.push(format!(
+                    "max abs error {e:.3e} > gate {:.0e} ({})",
+                    gate.max_abs, gate.source
+                ));
+                self.status = Verdict::Fail;
+                self.pass = false;
+            }
         }
+        self.max_abs_gate = Some(gate);
+    }
+
+    /// The row's verdict as every report spells it.
+    pub fn result_word(&self) -> &'static str {
+        self.status.word()
     }
 }
 
@@ -157,31 +192,29 @@ pub struct RunReport {
     /// pass either).
     pub ungated: Vec<String>,
     pub pass: bool,
+    /// What to run next when the chain failed: each a command that runs as printed
+    /// (`chain::next_steps`), rendered the same on the terminal, in Markdown and HTML.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub next_steps: Vec<String>,
 }
 
 impl RunReport {
     pub fn new(run: RunInputs) -> Self {
         let actions_boundary = run.boundaries.iter().find(|b| b.name == "actions");
-        let actions_status = actions_boundary.map(|b| b.status);
         let actions = actions_boundary.and_then(|b| b.metrics.clone());
-        let reasons_of = |status: Status| -> Vec<String> {
+        let reasons_of = |status: Verdict| -> Vec<String> {
             run.boundaries
                 .iter()
                 .filter(|b| b.status == status)
                 .map(|b| format!("{}: {}", b.name, b.reasons.join("; ")))
                 .collect()
         };
-        let mut failures = reasons_of(Status::Fail);
-        let ungated = reasons_of(Status::Ungated);
-        match (&actions, actions_status) {
-            (Some(m), _) if m.max_abs_err > run.actions_max_abs_gate => failures.push(format!(
-                "actions: max abs error {:.3e} > gate {:.0e}",
-                m.max_abs_err, run.actions_max_abs_gate
-            )),
-            // Compared and failed (a shape mismatch): its reason is listed already.
-            (None, Some(Status::Fail)) => {}
-            (None, _) => failures.push("actions: the golden holds no expected actions".into()),
-            _ => {}
+        // Every failure is a failing row: the actions' max-abs gate is judged on the
+        // `actions` boundary itself, so no report can show that row passing.
+        let mut failures = reasons_of(Verdict::Fail);
+        let ungated = reasons_of(Verdict::Ungated);
+        if actions_boundary.is_none_or(|b| b.status == Verdict::Ungated) {
+            failures.push("actions: the golden holds no expected actions".into());
         }
         RunReport {
             schema_version: <Self as Versioned>::SCHEMA,
@@ -192,7 +225,53 @@ impl RunReport {
             pass: failures.is_empty(),
             failures,
             ungated,
+            next_steps: Vec::new(),
         }
+    }
+
+    /// The chain's one verdict, as every report and the card render it.
+    pub fn verdict(&self) -> Verdict {
+        Verdict::of(self.pass)
+    }
+
+    /// The `actions` boundary, when the chain produced one.
+    pub fn actions(&self) -> Option<&BoundaryParity> {
+        self.run.boundaries.iter().find(|b| b.name == "actions")
+    }
+
+    /// Where the report contradicts itself: a boundary whose figures fail the gate it names
+    /// but whose row passes (or the other way round), or an overall verdict its rows do not
+    /// give. `verify` refuses a bundle whose chain report says PASS on failed figures.
+    pub fn contradictions(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for b in &self.run.boundaries {
+            let (Some(m), Some(g)) = (&b.metrics, &b.gate) else {
+                continue;
+            };
+            let mut pass = xtask_parity::parity::gate::judge(m, g).pass;
+            if let Some(a) = &b.max_abs_gate {
+                pass &= !(m.max_abs_err.is_nan() || m.max_abs_err > a.max_abs);
+            }
+            if pass != (b.status == Verdict::Pass) || b.pass != (b.status == Verdict::Pass) {
+                out.push(format!(
+                    "boundary `{}` says {} but its figures {} the gate it names",
+                    b.name,
+                    b.result_word(),
+                    if pass { "pass" } else { "fail" }
+                ));
+            }
+        }
+        let rows_pass = self.run.boundaries.iter().all(|b| {
+            b.status == Verdict::Pass || b.status == Verdict::Ungated && b.name != "actions"
+        }) && self.actions().is_some();
+        if rows_pass != self.pass {
+            out.push(format!(
+                "the report says {} but its boundaries say {}",
+                self.verdict().word(),
+                Verdict::of(rows_pass).word()
+            ));
+        }
+        out
     }
 }
 

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use super::report::RunReport;
 use crate::chain::device_figures::DeviceFigures;
-use xtask_parity::parity::gate::Status;
+use xtask_base::vocab::Verdict;
 use xtask_runtime::report::{fmt_cosine, md_table};
 
 pub fn markdown(r: &RunReport) -> String {
@@ -19,6 +19,7 @@ pub fn markdown(r: &RunReport) -> String {
     };
     [
         header(r),
+        verdict(r),
         parity(r),
         actions(r),
         introduced,
@@ -69,7 +70,65 @@ fn header(r: &RunReport) -> String {
     md
 }
 
-/// Every boundary against its golden, with the verdict and its reasons.
+/// The chain's verdict at the top, every failure under it, and the next steps when it failed.
+fn verdict(r: &RunReport) -> String {
+    let mut md = format!("\n**Verdict: {}**", r.verdict().word());
+    match r.actions() {
+        Some(a) => {
+            let _ = write!(md, " · actions {}", actions_figure(a));
+        }
+        None => md.push_str(" · no actions compared"),
+    }
+    md.push('\n');
+    if !r.failures.is_empty() || !r.ungated.is_empty() {
+        md.push('\n');
+    }
+    for f in &r.failures {
+        let _ = writeln!(md, "- **FAIL** {f}");
+    }
+    for u in &r.ungated {
+        let _ = writeln!(md, "- UNGATED {u}");
+    }
+    if !r.next_steps.is_empty() {
+        md.push_str("\nNext steps:\n\n");
+        for s in &r.next_steps {
+            let _ = writeln!(md, "- {s}");
+        }
+    }
+    md
+}
+
+/// `max abs error 4.511e-4 > gate 1e-4 (FAIL)`: the actions' figure against its gate.
+pub fn actions_figure(a: &super::report::BoundaryParity) -> String {
+    let err = a
+        .metrics
+        .as_ref()
+        .map_or("-".to_string(), |m| format!("{:.3e}", m.max_abs_err));
+    match &a.max_abs_gate {
+        Some(g) => format!(
+            "max abs error {err} (gate {:.0e}, {}): {}",
+            g.max_abs,
+            g.source,
+            a.result_word()
+        ),
+        None => format!("max abs error {err}: {}", a.result_word()),
+    }
+}
+
+/// A boundary's gate in a table cell: the minimum cosine, and the max abs error for actions.
+fn gate_cell(b: &super::report::BoundaryParity) -> String {
+    let cos = b
+        .gate
+        .as_ref()
+        .map_or("-".to_string(), |g| format!("≥ {}", g.min_cosine));
+    match &b.max_abs_gate {
+        Some(g) => format!("{cos}; max abs ≤ {:.0e}", g.max_abs),
+        None => cos,
+    }
+}
+
+/// Every boundary against its golden, with the gate it was judged by, the verdict and its
+/// reasons; the gates' sources under the table.
 fn parity(r: &RunReport) -> String {
     let mut md = String::from("\n## Chain parity\n\n");
     md.push_str(&md_table(
@@ -79,6 +138,7 @@ fn parity(r: &RunReport) -> String {
             "cosine",
             "max abs err",
             "rel L2",
+            "gate",
             "result",
         ],
         r.run.boundaries.iter().map(|b| {
@@ -93,21 +153,41 @@ fn parity(r: &RunReport) -> String {
                     )
                 });
             let result = match b.status {
-                Status::Pass => "pass".to_string(),
+                Verdict::Pass => b.result_word().to_string(),
                 _ => format!("**{}**: {}", b.result_word(), b.reasons.join("; ")),
             };
-            vec![b.name.clone(), format!("{:?}", b.shape), c, m, l, result]
+            vec![
+                b.name.clone(),
+                format!("{:?}", b.shape),
+                c,
+                m,
+                l,
+                gate_cell(b),
+                result,
+            ]
         }),
     ));
+    let mut sources: Vec<String> = Vec::new();
+    for b in &r.run.boundaries {
+        let named = b.gate.iter().map(|g| g.source.clone());
+        for s in named.chain(b.max_abs_gate.iter().map(|g| g.source.clone())) {
+            if !s.is_empty() && !sources.contains(&s) {
+                sources.push(s);
+            }
+        }
+    }
+    if !sources.is_empty() {
+        let _ = writeln!(md, "\nGates from: {}.", sources.join("; "));
+    }
     md
 }
 
 /// The actions' error against the actions' gate, when they were compared.
 fn actions(r: &RunReport) -> String {
-    match (r.actions_max_abs_err, r.actions_cosine) {
-        (Some(e), Some(c)) => format!(
-            "\nActions: max abs error **{e:.3e}** (gate {:.0e}), cosine {}\n",
-            r.run.actions_max_abs_gate,
+    match (r.actions(), r.actions_cosine) {
+        (Some(a), Some(c)) => format!(
+            "\nActions: {}, cosine {}\n",
+            actions_figure(a),
             fmt_cosine(c)
         ),
         _ => String::new(),

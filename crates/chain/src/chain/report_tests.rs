@@ -58,7 +58,7 @@ fn a_nan_in_the_golden_fails_naming_the_boundary_and_count() {
     let got = arr(&[4], vec![1.0, 2.0, 3.0, 4.0]);
     let want = arr(&[4], vec![1.0, f32::NAN, 3.0, f32::INFINITY]);
     let b = BoundaryParity::new("scatter/hidden_states", &got, Ok(&want), &gate());
-    assert_eq!(b.status, Status::Fail);
+    assert_eq!(b.status, Verdict::Fail);
     let r = report(vec![b, actions()]);
     assert!(!r.pass);
     assert_eq!(r.failures.len(), 1, "{:?}", r.failures);
@@ -93,7 +93,7 @@ fn a_boundary_without_reference_is_ungated_not_passed() {
         Err("the trace has no tensor `y`".into()),
         &gate(),
     );
-    assert_eq!((b.status, b.pass), (Status::Ungated, false));
+    assert_eq!((b.status, b.pass), (Verdict::Ungated, false));
     let r = report(vec![b, actions()]);
     assert!(r.pass, "ungated is not a failure: {:?}", r.failures);
     assert_eq!(

@@ -101,7 +101,7 @@ pub fn run_judged(chain: &ChainRun<'_>, runner: &mut dyn ComponentRunner) -> Res
         feed: &feed,
     })?;
     let measured = runner.finish(&chain_ms);
-    let report = RunReport::new(run_inputs(
+    let mut report = RunReport::new(run_inputs(
         chain,
         backend,
         &first,
@@ -109,6 +109,7 @@ pub fn run_judged(chain: &ChainRun<'_>, runner: &mut dyn ComponentRunner) -> Res
         attribution,
         measured,
     ));
+    report.next_steps = super::next_steps::next_steps(chain.model, &chain.host, &report);
     Ok(report)
 }
 
@@ -167,14 +168,11 @@ fn judge(
     forced: Option<&ChainResult>,
     feed: &Feed,
 ) -> Vec<BoundaryParity> {
-    let mut boundaries = judge_boundaries(backend, &chain.host, first, expected);
+    let mut boundaries = judge_boundaries(backend, chain.model, &chain.host, first, expected);
     if let Some(forced) = forced {
-        super::introduced::attach_golden_inputs(
-            &mut boundaries,
-            forced,
-            &|name| feed.get(name).cloned(),
-            &chain.host.gate.boundary_gate(backend),
-        );
+        super::introduced::attach_golden_inputs(&mut boundaries, forced, &|name| {
+            feed.get(name).cloned()
+        });
     }
     boundaries
 }

@@ -2,7 +2,7 @@
 //! device's execute times), ungated boundaries and failures, and where the full report is.
 
 use super::report::RunReport;
-use xtask_parity::parity::gate::Status;
+use xtask_base::vocab::Verdict;
 use xtask_runtime::report::fmt_cosine;
 
 impl RunReport {
@@ -22,6 +22,9 @@ impl RunReport {
             xtask_base::outln!("FAIL {f}");
         }
         self.print_attribution();
+        for s in &self.next_steps {
+            xtask_base::outln!("hint: {s}");
+        }
         let written = match dir {
             Some(dir) => format!("report {dir}/{}.html", self.stem()),
             None => "no report written (--no-report)".to_string(),
@@ -34,7 +37,7 @@ impl RunReport {
             } else {
                 ""
             },
-            xtask_base::ui::verdict(if self.pass { "pass" } else { "FAIL" }, self.pass),
+            xtask_base::ui::verdict(self.verdict().word(), self.pass),
         );
     }
 
@@ -82,7 +85,7 @@ impl RunReport {
                 .introduced
                 .map_or("-".into(), |s| format!("{:.0}%", s * 100.0));
             let mark = match b.status {
-                Status::Pass => String::new(),
+                Verdict::Pass => String::new(),
                 _ => format!("  {}", b.result_word()),
             };
             xtask_base::outln!(
@@ -93,10 +96,10 @@ impl RunReport {
     }
 
     fn print_actions(&self) {
-        if let (Some(err), Some(cos)) = (self.actions_max_abs_err, self.actions_cosine) {
+        if let (Some(a), Some(cos)) = (self.actions(), self.actions_cosine) {
             xtask_base::outln!(
-                "actions: max abs error {err:.3e} (gate {:.0e}), cosine {}",
-                self.run.actions_max_abs_gate,
+                "actions: {}, cosine {}",
+                super::report_md::actions_figure(a),
                 fmt_cosine(cos)
             );
         }

@@ -10,10 +10,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::bisect_report::{BisectReport, Divergence};
-use super::probe::{Measured, Probe, Round};
+use super::probe::{Measured, Probe, Round, Subject};
 use super::rank;
 use super::tensor_point::TensorPoint;
 use xtask_onnx::onnx::proto::{OnnxSummary, parse_model};
@@ -36,6 +36,9 @@ pub struct BisectJob<'a> {
     /// Operators listed in ranking mode.
     pub top: usize,
     pub max_outputs: usize,
+    /// `--qdq`: the component's QDQ graph (`ctx/<model>/<component>.qdq.onnx`), measured
+    /// against its float graph, both on ORT's CPU EP: where quantization loses accuracy.
+    pub qdq: Option<&'a Path>,
 }
 
 /// Every tensor a node writes, as (node index, tensor name), in topological order: what a
@@ -46,11 +49,43 @@ type Candidates = Vec<(usize, String)>;
 /// candidate tensors measured (narrowed or all), then the report of what was found.
 pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
     // What the build gives QNN: the rewritten copy when the recipe asks for rewrites.
-    let onnx_path = xtask_parity::rewritten::onnx_for(job.root, job.model, job.comp, job.backend)?;
+    // With --qdq the reference is the float graph as the recipe names it (the quantizer's input).
+    let onnx_path = match job.qdq {
+        Some(_) => job.root.join(&job.comp.file.component.onnx),
+        None => xtask_parity::rewritten::onnx_for(job.root, job.model, job.comp, job.backend)?,
+    };
     let bytes = std::fs::read(&onnx_path)?;
     let graph = parse_model(&bytes)?;
-    let candidates = candidates(&graph);
+    let qdq_bytes = match job.qdq {
+        Some(q) => std::fs::read(job.root.join(q))
+            .with_context(|| format!("cannot read the QDQ graph {}", q.display()))?,
+        None => Vec::new(),
+    };
+    let qdq_graph = match job.qdq {
+        Some(_) => Some(parse_model(&qdq_bytes)?),
+        None => None,
+    };
+    let qdq_abs = job.qdq.map(|q| job.root.join(q));
+    let subject = match (&qdq_abs, &qdq_graph) {
+        (Some(path), Some(graph)) => Some(Subject {
+            path,
+            bytes: &qdq_bytes,
+            graph,
+        }),
+        _ => None,
+    };
+    // Only the tensors both graphs write can be compared.
+    let candidates: Candidates = candidates(&graph)
+        .into_iter()
+        .filter(|(_, t)| subject.as_ref().is_none_or(|s| s.has(t)))
+        .collect();
     let work = work_dir(job);
+    let backend_inputs = match job.backend {
+        Backend::QnnHtp(_) if job.qdq.is_none() => {
+            xtask_recipe::fp16::clamp_masks(job.comp, &job.golden.inputs)
+        }
+        _ => job.golden.inputs.clone(),
+    };
     let mut probe = Probe {
         rt: job.rt,
         backend: job.backend,
@@ -58,11 +93,14 @@ pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
         original: &onnx_path,
         bytes: &bytes,
         golden: &job.golden.inputs,
+        backend_inputs: &backend_inputs,
         graph: &graph,
         rounds: 0,
         tapped_outputs: BTreeMap::new(),
+        subject,
     };
-    let untapped = probe.untapped()?;
+    let (untapped, untapped_outputs) = probe.untapped()?;
+    let output_vs_golden = probe.against_golden(&untapped_outputs, &job.golden.expected);
     let measured = measure_candidates(job, &graph, &candidates, &mut probe)?;
     let points = points(&graph, &candidates, &measured);
     let shapes = probe.shapes();
@@ -79,7 +117,10 @@ pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
                 &shapes,
             )
         });
-    let exact_floor = rank::exact_floor(job.backend, job.comp.file.context.fp16);
+    let exact_floor = match job.qdq {
+        Some(_) => rank::EXACT_FLOOR,
+        None => rank::exact_floor(job.backend, job.comp.file.context.fp16),
+    };
     let ranked = match job.threshold {
         Some(_) => Vec::new(),
         None => rank::rank(
@@ -97,10 +138,12 @@ pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
         model: job.model.to_string(),
         component: job.comp.name().into(),
         backend: job.backend.kind(),
+        qdq: job.qdq.is_some(),
         exact_floor,
         threshold: job.threshold,
         ranked,
         output_cosine_untapped: untapped,
+        output_vs_golden,
         output_cosine_tapped: probe.tapped_outputs.clone(),
         taps_changed_outputs,
         rounds: probe.rounds,
@@ -132,9 +175,10 @@ fn candidates(graph: &OnnxSummary) -> Candidates {
 /// The scratch folder of this bisect's exposed copies (one per model and component).
 fn work_dir(job: &BisectJob<'_>) -> PathBuf {
     xtask_base::project::scratch_dir(job.root, "bisect").join(format!(
-        "{}-{}",
+        "{}-{}{}",
         job.model,
-        job.comp.name()
+        job.comp.name(),
+        if job.qdq.is_some() { "-qdq" } else { "" }
     ))
 }
 

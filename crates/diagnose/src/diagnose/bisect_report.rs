@@ -17,6 +17,15 @@ use xtask_base::record::Versioned;
 use xtask_recipe::recipe::gate::{f64_or_nan, map_f64_or_nan};
 use xtask_runtime::report::fmt_cosine;
 
+/// A graph output against the golden (NaN figures are written as null).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct GoldenFigure {
+    #[serde(deserialize_with = "f64_or_nan")]
+    pub cosine: f64,
+    #[serde(deserialize_with = "f64_or_nan")]
+    pub rel_l2: f64,
+}
+
 /// The first tensor below the threshold, with the node that wrote it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Divergence {
@@ -77,11 +86,19 @@ pub struct BisectReport {
     pub threshold: Option<f64>,
     /// Ranking mode: the operators that introduce the most error, largest first.
     pub ranked: Vec<Ranked>,
+    /// `bisect --qdq`: the component's QDQ graph measured against its float graph, both on
+    /// ORT's CPU EP (`backend` is then the CPU stage it stands for).
+    #[serde(default)]
+    pub qdq: bool,
     /// What an exact input counts as in the ranking (fp32 epsilon, or fp16's on an fp16 HTP).
     pub exact_floor: f64,
     /// Cosine of each graph output with the graph as written (nothing exposed)…
     #[serde(deserialize_with = "map_f64_or_nan")]
     pub output_cosine_untapped: BTreeMap<String, f64>,
+    /// Each graph output of the untapped run against the golden (cosine, rel-L2): what
+    /// `parity` reports for the same component and backend.
+    #[serde(default)]
+    pub output_vs_golden: BTreeMap<String, GoldenFigure>,
     /// …and the worst over the rounds with intermediates exposed as outputs.
     #[serde(deserialize_with = "map_f64_or_nan")]
     pub output_cosine_tapped: BTreeMap<String, f64>,
@@ -106,9 +123,12 @@ impl Versioned for BisectReport {
 }
 
 impl BisectReport {
-    /// The file stem: `bisect-<component>-<backend>`.
+    /// The file stem: `bisect-<component>-<backend>`, `bisect-<component>-qdq` with `--qdq`.
     pub fn stem(&self) -> String {
-        stem(&self.component, self.backend)
+        match self.qdq {
+            true => format!("bisect-{}-qdq", self.component),
+            false => stem(&self.component, self.backend),
+        }
     }
 
     /// The report of `component` on `backend` in `dir` (`reports/<model>/`), read through its
@@ -206,8 +226,14 @@ fn ranked_lines(r: &BisectReport) -> Vec<String> {
         .collect()
 }
 
-/// Each graph output's cosine untapped and tapped, and a warning when they differ.
+/// Each graph output: against the golden (the figure `parity` reports), against the reference
+/// untapped and with intermediates exposed (the tables' figures), and why the last two differ
+/// when they do.
 fn output_lines(r: &BisectReport) -> Vec<String> {
+    let reference = match r.qdq {
+        true => "the float graph",
+        false => "ORT's CPU EP",
+    };
     let mut lines: Vec<String> = r
         .output_cosine_untapped
         .iter()
@@ -216,25 +242,41 @@ fn output_lines(r: &BisectReport) -> Vec<String> {
                 .output_cosine_tapped
                 .get(name)
                 .map_or("-".into(), |t| fmt_cosine(*t));
+            let golden = r.output_vs_golden.get(name).map_or(String::new(), |g| {
+                format!(
+                    "against the golden cosine {} (rel-L2 {:.1e}), as `parity` measures it; ",
+                    fmt_cosine(g.cosine),
+                    g.rel_l2
+                )
+            });
             format!(
-                "graph output {name}: cosine {} untapped, {t} with intermediates exposed",
+                "graph output {name}: {golden}against {reference} cosine {} as built, {t} with intermediates exposed (the tables' figures)",
                 fmt_cosine(*u)
             )
         })
         .collect();
     if r.taps_changed_outputs {
-        lines.push("warning: exposing intermediate tensors changed the backend's output (beyond 1e-9 in cosine): the intermediate figures describe a slightly different compiled graph".into());
+        lines.push("warning: exposing intermediate tensors changed the backend's output (beyond 1e-9 in cosine): the tables' figures describe the graph compiled with its intermediates exposed, not the binary `parity` measures".into());
     }
     lines
+}
+
+/// What the two sides are: the backend against ORT's CPU EP, or the QDQ graph against the
+/// float one.
+pub fn sides(r: &BisectReport) -> String {
+    match r.qdq {
+        true => "the QDQ graph (ORT CPU EP) against the float graph".into(),
+        false => format!("{} against ORT's CPU EP", r.backend),
+    }
 }
 
 /// The terminal lines: the mode, the divergence or the verdict and ranking, each graph output,
 /// the next command and where the page is.
 pub fn print_summary(r: &BisectReport, html: &str) {
     xtask_base::outln!(
-        "bisect {} on {}: {} tensors compared in {} round(s), {}",
+        "bisect {}, {}: {} tensors compared in {} round(s), {}",
         r.component,
-        r.backend,
+        sides(r),
         r.tensors_compared,
         r.rounds,
         mode(r)
@@ -268,10 +310,10 @@ pub fn print_summary(r: &BisectReport, html: &str) {
 /// the ranking (when it says more than rounding) and every tensor compared.
 pub fn markdown(r: &BisectReport) -> String {
     let mut md = format!(
-        "# bisect `{}` ({}) on `{}`\n\n{} · {} tensors compared in {} round(s)\n\n",
+        "# bisect `{}` ({}): {}\n\n{} · {} tensors compared in {} round(s)\n\n",
         r.component,
         r.model,
-        r.backend,
+        sides(r),
         mode(r),
         r.tensors_compared,
         r.rounds

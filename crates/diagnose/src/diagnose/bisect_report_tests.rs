@@ -17,6 +17,7 @@ fn report() -> BisectReport {
         model: "planted_op".into(),
         component: "graph".into(),
         backend: BackendKind::Cpu,
+        qdq: false,
         threshold: None,
         ranked: vec![Ranked {
             tensor: "t1".into(),
@@ -31,6 +32,7 @@ fn report() -> BisectReport {
         }],
         exact_floor: super::super::rank::EXACT_FLOOR,
         output_cosine_untapped: BTreeMap::from([("y".into(), f64::NAN)]),
+        output_vs_golden: BTreeMap::new(),
         output_cosine_tapped: BTreeMap::from([("y".into(), 0.25)]),
         taps_changed_outputs: true,
         rounds: 2,

@@ -1,6 +1,8 @@
 //! Running a graph with intermediate tensors exposed: a copy of the ONNX with extra graph
 //! outputs (the user's file is never edited), run on ORT's CPU EP (the reference) and on a QNN
-//! backend with the same inputs; shared by `bisect` and `lint-fp16`.
+//! backend with the same inputs; shared by `bisect` and `lint-fp16`. With a `subject` (a
+//! quantized component's QDQ graph) the float graph on ORT's CPU EP is the reference and the
+//! subject, also on ORT's CPU EP, is what is measured, tensor by tensor under the same names.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,6 +15,24 @@ use xtask_onnx::tensor::Tensor;
 use xtask_parity::parity::metrics::compare;
 use xtask_runtime::runtime::{Backend, Runtime};
 
+/// Another graph measured against the reference graph (`bisect --qdq`: the QDQ graph of a
+/// quantized component, whose operators write the float graph's tensor names).
+pub struct Subject<'a> {
+    pub path: &'a Path,
+    pub bytes: &'a [u8],
+    pub graph: &'a OnnxSummary,
+}
+
+impl Subject<'_> {
+    /// Whether the subject graph writes `tensor` too.
+    pub fn has(&self, tensor: &str) -> bool {
+        self.graph
+            .nodes
+            .iter()
+            .any(|n| n.outputs.iter().any(|o| o == tensor))
+    }
+}
+
 pub struct Probe<'a> {
     pub rt: &'a Runtime,
     pub backend: &'a Backend,
@@ -20,12 +40,17 @@ pub struct Probe<'a> {
     pub original: &'a Path,
     pub bytes: &'a [u8],
     pub golden: &'a BTreeMap<String, Tensor>,
+    /// The inputs the QNN backend gets: the golden's, with the recipe's masks clamped to fp16's
+    /// range on the HTP, exactly as `parity` feeds it (so the untapped figures are parity's).
+    pub backend_inputs: &'a BTreeMap<String, Tensor>,
     pub graph: &'a OnnxSummary,
     pub rounds: usize,
     /// The worst cosine of each graph output over the rounds, with intermediates exposed
     /// (exposing them can change what the QNN backend compiles, so it is kept apart from
     /// `untapped`).
     pub tapped_outputs: BTreeMap<String, f64>,
+    /// Some: this graph (on ORT's CPU EP) is measured instead of `original` on `backend`.
+    pub subject: Option<Subject<'a>>,
 }
 
 /// (cosine, max abs error, relative L2 error) of one tensor against the reference.
@@ -55,13 +80,29 @@ impl Probe<'_> {
             .open(&copy, &Backend::OrtCpu)?
             .run(self.golden)
             .context("reference run")?;
-        let actual = self
-            .rt
-            .open(&copy, self.backend)
-            .with_context(
-                || "the QNN backend refused the graph with its intermediate tensors exposed",
-            )?
-            .run(self.golden)?;
+        let actual = match &self.subject {
+            Some(s) => {
+                let theirs: Vec<String> = extra.iter().filter(|n| s.has(n)).cloned().collect();
+                let copy = write_exposed_copy(
+                    &self.work.join("subject"),
+                    s.path,
+                    s.bytes,
+                    s.graph,
+                    &theirs,
+                )?;
+                self.rt
+                    .open(&copy, &Backend::OrtCpu)?
+                    .run(self.golden)
+                    .context("the QDQ graph with its intermediate tensors exposed")?
+            }
+            None => self
+                .rt
+                .open(&copy, self.backend)
+                .with_context(
+                    || "the QNN backend refused the graph with its intermediate tensors exposed",
+                )?
+                .run(self.backend_inputs)?,
+        };
         std::fs::create_dir_all(self.work)?;
         let shapes: BTreeMap<String, Vec<usize>> = reference
             .iter()
@@ -81,24 +122,54 @@ impl Probe<'_> {
     }
 
     /// The graph as the user wrote it (nothing exposed) on the reference and the backend:
-    /// the cosine of each graph output.
-    pub fn untapped(&self) -> Result<BTreeMap<String, f64>> {
+    /// the cosine of each graph output against the reference, and the backend's outputs.
+    pub fn untapped(&self) -> Result<(BTreeMap<String, f64>, BTreeMap<String, Tensor>)> {
         let reference = self
             .rt
             .open(self.original, &Backend::OrtCpu)?
             .run(self.golden)
             .context("reference run of the untapped graph")?;
-        let actual = self
-            .rt
-            .open(self.original, self.backend)?
-            .run(self.golden)
-            .context("the untapped graph on the backend")?;
-        Ok(self
+        let actual = match &self.subject {
+            Some(s) => self
+                .rt
+                .open(s.path, &Backend::OrtCpu)?
+                .run(self.golden)
+                .context("the untapped QDQ graph on ORT's CPU EP")?,
+            None => self
+                .rt
+                .open(self.original, self.backend)?
+                .run(self.backend_inputs)
+                .context("the untapped graph on the backend")?,
+        };
+        let cosines = self
             .graph
             .graph_outputs
             .iter()
             .filter_map(|o| measure(&reference, &actual, o).map(|m| (o.clone(), m.0)))
-            .collect())
+            .collect();
+        Ok((cosines, actual))
+    }
+
+    /// Each graph output of `actual` against the golden's expected value: (cosine, rel-L2),
+    /// the figures `parity` reports for the same binary and inputs.
+    pub fn against_golden(
+        &self,
+        actual: &BTreeMap<String, Tensor>,
+        expected: &BTreeMap<String, Tensor>,
+    ) -> BTreeMap<String, super::bisect_report::GoldenFigure> {
+        self.graph
+            .graph_outputs
+            .iter()
+            .filter_map(|o| {
+                measure(expected, actual, o).map(|m| {
+                    let figure = super::bisect_report::GoldenFigure {
+                        cosine: m.0,
+                        rel_l2: m.2,
+                    };
+                    (o.clone(), figure)
+                })
+            })
+            .collect()
     }
 
     fn write_copy(&self, names: &[String]) -> Result<PathBuf> {

@@ -26,12 +26,14 @@ pub fn judge(r: &BisectReport) -> Verdict {
     let worst = r.points.iter().map(|p| p.rel_l2_err).fold(0.0f64, |a, b| {
         if b.is_nan() { f64::INFINITY } else { a.max(b) }
     });
-    let (c, b) = (&r.component, &r.backend);
+    let (c, b, m) = (&r.component, &r.backend, &r.model);
     let second = r.ranked.get(1).map_or(0.0, |x| x.introduced);
-    let culprit = r
-        .ranked
-        .first()
-        .filter(|top| top.introduced >= MIN_CULPRIT && top.introduced >= DOMINANT * second);
+    let culprit = culprit_of(r, second);
+    // A QDQ bisect measures quantization, not a backend: its next steps are the recipe's
+    // quantize table and the CPU stage (the QDQ simulation) it is judged by.
+    if r.qdq {
+        return judge_qdq(r, worst, second, culprit);
+    }
     if culprit.is_none() && worst <= bound {
         return Verdict {
             kind: VerdictKind::Rounding,
@@ -40,7 +42,7 @@ pub fn judge(r: &BisectReport) -> Verdict {
                 r.points.len(),
                 if fp16 { ", fp16" } else { ", fp32" }
             ),
-            next: format!("cargo xtask parity --backend {b} --only {c}"),
+            next: format!("cargo xtask parity --backend {b} --model {m} --only {c}"),
         };
     }
     match culprit {
@@ -55,7 +57,7 @@ pub fn judge(r: &BisectReport) -> Verdict {
                 xtask_runtime::report::fmt_cosine(top.cosine)
             ),
             next: format!(
-                "cargo xtask conformance --only {c} --op {} --backend {b}",
+                "cargo xtask conformance --model {m} --only {c} --op {} --backend {b}",
                 top.op_type
             ),
         },
@@ -70,7 +72,53 @@ pub fn judge(r: &BisectReport) -> Verdict {
                     "error spread evenly: no operator stands out; the worst tensor's rel-L2 is {worst:.1e}"
                 )
             },
-            next: format!("cargo xtask run --backend {b} --attribute"),
+            next: format!(
+                "cargo xtask run --backend {b} --model {m} --iters 1 --warmup 0 --attribute"
+            ),
+        },
+    }
+}
+
+/// The top of the ranking when it stands out: at least `MIN_CULPRIT` times its inputs' error
+/// and `DOMINANT` times the next operator's.
+fn culprit_of(r: &BisectReport, second: f64) -> Option<&super::rank::Ranked> {
+    r.ranked
+        .first()
+        .filter(|top| top.introduced >= MIN_CULPRIT && top.introduced >= DOMINANT * second)
+}
+
+/// The verdict of a QDQ bisect (`--qdq`): where quantization loses, and the recipe lines
+/// that change it. Every next command runs as printed.
+fn judge_qdq(
+    r: &BisectReport,
+    worst: f64,
+    second: f64,
+    culprit: Option<&super::rank::Ranked>,
+) -> Verdict {
+    let (c, m) = (&r.component, &r.model);
+    let rebuild = format!("cargo xtask build-ctx --model {m} --only {c}");
+    match culprit {
+        Some(top) => Verdict {
+            kind: VerdictKind::OneCulprit,
+            sentence: format!(
+                "one culprit: quantization loses most at {} `{}` (it multiplies its inputs' error by {:.3e}, the next operator by {second:.3e}; its output rel-L2 {:.1e}): keep it in float with `exclude = [\"{}\"]` (or the node `{}`) in the recipe's [quantize], then rebuild",
+                top.op_type, top.node, top.introduced, top.rel_l2_err, top.op_type, top.node
+            ),
+            next: rebuild,
+        },
+        None if worst <= 1e-5 => Verdict {
+            kind: VerdictKind::Rounding,
+            sentence: format!(
+                "the QDQ graph matches the float graph to rel-L2 {worst:.1e}: quantization loses nothing measurable on the golden inputs"
+            ),
+            next: format!("cargo xtask parity --backend cpu --model {m} --only {c}"),
+        },
+        None => Verdict {
+            kind: VerdictKind::Spread,
+            sentence: format!(
+                "the loss is spread over the graph (worst tensor rel-L2 {worst:.1e}): no one operator to exclude; quantize {c} less (another precision, or no [quantize] for fp16), or accept the measured figures as its gate ([quantize.gates.<precision>], with the reason), then rebuild"
+            ),
+            next: rebuild,
         },
     }
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::parity::gate::{Gate, Verdict, judge};
+use crate::parity::gate::{Gate, Judgement, judge};
 use crate::parity::metrics::{Metrics, compare, unravel};
 use xtask_base::hashing::sha256_bytes;
 use xtask_base::vocab::BackendKind;
@@ -25,7 +25,7 @@ pub struct OutputResult {
     pub metrics: Metrics,
     /// `max_abs_index` unravelled to the output's shape.
     pub max_abs_at: Vec<usize>,
-    pub verdict: Verdict,
+    pub verdict: Judgement,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

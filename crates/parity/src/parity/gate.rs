@@ -6,11 +6,13 @@
 use serde::{Deserialize, Serialize};
 
 use super::metrics::{Metrics, compare};
+use xtask_base::vocab::Verdict;
 
 pub use xtask_recipe::recipe::gate::Gate;
 
+/// How one set of metrics came out of its gate: pass, and the reasons when not.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Verdict {
+pub struct Judgement {
     pub pass: bool,
     /// Why it failed, in words a person can act on (empty when it passed).
     pub reasons: Vec<String>,
@@ -18,7 +20,7 @@ pub struct Verdict {
 
 /// Judges metrics already computed: any NaN or Inf (in the output or in the golden) fails, and
 /// so does a cosine below the gate (or a NaN cosine).
-pub fn judge(m: &Metrics, gate: &Gate) -> Verdict {
+pub fn judge(m: &Metrics, gate: &Gate) -> Judgement {
     let mut reasons = Vec::new();
     let non_finite = m.nan_actual + m.inf_actual + m.nan_expected + m.inf_expected;
     if non_finite > 0 {
@@ -49,20 +51,10 @@ pub fn judge(m: &Metrics, gate: &Gate) -> Verdict {
             m.norm_ratio, gate.max_norm_ratio_error, m.norm_ratio
         ));
     }
-    Verdict {
+    Judgement {
         pass: reasons.is_empty(),
         reasons,
     }
-}
-
-/// How a tensor came out of the gate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Pass,
-    Fail,
-    /// There was nothing to compare against; reported with the reason, never counted as a pass.
-    Ungated,
 }
 
 /// What a tensor is judged against.
@@ -78,7 +70,7 @@ pub enum Expected<'a> {
 /// The outcome for one tensor: metrics when there was something to compare.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Judged {
-    pub status: Status,
+    pub status: Verdict,
     pub metrics: Option<Metrics>,
     /// Why it failed, or why it is ungated (empty when it passed).
     pub reasons: Vec<String>,
@@ -97,7 +89,7 @@ impl JudgeTensor for Gate {
         let (want_shape, want) = match expected {
             Expected::Missing(reason) => {
                 return Judged {
-                    status: Status::Ungated,
+                    status: Verdict::Ungated,
                     metrics: None,
                     reasons: vec![reason],
                 };
@@ -106,7 +98,7 @@ impl JudgeTensor for Gate {
         };
         if want_shape != shape || want.len() != actual.len() {
             return Judged {
-                status: Status::Fail,
+                status: Verdict::Fail,
                 metrics: None,
                 reasons: vec![format!(
                     "shape {shape:?} produced, but the golden holds shape {want_shape:?}"
@@ -117,9 +109,9 @@ impl JudgeTensor for Gate {
         let verdict = judge(&metrics, self);
         Judged {
             status: if verdict.pass {
-                Status::Pass
+                Verdict::Pass
             } else {
-                Status::Fail
+                Verdict::Fail
             },
             metrics: Some(metrics),
             reasons: verdict.reasons,
@@ -138,6 +130,7 @@ mod tests {
             atol: 1e-4,
             rtol: 1e-3,
             waiver: None,
+            source: String::new(),
         }
     }
 
@@ -150,7 +143,7 @@ mod tests {
         let x = [1.0, -2.0, 3.0];
         assert!(judge(&compare(&x, &x, 0.0, 0.0), &gate(0.9999)).pass);
         let j = gate(0.9999).judge_tensor(&[3], &x, tensor(&[3], &x));
-        assert_eq!(j.status, Status::Pass);
+        assert_eq!(j.status, Verdict::Pass);
         assert!(j.reasons.is_empty());
     }
 
@@ -173,7 +166,7 @@ mod tests {
         ] {
             let want = [1.0, bad, 3.0, bad];
             let j = gate(0.9).judge_tensor(&[4], &got, tensor(&[4], &want));
-            assert_eq!(j.status, Status::Fail);
+            assert_eq!(j.status, Verdict::Fail);
             assert!(j.reasons[0].contains(word), "{:?}", j.reasons);
             let m = j.metrics.unwrap();
             assert!((m.cosine - 1.0).abs() < 1e-12, "finite pairs agree: {m:?}");
@@ -183,7 +176,7 @@ mod tests {
     #[test]
     fn inf_in_the_output_fails() {
         let j = gate(0.9).judge_tensor(&[2], &[f64::NEG_INFINITY, 1.0], tensor(&[2], &[1.0, 1.0]));
-        assert_eq!(j.status, Status::Fail);
+        assert_eq!(j.status, Verdict::Fail);
         assert!(
             j.reasons[0].contains("0 NaN / 1 Inf in the output"),
             "{:?}",
@@ -194,7 +187,7 @@ mod tests {
     #[test]
     fn a_shape_mismatch_fails_naming_both_shapes() {
         let j = gate(0.9).judge_tensor(&[2, 2], &[1.0; 4], tensor(&[4], &[1.0; 4]));
-        assert_eq!(j.status, Status::Fail);
+        assert_eq!(j.status, Verdict::Fail);
         assert!(j.metrics.is_none());
         assert!(
             j.reasons[0].contains("[2, 2]") && j.reasons[0].contains("[4]"),
@@ -206,7 +199,7 @@ mod tests {
     #[test]
     fn a_missing_reference_is_ungated_with_its_reason() {
         let j = gate(0.9).judge_tensor(&[1], &[1.0], Expected::Missing("no golden".into()));
-        assert_eq!(j.status, Status::Ungated);
+        assert_eq!(j.status, Verdict::Ungated);
         assert_eq!(j.reasons, vec!["no golden".to_string()]);
     }
 
@@ -222,13 +215,13 @@ mod tests {
         for k in [1e6, 1e-42, 1.01] {
             let y: Vec<f64> = g.iter().map(|v| v * k).collect();
             let j = gate(0.9999).judge_tensor(&[4], &y, tensor(&[4], &g));
-            assert_eq!(j.status, Status::Fail, "{k}");
+            assert_eq!(j.status, Verdict::Fail, "{k}");
             assert!(j.reasons[0].starts_with("scale:"), "{:?}", j.reasons);
         }
         let y: Vec<f64> = g.iter().map(|v| v * (1.0 + 5e-4)).collect();
         assert_eq!(
             gate(0.9999).judge_tensor(&[4], &y, tensor(&[4], &g)).status,
-            Status::Pass
+            Verdict::Pass
         );
     }
 
@@ -236,7 +229,7 @@ mod tests {
     fn tolerances_do_not_gate() {
         // Every element over tolerance, cosine and scale right: the tolerances do not gate.
         let j = gate(0.9999).judge_tensor(&[2], &[1.002, 1.997], tensor(&[2], &[1.0, 2.0]));
-        assert_eq!(j.status, Status::Pass);
+        assert_eq!(j.status, Verdict::Pass);
         assert_eq!(j.metrics.unwrap().over_tol, 2);
     }
 }

@@ -27,6 +27,23 @@ pub fn parity_markdown(r: &ParityReport) -> String {
 fn header(r: &ParityReport) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# Parity: `{}` on backend `{}`\n", r.model, r.backend);
+    let failed: Vec<&str> = r
+        .components
+        .iter()
+        .filter(|c| !c.pass)
+        .map(|c| c.component.as_str())
+        .collect();
+    let _ = write!(
+        md,
+        "**Verdict: {}**",
+        xtask_base::vocab::Verdict::of(r.pass).word()
+    );
+    match failed.is_empty() {
+        true => md.push_str("\n\n"),
+        false => {
+            let _ = writeln!(md, " · failed: {}\n", failed.join(", "));
+        }
+    }
     let _ = writeln!(md, "{}", r.versions.summary());
     if let Some(device) = &r.device {
         let _ = writeln!(md, "\nHTP: on a device over ssh. {device}");

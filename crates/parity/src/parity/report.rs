@@ -277,7 +277,7 @@ fn print_component_table(c: &ComponentResult) {
 mod tests {
     use super::*;
     use crate::parity::component::OutputResult;
-    use crate::parity::gate::{Gate, Verdict};
+    use crate::parity::gate::{Gate, Judgement};
     use xtask_base::vocab::BackendKind;
 
     /// A report of two components, one with NaN figures (a NaN cosine, an empty profile).
@@ -288,6 +288,7 @@ mod tests {
             atol: 1e-3,
             rtol: 1e-2,
             waiver: Some("fp16 rounding".into()),
+            source: "recipes/tiny/model.toml [[parity.override]]".into(),
         };
         let metrics = crate::parity::metrics::compare(&[1.0, 2.0], &[1.0, 2.5], 1e-3, 1e-2);
         let component = |name: &str, cosine: f64| ComponentResult {
@@ -311,7 +312,7 @@ mod tests {
                     ..metrics.clone()
                 },
                 max_abs_at: vec![1],
-                verdict: Verdict {
+                verdict: Judgement {
                     pass: cosine >= 0.999,
                     reasons: Vec::new(),
                 },

@@ -16,6 +16,11 @@ pub struct Gate {
     pub rtol: f64,
     /// The written reason of an override, when one applies.
     pub waiver: Option<String>,
+    /// Where the gate comes from, as reports print it: the recipe file and table
+    /// (`recipes/tiny/vision.toml [parity]`), an override with what it lowered, a precision's
+    /// default, the chain's `[host.gate]`. Empty in reports written before it existed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
 }
 
 fn unknown() -> f64 {

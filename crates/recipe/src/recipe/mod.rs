@@ -83,19 +83,28 @@ impl Component {
     /// The gate for one output on one backend: the most specific override wins. A quantized
     /// component on a QNN backend (its QDQ simulation, its quantized binary) is held to its
     /// precision's gate against the float golden instead (`[quantize.gates.<precision>]`, else
-    /// the measured default); the fp16 overrides do not apply to it.
+    /// the measured default); the fp16 overrides do not apply to it. Every command that judges
+    /// a component (`parity`, `run`, `build-ctx`, `package`, `verify`, the card) asks this one
+    /// function, and the gate says where it came from (`source`).
     pub fn gate(&self, model: &ModelFile, output: &str, backend: BackendKind) -> Gate {
+        let recipe = self.recipe_path.display();
         if let Some(q) = &self.file.quantize
             && q.precision.is_quantized()
             && backend.is_qnn()
         {
             let (min_cosine, max_norm_ratio_error) = q.gate(q.precision);
+            let p = q.precision;
+            let source = match q.gates.get(p.label()) {
+                Some(_) => format!("{recipe} [quantize.gates.{p}]"),
+                None => format!("the {p} default (docs/quantization.md)"),
+            };
             return Gate {
                 min_cosine,
                 max_norm_ratio_error,
                 atol: self.file.parity.atol,
                 rtol: self.file.parity.rtol,
                 waiver: None,
+                source,
             };
         }
         let all = self
@@ -103,21 +112,32 @@ impl Component {
             .parity
             .overrides
             .iter()
-            .chain(model.parity.overrides.iter());
-        let matching = all.filter(|o| {
+            .map(|o| (o, recipe.to_string()))
+            .chain(
+                model
+                    .parity
+                    .overrides
+                    .iter()
+                    .map(|o| (o, format!("recipes/{}/model.toml", model.model.name))),
+            );
+        let matching = all.filter(|(o, _)| {
             o.output.as_deref().is_none_or(|x| x == output)
                 && o.backend.as_deref().is_none_or(|x| x == backend.label())
         });
         let best = matching
-            .max_by_key(|o| u8::from(o.output.is_some()) * 2 + u8::from(o.backend.is_some()));
+            .max_by_key(|(o, _)| u8::from(o.output.is_some()) * 2 + u8::from(o.backend.is_some()));
         let scale = norm_ratio_bound(&self.file.parity.max_norm_ratio_error, backend);
         match best {
-            Some(o) => Gate {
+            Some((o, file)) => Gate {
                 min_cosine: o.min_cosine,
                 max_norm_ratio_error: o.max_norm_ratio_error.unwrap_or(scale),
                 atol: self.file.parity.atol,
                 rtol: self.file.parity.rtol,
                 waiver: Some(o.reason.clone()),
+                source: format!(
+                    "{file} [[parity.override]], lowered from {} to {}",
+                    self.file.parity.min_cosine, o.min_cosine
+                ),
             },
             None => Gate {
                 min_cosine: self.file.parity.min_cosine,
@@ -125,6 +145,7 @@ impl Component {
                 atol: self.file.parity.atol,
                 rtol: self.file.parity.rtol,
                 waiver: None,
+                source: format!("{recipe} [parity]"),
             },
         }
     }

@@ -157,6 +157,7 @@ impl ChainGate {
             atol: self.atol,
             rtol: self.rtol,
             waiver: None,
+            source: "model.toml [host.gate]".into(),
         }
     }
 
