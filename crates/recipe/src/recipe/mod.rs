@@ -96,7 +96,7 @@ impl Component {
             let p = q.precision;
             let source = match q.gates.get(p.label()) {
                 Some(_) => format!("{recipe} [quantize.gates.{p}]"),
-                None => format!("the {p} default (docs/quantization.md)"),
+                None => format!("the {p} default, docs/quantization.md"),
             };
             return Gate {
                 min_cosine,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -165,6 +166,35 @@ def encodings(qdq_model):
     return {"version": "0.6.1", "activation_encodings": act, "param_encodings": param}
 
 
+def unlinked_source(src, dst_dir):
+    """The float graph read from a private copy when one of its external-data files has other
+    hard links (a packaged bundle, a bisect's working copy link the project's files): the onnx
+    checker refuses such a file as a possible hardlink attack. None when every file has one
+    link (the graph is then read where it is)."""
+    import onnx
+
+    model = onnx.load(str(src), load_external_data=False)
+    locations = sorted({
+        e.value
+        for t in model.graph.initializer
+        if t.data_location == onnx.TensorProto.EXTERNAL
+        for e in t.external_data
+        if e.key == "location"
+    })
+    linked = [loc for loc in locations if os.stat(src.parent / loc).st_nlink > 1]
+    if not linked:
+        return None
+    print(f"quantize.py: {', '.join(linked)} has other hard links; the onnx checker refuses "
+          f"such a file, so the graph is read from a private copy in {dst_dir}", file=sys.stderr)
+    if dst_dir.exists():
+        shutil.rmtree(dst_dir)
+    dst_dir.mkdir(parents=True)
+    shutil.copyfile(src, dst_dir / src.name)
+    for loc in locations:
+        shutil.copyfile(src.parent / loc, dst_dir / loc)
+    return dst_dir / src.name
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--onnx", required=True)
@@ -187,6 +217,10 @@ def main():
     src = Path(args.onnx)
     if not src.is_file():
         bad_input(f"{src} does not exist")
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    private = unlinked_source(src, out_dir / f"{args.stem}.float")
+    src = private or src
     files = json.loads(Path(args.samples).read_text())
     if not files:
         bad_input("no calibration samples")
@@ -226,6 +260,8 @@ def main():
     for left in (pre, out / f"{args.stem}.pre.onnx.data"):
         if left.exists():
             left.unlink()
+    if private is not None:
+        shutil.rmtree(private.parent)
     qdq_model = onnx.load(str(qdq), load_external_data=True)
     enc = encodings(qdq_model)
     (out / f"{args.stem}.encodings.json").write_text(json.dumps(enc, indent=1, sort_keys=True))
