@@ -176,9 +176,17 @@ fn waivers(model: &Model, comp: &Component) -> Vec<super::info::Waiver> {
         for b in BackendKind::ALL {
             let gate = comp.gate(&model.file, name, b);
             if let Some(reason) = gate.waiver {
+                // What the gate was lowered from: a quantized component's precision default on
+                // the QNN backends, else the recipe's `[parity] min_cosine`.
+                let from = match &comp.file.quantize {
+                    Some(q) if q.precision.is_quantized() && b.is_qnn() => {
+                        xtask_recipe::recipe::quantize::default_gate(q.precision).0
+                    }
+                    _ => comp.file.parity.min_cosine,
+                };
                 let w = super::info::Waiver {
                     output: name.clone(),
-                    from: comp.file.parity.min_cosine,
+                    from,
                     to: gate.min_cosine,
                     reason,
                 };

@@ -296,6 +296,11 @@ impl RunReport {
         )
     }
 
+    /// The report written under `stem` in `dir` (`run-htp-iters1-warmup0`, a quick run's).
+    pub fn read_stem(dir: &Path, stem: &str) -> Result<RunReport> {
+        xtask_base::record::read(&dir.join(format!("{stem}.json")), "cargo xtask run")
+    }
+
     /// The report of `backend` on a board in `dir` (`run-<backend>-device.json`).
     pub fn read_on_device(
         dir: &Path,

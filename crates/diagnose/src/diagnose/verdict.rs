@@ -102,7 +102,13 @@ fn judge_qdq(
             kind: VerdictKind::OneCulprit,
             sentence: format!(
                 "one culprit: quantization loses most at {} `{}` (it multiplies its inputs' error by {:.3e}, the next operator by {second:.3e}; its output rel-L2 {:.1e}): keep that node in float with `exclude = [\"{}\"]` in the recipe's [quantize] (`[\"{}\"]` would keep every {} in float), then rebuild",
-                top.op_type, top.node, top.introduced, top.rel_l2_err, top.node, top.op_type, top.op_type
+                top.op_type,
+                top.node,
+                top.introduced,
+                top.rel_l2_err,
+                top.node,
+                top.op_type,
+                top.op_type
             ),
             next: rebuild,
         },

@@ -94,7 +94,11 @@ impl Component {
         {
             let (min_cosine, max_norm_ratio_error) = q.gate(q.precision);
             let p = q.precision;
+            let (default_cosine, _) = quantize::default_gate(p);
             let source = match q.gates.get(p.label()) {
+                Some(_) if min_cosine < default_cosine => format!(
+                    "{recipe} [quantize.gates.{p}], lowered from {default_cosine} to {min_cosine}"
+                ),
                 Some(_) => format!("{recipe} [quantize.gates.{p}]"),
                 None => format!("the {p} default, docs/quantization.md"),
             };
@@ -103,7 +107,7 @@ impl Component {
                 max_norm_ratio_error,
                 atol: self.file.parity.atol,
                 rtol: self.file.parity.rtol,
-                waiver: None,
+                waiver: q.gate_reason(p),
                 source,
             };
         }

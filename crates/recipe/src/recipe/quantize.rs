@@ -84,13 +84,17 @@ impl<'de> Deserialize<'de> for CalibrationSource {
 }
 
 /// The gate a quantized component is held to against the float golden.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PrecisionGate {
     #[serde(default)]
     pub min_cosine: Option<f64>,
     #[serde(default)]
     pub max_norm_ratio_error: Option<f64>,
+    /// Why the gate is looser than the precision's default (required then: a few words, with
+    /// what was measured), shown beside the gate in every report and the card.
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// The `[quantize]` table.
@@ -161,6 +165,13 @@ pub fn default_gate(precision: Precision) -> (f64, f64) {
 
 impl QuantizeSection {
     /// The (min cosine, max norm-ratio error) the component is held to at `precision`.
+    /// The written reason of a gate looser than the precision's default.
+    pub fn gate_reason(&self, precision: Precision) -> Option<String> {
+        self.gates
+            .get(precision.label())
+            .and_then(|g| g.reason.clone())
+    }
+
     pub fn gate(&self, precision: Precision) -> (f64, f64) {
         let (cos, ratio) = default_gate(precision);
         match self.gates.get(precision.label()) {
@@ -217,6 +228,23 @@ pub fn check_quantize(root: &Path, path: &Path, text: &str, q: &QuantizeSection)
         }
         if let Some(r) = gate.max_norm_ratio_error {
             check_relative(&at(path, text, &table, "max_norm_ratio_error", 0), r)?;
+        }
+        // A gate looser than the precision's default is a decision someone must state.
+        if let Ok(p) = name.parse::<Precision>() {
+            let (cos, ratio) = default_gate(p);
+            let looser = gate.min_cosine.is_some_and(|c| c < cos)
+                || gate.max_norm_ratio_error.is_some_and(|r| r > ratio);
+            let stated = gate
+                .reason
+                .as_deref()
+                .is_some_and(super::validate::is_a_reason);
+            if looser && !stated {
+                bail!(
+                    "{}: [{table}] is looser than the {p} default (cosine ≥ {cos}, scale ≤ {ratio}): write `reason = \"…\"`, a few words saying why, with what was measured (got {:?})",
+                    at_entry(path, text, "quantize.gates", name),
+                    gate.reason.as_deref().unwrap_or("")
+                );
+            }
         }
     }
     Ok(())

@@ -9,6 +9,7 @@ mod chain;
 mod hash;
 mod parity_engine;
 mod quantize;
+mod real_size;
 mod repro;
 
 use std::path::{Path, PathBuf};
@@ -50,6 +51,15 @@ enum Which {
     /// seconds, cosine against the float golden, and their ratios.
     #[command(after_help = "Examples:\n  cargo xtask bench quantize")]
     Quantize(quantize::BenchQuantize),
+    /// The whole path at the bundle's real size in one command, measured stage by stage:
+    /// generate (or reuse) the model, build every component, HTP parity, the chain on the HTP,
+    /// package and verify; a summary (JSON and Markdown) with wall and CPU seconds, peak RSS,
+    /// bytes on disk, every cosine and the actions' error against its gate (hours on 2 cores).
+    #[command(
+        name = "real-size",
+        after_help = "Examples:\n  cargo xtask bench real-size --dry-run\n  cargo xtask bench real-size --precision w8a16\n  cargo xtask bench real-size --precision mixed --sessions one-at-a-time --out /data/realsize"
+    )]
+    RealSize(real_size::BenchRealSize),
     /// (internal) one timed parity-engine pass, printed as JSON for `bench parity`.
     #[command(hide = true)]
     ParityEngineOnce(parity_engine::ParityEngineOnce),
@@ -65,6 +75,7 @@ impl Bench {
             Which::Hash(b) => b.run(ctx),
             Which::Repro(b) => b.run(ctx),
             Which::Quantize(b) => b.run(ctx),
+            Which::RealSize(b) => b.run(ctx),
             Which::ParityEngineOnce(b) => b.run(ctx),
         }
     }
