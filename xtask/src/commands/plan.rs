@@ -41,6 +41,11 @@ pub struct Plan {
     /// Free disk of the larger runner, GB.
     #[arg(long, default_value_t = 600.0)]
     large_runner_disk_gb: f64,
+    /// The chain job instead (the whole chain on the HTP, after every component's build):
+    /// its runner, timeout and estimate, from `[chain_estimate]` in model.toml (measured by
+    /// `bench real-size`) or the components' measured figures.
+    #[arg(long)]
+    chain: bool,
 }
 
 /// Bytes of a component's inputs and where the figure comes from.
@@ -71,6 +76,9 @@ impl Plan {
         } else {
             self.soc.clone()
         };
+        if self.chain {
+            return self.chain_plan(ctx, &sel.model, manifest.as_ref(), &runners);
+        }
         let mut include = Vec::new();
         for soc in &socs {
             let soc = parse_soc(soc)?;
@@ -89,6 +97,60 @@ impl Plan {
             xtask_base::outln!("{matrix}");
         } else {
             print_commands(&include);
+        }
+        Ok(Outcome::Success)
+    }
+
+    /// `--chain`: the chain job's runner, timeout and estimate (JSON with `--json`).
+    fn chain_plan(
+        &self,
+        ctx: &Ctx,
+        model: &Model,
+        manifest: Option<&xtask_bundle::manifest::Manifest>,
+        runners: &sizing::Runners,
+    ) -> Result<Outcome> {
+        let host = model.file.host.as_ref();
+        let steps = host.map_or(1, |h| h.timesteps.len() as u32);
+        let mut parts = Vec::new();
+        for comp in &model.components {
+            let calls = match host {
+                Some(h) if h.action_step == comp.name() => steps,
+                _ => 1,
+            };
+            let bytes = input_bytes(&ctx.root, model, comp, manifest)?.map(|b| b.total);
+            parts.push((
+                model.file.estimate.get(comp.name()),
+                comp.precision(),
+                calls,
+                bytes,
+            ));
+        }
+        let est = sizing::chain_estimate(model.file.chain_estimate.as_ref(), &parts);
+        let choice = runners.choose(&est);
+        let plan = ChainPlan {
+            model: model.file.model.name.clone(),
+            run: format!(
+                "cargo xtask run --backend htp --iters 1 --warmup 0 --model {}",
+                model.file.model.name
+            ),
+            runner: choice.label,
+            timeout_minutes: est.timeout_minutes(),
+            estimate: est.shown(),
+            blocker: choice.blocker.unwrap_or_default(),
+        };
+        if self.json {
+            xtask_base::outln!("{}", serde_json::to_string(&plan)?);
+        } else {
+            xtask_base::outln!(
+                "{}   # the chain job: runner {}, timeout {} min{}",
+                plan.run,
+                plan.runner,
+                plan.timeout_minutes,
+                match plan.blocker.as_str() {
+                    "" => String::new(),
+                    b => format!(" — BLOCKED: {b}"),
+                }
+            );
         }
         Ok(Outcome::Success)
     }
@@ -195,6 +257,17 @@ struct PlanEntry {
     #[serde(serialize_with = "bytes_or_unknown")]
     input_bytes: Option<u64>,
     input_bytes_source: String,
+    estimate: sizing::ShownEstimate,
+    runner: String,
+    timeout_minutes: u32,
+    blocker: String,
+}
+
+/// The chain job (`plan --chain --json`): the workflow's `chain` job reads these fields.
+#[derive(Debug, Clone, serde::Serialize)]
+struct ChainPlan {
+    model: String,
+    run: String,
     estimate: sizing::ShownEstimate,
     runner: String,
     timeout_minutes: u32,

@@ -357,3 +357,85 @@ fn without_expressions(script: &str) -> String {
     out.push_str(rest);
     out
 }
+
+/// The chain job: after every component's build and before the bundle is gathered, the whole
+/// chain runs once on the HTP with every downloaded binary, on the runner `plan --chain` sizes
+/// (its fields exist, for tiny and for the real model), and the gather job packages with its
+/// report (package refuses a bundle whose chain never ran on its binaries).
+#[test]
+fn the_chain_job_runs_the_whole_chain_before_the_bundle_is_packaged() {
+    let text =
+        std::fs::read_to_string(common::repo_root().join(".github/workflows/regenerate.yml"))
+            .unwrap();
+    let yaml: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let jobs = &yaml["jobs"];
+    let chain = &jobs["chain"];
+    let needs: Vec<&str> = chain["needs"]
+        .as_sequence()
+        .expect("a chain job that needs others")
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    assert!(
+        needs.contains(&"build") && needs.contains(&"plan"),
+        "{needs:?}"
+    );
+    assert_eq!(
+        chain["runs-on"].as_str(),
+        Some("${{ needs.plan.outputs.chain_runner }}")
+    );
+    let runs: Vec<&str> = chain["steps"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["run"].as_str())
+        .collect();
+    let order = |needle: &str| runs.iter().position(|r| r.contains(needle));
+    let fresh = order("--require-fresh").expect("the binaries checked fresh");
+    let run = order("run --backend htp --iters 1 --warmup 0").expect("the chain run");
+    assert!(fresh < run);
+    assert!(text.contains("name: chain-reports-${{ env.MODEL }}"));
+    let gather = &jobs["gather"];
+    let gather_needs: Vec<&str> = gather["needs"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    assert!(gather_needs.contains(&"chain"), "{gather_needs:?}");
+    let steps = gather["steps"].as_sequence().unwrap();
+    let pos = |f: &dyn Fn(&serde_yaml::Value) -> bool| steps.iter().position(f).unwrap();
+    let download = pos(&|s| {
+        s["with"]["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("chain-reports-"))
+    });
+    let package = pos(&|s| {
+        s["run"]
+            .as_str()
+            .is_some_and(|r| r.contains("xtask package"))
+    });
+    assert!(
+        download < package,
+        "the chain report must be there before package"
+    );
+
+    for model in ["tiny", "molmoact2-libero-lp-vtp-sd"] {
+        let p = Scratch::tiny();
+        let out = p.run(&["plan", "--chain", "--json", "--model", model]);
+        out.assert_code(0);
+        let plan: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+        assert!(
+            plan["runner"].as_str().is_some_and(|r| !r.is_empty()),
+            "{plan}"
+        );
+        assert!(
+            plan["timeout_minutes"]
+                .as_u64()
+                .is_some_and(|t| (1..=360).contains(&t)),
+            "{plan}"
+        );
+        assert!(plan["blocker"].is_string(), "{plan}");
+        assert_eq!(plan["estimate"]["kind"], "estimate");
+    }
+}

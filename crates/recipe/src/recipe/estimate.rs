@@ -56,3 +56,21 @@ pub struct MeasuredAtRealSize {
     /// The machine and command (printed with the estimate).
     pub basis: String,
 }
+
+/// `[chain_estimate]` of `model.toml`: the whole chain's run on the HTP (`run --backend htp
+/// --iters 1 --warmup 0`) as `cargo xtask bench real-size` measured it, which sizes the
+/// regeneration workflow's chain job (`plan --chain`).
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainEstimate {
+    /// The precision the chain was measured at (`w8a16`, `mixed`).
+    pub precision: String,
+    /// Peak RSS of the chain run's process tree, MB.
+    pub peak_rss_mb: f64,
+    /// Wall seconds of the chain run.
+    pub wall_s: f64,
+    /// Bytes on disk the chain job holds: the inputs it fetches and the binaries.
+    pub disk_bytes: u64,
+    /// The machine, the command and the date (printed with the estimate).
+    pub basis: String,
+}

@@ -25,7 +25,7 @@ pub mod gate;
 pub mod quantize;
 pub mod tensor_names;
 pub use contract::{check_golden, check_graph_contract, check_rewrites_match};
-pub use estimate::{ComponentEstimate, MeasuredAtRealSize};
+pub use estimate::{ChainEstimate, ComponentEstimate, MeasuredAtRealSize};
 pub use gate::Gate;
 pub use host::{DenormSection, DimMode};
 pub use load::{known_models, load_model, missing_files, parse_toml};

@@ -28,6 +28,9 @@ pub struct ModelFile {
     /// Per component (by name), what its CI job's duration is estimated from (`plan --json`).
     #[serde(default)]
     pub estimate: BTreeMap<String, ComponentEstimate>,
+    /// The whole chain on the HTP as measured at the real size (`plan --chain`).
+    #[serde(default)]
+    pub chain_estimate: Option<super::estimate::ChainEstimate>,
 }
 
 /// What `cargo xtask package` puts in the bundle besides the context binaries.

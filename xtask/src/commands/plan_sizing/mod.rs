@@ -166,6 +166,70 @@ fn float_estimate(
     }
 }
 
+/// The chain job of the regeneration workflow (`plan --chain`): the measured `[chain_estimate]`
+/// of model.toml (from `bench real-size`) when there is one: its peak RSS × 1.25, its disk,
+/// 20 min setup + its wall time; else the components' measured HTP parity seconds summed (each
+/// component runs once per chain, the action step once per Euler step: an upper bound, as a
+/// parity run also loads its binary), memory 2 GB + 2 × the binaries' bytes (resident, an
+/// assumption) and disk 2 GB + the inputs + the binaries.
+pub fn chain_estimate(
+    measured: Option<&xtask_recipe::recipe::ChainEstimate>,
+    components: &[(
+        Option<&ComponentEstimate>,
+        xtask_base::vocab::Precision,
+        u32,
+        Option<u64>,
+    )],
+) -> Estimate {
+    if let Some(m) = measured {
+        return Estimate {
+            memory_gb: Some(m.peak_rss_mb / 1024.0 * 1.25),
+            disk_gb: Some(m.disk_bytes as f64 / GB),
+            minutes: Some(SETUP_MINUTES + m.wall_s / 60.0),
+            minutes_partial: false,
+            basis: vec![format!(
+                "measured at the real size ({}): peak RSS {:.1} GB × 1.25, {:.1} GB on disk, {SETUP_MINUTES} min setup (assumed) + {:.0} min ({})",
+                m.precision,
+                m.peak_rss_mb / 1024.0,
+                m.disk_bytes as f64 / GB,
+                m.wall_s / 60.0,
+                m.basis
+            )],
+        };
+    }
+    let mut seconds = 0.0;
+    let mut binaries = 0u64;
+    let mut inputs = 0u64;
+    let mut partial = false;
+    let mut basis = Vec::new();
+    for (est, precision, calls, input_bytes) in components {
+        let m = est.and_then(|e| e.quantized.get(precision).or(e.measured.as_ref()));
+        match m.and_then(|m| m.htp_parity_s.map(|s| (s, m.binary_bytes))) {
+            Some((s, b)) => {
+                seconds += s * *calls as f64;
+                binaries += b;
+            }
+            None => partial = true,
+        }
+        inputs += input_bytes.unwrap_or(0);
+    }
+    if partial {
+        basis.push("a component's HTP parity was not measured at the real size: the duration is a lower bound".into());
+    }
+    basis.push(format!(
+        "duration ≈ {SETUP_MINUTES} min setup (assumed) + the components' measured HTP parity seconds, once per call of a chain ({:.0} min: an upper bound of the calls, each parity run also loads its binary)",
+        seconds / 60.0
+    ));
+    basis.push("memory ≈ 2 GB + 2 × the binaries' bytes (every session resident; factor assumed, not measured)".into());
+    Estimate {
+        memory_gb: Some(2.0 + 2.0 * binaries as f64 / GB),
+        disk_gb: Some(2.0 + (inputs + binaries) as f64 / GB),
+        minutes: Some(SETUP_MINUTES + seconds / 60.0),
+        minutes_partial: partial,
+        basis,
+    }
+}
+
 impl Estimate {
     /// 1.5 × the estimate + 10 min, capped at GitHub's 6 h; 6 h when unknown or a lower bound.
     pub fn timeout_minutes(&self) -> u32 {
