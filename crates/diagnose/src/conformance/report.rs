@@ -294,7 +294,7 @@ mod tests {
     use super::*;
 
     fn committed_dir() -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../reports/tiny")
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../reports/tiny")
     }
 
     /// The committed report (written before reports carried a schema number: read as schema 0).

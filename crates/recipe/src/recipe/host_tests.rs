@@ -178,7 +178,8 @@ fn python_strings(source: &str, name: &str) -> Vec<String> {
 /// recipes' `[host.trace_keys]` from its mirror of them, so the two must stay equal.
 #[test]
 fn the_generator_mirrors_the_host_trace_keys() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tinygen/host_keys.py");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../xtask/scripts/tinygen/host_keys.py");
     let source = std::fs::read_to_string(&path).unwrap();
     assert_eq!(
         python_strings(&source, "HOST_INPUT_KEYS"),
