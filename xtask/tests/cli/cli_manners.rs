@@ -215,7 +215,7 @@ fn lint_deny_fails_ci_on_findings_and_edge_cases_need_v() {
     let p = Scratch::tiny();
     std::fs::create_dir_all(p.path("reports/tiny")).unwrap();
     std::fs::copy(
-        crate::common::repo_root().join("reports/tiny/conformance.json"),
+        crate::common::committed().join("reports/tiny/conformance.json"),
         p.path("reports/tiny/conformance.json"),
     )
     .unwrap();

@@ -243,7 +243,7 @@ fn a_tag_names_its_model_and_the_hub_token_stays_in_the_hub_steps() {
         let out_file = tempfile::NamedTempFile::new().unwrap();
         let out = std::process::Command::new("bash")
             .args(["-e", "-c", script])
-            .current_dir(common::repo_root())
+            .current_dir(common::committed())
             .env("GITHUB_REF_TYPE", ref_type)
             .env("GITHUB_REF_NAME", ref_name)
             .env("INPUT_MODEL", input)

@@ -41,13 +41,12 @@ pub(super) fn project() -> &'static Path {
     PROJECT.get_or_init(|| {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("device_ssh_cli/project");
         let _ = std::fs::remove_dir_all(&dir);
-        let repo = repo_root();
         for rel in ["recipes", "onnx/tiny", "golden/tiny"] {
-            copy_tree(&repo.join(rel), &dir.join(rel));
+            copy_tree(&common::committed().join(rel), &dir.join(rel));
         }
         std::fs::create_dir_all(dir.join("target")).unwrap();
         std::os::unix::fs::symlink(
-            repo.join("target/qnn-runtime"),
+            repo_root().join("target/qnn-runtime"),
             dir.join("target/qnn-runtime"),
         )
         .unwrap();
