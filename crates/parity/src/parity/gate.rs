@@ -138,6 +138,7 @@ mod tests {
             atol: 1e-4,
             rtol: 1e-3,
             waiver: None,
+            replaced_min_cosine: None,
         }
     }
 

@@ -96,6 +96,7 @@ impl Component {
                 atol: self.file.parity.atol,
                 rtol: self.file.parity.rtol,
                 waiver: None,
+                replaced_min_cosine: None,
             };
         }
         let all = self
@@ -118,6 +119,7 @@ impl Component {
                 atol: self.file.parity.atol,
                 rtol: self.file.parity.rtol,
                 waiver: Some(o.reason.clone()),
+                replaced_min_cosine: Some(self.file.parity.min_cosine),
             },
             None => Gate {
                 min_cosine: self.file.parity.min_cosine,
@@ -125,6 +127,7 @@ impl Component {
                 atol: self.file.parity.atol,
                 rtol: self.file.parity.rtol,
                 waiver: None,
+                replaced_min_cosine: None,
             },
         }
     }
@@ -181,5 +184,16 @@ fp16 = true
             DEFAULT_MIN_COSINE
         );
         assert!(comp.gate(&model, "y", BackendKind::Cpu).waiver.is_none());
+        // Reports say what the override did to the recipe's gate, not that it was "waived".
+        assert_eq!(
+            comp.gate(&model, "y", BackendKind::Htp)
+                .override_words()
+                .as_deref(),
+            Some(format!("gate lowered from {DEFAULT_MIN_COSINE} to 0.99").as_str())
+        );
+        assert_eq!(
+            comp.gate(&model, "y", BackendKind::Cpu).override_words(),
+            None
+        );
     }
 }

@@ -157,6 +157,7 @@ impl ChainGate {
             atol: self.atol,
             rtol: self.rtol,
             waiver: None,
+            replaced_min_cosine: None,
         }
     }
 
