@@ -99,8 +99,7 @@ impl OpenSsh {
     fn server(&self, d: &Path, config: &Path) -> Command {
         let mut cmd = Command::new(&self.sshd);
         cmd.args(["-D", "-e", "-f"]).arg(config);
-        if unsafe { libc::geteuid() } == 0 && unsafe { libc::getpwnam(c"sshd".as_ptr()) }.is_null()
-        {
+        if lends_privsep_user() {
             let passwd = d.join("passwd");
             let mut text = std::fs::read_to_string("/etc/passwd").unwrap();
             text.push_str(
@@ -138,6 +137,11 @@ impl OpenSsh {
         }
         cmd
     }
+}
+
+/// Whether the server runs in a mount namespace that lends it the user `sshd` (root, none here).
+fn lends_privsep_user() -> bool {
+    unsafe { libc::geteuid() == 0 && libc::getpwnam(c"sshd".as_ptr()).is_null() }
 }
 
 /// `tool`'s path when it is on `PATH`.
@@ -252,7 +256,16 @@ impl Server {
             .server(d, &d.join("sshd_config"))
             .arg("-t")
             .output()
-            .unwrap_or_else(|e| panic!("cannot start sshd ({}): {e}", openssh.origin));
+            .unwrap_or_else(|e| {
+                let how = if lends_privsep_user() {
+                    " in a private mount namespace, which root without the privilege-separation \
+                     user `sshd` needs (run the tests as another user, or add it: useradd \
+                     --system sshd)"
+                } else {
+                    ""
+                };
+                panic!("cannot start sshd ({}){how}: {e}", openssh.origin)
+            });
         assert!(
             check.status.success(),
             "sshd ({}) cannot run here: {}",
