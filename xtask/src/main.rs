@@ -111,7 +111,7 @@ enum Command {
         after_help = "Examples:\n  cargo xtask conformance\n  cargo xtask conformance --model mine --backend cpu"
     )]
     Conformance(commands::conformance::Conformance),
-    /// Warn about graph operators the conformance report finds deviating (never fails).
+    /// Warn about graph operators the conformance report finds deviating (exit 0; --deny: 1).
     #[command(after_help = "Examples:\n  cargo xtask lint\n  cargo xtask lint --deny")]
     Lint(commands::lint::Lint),
     /// Benchmarks with ratios against a baseline of the same run: build, chain, parity.

@@ -58,8 +58,10 @@ pub fn lock_build_dir(dir: &Path) -> Result<std::fs::File> {
     xtask_base::atomic::lock_file(&dir.join(".build.lock"), "build-ctx")
 }
 
-/// Runs the plans on `jobs` workers, longest component first; each component's steps run in
-/// order, failures stop only that component. Results come back in the plans' order.
+/// Runs the plans on `jobs` workers: one worker runs them in the plans' (pipeline) order,
+/// several start the longest component first (where the order shortens the build); each
+/// component's steps run in order, failures stop only that component. Results come back in
+/// the plans' order.
 pub fn execute_plans(
     env: &BuildEnv<'_>,
     comps: &[&Component],
@@ -78,7 +80,11 @@ pub fn execute_plans(
             )
         })
         .collect();
-    let order = schedule::longest_first(&lengths);
+    let order = if jobs > 1 {
+        schedule::longest_first(&lengths)
+    } else {
+        (0..plans.len()).collect()
+    };
     let queue = Mutex::new(order.into_iter().collect::<VecDeque<_>>());
     let results = Mutex::new(BTreeMap::new());
     std::thread::scope(|scope| {

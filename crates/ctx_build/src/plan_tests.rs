@@ -5,8 +5,9 @@ use crate::fingerprint::{DirtyReason, freshness};
 use crate::toolchain::{Rendered, Toolchain};
 
 fn tiny() -> Model {
-    let root = &Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    xtask_recipe::recipe::load_model(root, "tiny").unwrap()
+    // crates/ctx_build → the workspace root.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    xtask_recipe::recipe::load_model(&root, "tiny").unwrap()
 }
 
 fn used(toolchain: &str) -> crate::facts::ToolchainUsed {

@@ -4,7 +4,8 @@
 //! - **Longest first.** The HTP compile is single-threaded and a component's steps run in
 //!   order, so `--jobs 2` is only as fast as its longest component allows. Starting the
 //!   longest one first (by the seconds its steps took last time, else by ONNX bytes) keeps a
-//!   long compile from starting last beside an idle core.
+//!   long compile from starting last beside an idle core. With one job the order cannot
+//!   shorten the build, so the components run in pipeline order.
 //! - **Memory.** Every step reserves its estimated resident memory before it starts and
 //!   waits while the reservations of the steps running beside it would exceed the budget
 //!   (`--max-memory`, default: `MemAvailable` of `/proc/meminfo` when the build starts). A

@@ -53,6 +53,16 @@ fn build_ctx_cold_noop_weight_change_htp_parity_and_failing_gate() {
     // Cold build: 7 DLCs, 7 binaries, 7 wrappers, the report, CPU cosines >= 0.9999.
     let run = p.run(&["build-ctx", "--soc", "77", "--model", "tiny"]);
     run.assert_code(0);
+    // With one job the components run, and their lines come, in pipeline order (the recipe's
+    // `[model] components`), not in the order `--jobs 2` would start them (largest first).
+    let mut order: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| COMPONENTS.contains(w))
+        .collect();
+    order.dedup();
+    assert_eq!(order, COMPONENTS, "{}", run.all());
     for c in COMPONENTS {
         for f in [
             format!("{c}.dlc"),

@@ -215,7 +215,7 @@ fn lint_deny_fails_ci_on_findings_and_edge_cases_need_v() {
     let p = Scratch::tiny();
     std::fs::create_dir_all(p.path("reports/tiny")).unwrap();
     std::fs::copy(
-        crate::common::repo_root().join("reports/tiny/conformance.json"),
+        crate::common::committed().join("reports/tiny/conformance.json"),
         p.path("reports/tiny/conformance.json"),
     )
     .unwrap();
@@ -237,4 +237,18 @@ fn lint_deny_fails_ci_on_findings_and_edge_cases_need_v() {
     denied.assert_code(1);
     p.run(&["lint", "--report", empty.to_str().unwrap()])
         .assert_code(0);
+    // The help says what the exit codes just were: 0 without --deny, 1 with it.
+    for help in [
+        crate::common::help(&["lint"]),
+        crate::common::help::<&str>(&[]),
+    ] {
+        let line = help
+            .lines()
+            .find(|l| l.contains("conformance report finds deviating"))
+            .unwrap_or_else(|| panic!("{help}"));
+        assert!(
+            !line.contains("never fails") && line.contains("--deny: 1"),
+            "{line}"
+        );
+    }
 }

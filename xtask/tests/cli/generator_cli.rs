@@ -38,9 +38,8 @@ fn check(root: &Path) -> Run {
 /// A scratch project holding every committed file of both generated models.
 fn committed_models() -> Scratch {
     let s = Scratch::offline();
-    let repo = repo_root();
     for rel in ["onnx/tiny-uneven", "golden/tiny-uneven"] {
-        copy_tree(&repo.join(rel), &s.path(rel));
+        copy_tree(&crate::common::committed().join(rel), &s.path(rel));
     }
     s
 }

@@ -8,6 +8,7 @@ mod build_record_cli;
 mod bundle_facts_cli;
 mod bundle_hardening_cli;
 mod cli_manners;
+mod committed_tree_cli;
 #[allow(dead_code)]
 mod common;
 mod conformance_cli;

@@ -243,7 +243,7 @@ fn a_tag_names_its_model_and_the_hub_token_stays_in_the_hub_steps() {
         let out_file = tempfile::NamedTempFile::new().unwrap();
         let out = std::process::Command::new("bash")
             .args(["-e", "-c", script])
-            .current_dir(common::repo_root())
+            .current_dir(common::committed())
             .env("GITHUB_REF_TYPE", ref_type)
             .env("GITHUB_REF_NAME", ref_name)
             .env("INPUT_MODEL", input)
@@ -299,8 +299,8 @@ fn a_tag_names_its_model_and_the_hub_token_stays_in_the_hub_steps() {
 
 /// Every `run:` script of every workflow passes shellcheck the way actionlint runs it on a
 /// step: each `${{ … }}` expression replaced by underscores of the same length, the script
-/// checked as bash (GitHub's shell on Linux runners). `.ci/run` installs shellcheck when it is
-/// missing; without it this test fails rather than passing unchecked.
+/// checked as bash (GitHub's shell on Linux runners), by the pinned shellcheck the tests fetch
+/// into `target/test-tools/` (`common::shellcheck`), whatever the machine has.
 #[test]
 fn every_workflow_script_is_clean_under_shellcheck() {
     let dir = common::repo_root().join(".github/workflows");
@@ -323,11 +323,11 @@ fn every_workflow_script_is_clean_under_shellcheck() {
                     format!("#!/bin/bash\n{}", without_expressions(script)),
                 )
                 .unwrap();
-                let out = std::process::Command::new("shellcheck")
+                let out = std::process::Command::new(common::shellcheck())
                     .args(["--shell=bash", "--format=gcc"])
                     .arg(&file)
                     .output()
-                    .expect("shellcheck is not installed: `.ci/run` installs it (apt-get install shellcheck)");
+                    .unwrap();
                 assert!(
                     out.status.success(),
                     "{} job {job:?} step {i} ({:?}):\n{}",

@@ -56,3 +56,27 @@ fn clippy_finds_nothing() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `.ci/run` and the scripts that fetch the tests' own tools pass shellcheck (the pinned one).
+#[test]
+fn the_ci_and_test_tool_scripts_pass_shellcheck() {
+    let root = repo_root();
+    let mut scripts = vec![root.join(".ci/run")];
+    for entry in std::fs::read_dir(root.join("xtask/tests/tools")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "sh") {
+            scripts.push(path);
+        }
+    }
+    assert!(scripts.len() >= 3, "{scripts:?}");
+    let out = Command::new(super::common::shellcheck())
+        .args(["--shell=bash", "--format=gcc"])
+        .args(&scripts)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "shellcheck:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -131,6 +131,7 @@ mod tests {
             rtol: 1e-3,
             waiver: None,
             source: String::new(),
+            replaced_min_cosine: None,
         }
     }
 

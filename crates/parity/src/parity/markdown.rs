@@ -1,7 +1,7 @@
 //! The parity report as Markdown (`parity-<backend>.md`, the model card's table): a header
 //! saying what produced the figures, the per-component summary, every output's figures, then
-//! the sections a report has only when they apply (waivers, rewritten graphs, profiled times)
-//! and the input hashes.
+//! the sections a report has only when they apply (gate overrides, rewritten graphs, profiled
+//! times) and the input hashes.
 
 use std::fmt::Write as _;
 
@@ -15,7 +15,7 @@ pub fn parity_markdown(r: &ParityReport) -> String {
     md.push_str(&summary_table(r));
     md.push_str("\n## Details\n\n");
     md.push_str(&details_table(r));
-    md.push_str(&section("Waivers", &waiver_lines(r)));
+    md.push_str(&section("Gate overrides", &override_lines(r)));
     md.push_str(&section("Rewritten graphs", &rewritten_lines(r)));
     md.push_str(&latency_section(r));
     md.push_str(&inputs_section(r));
@@ -138,18 +138,18 @@ fn section(title: &str, lines: &[String]) -> String {
     format!("\n## {title}\n\n{}\n", lines.join("\n"))
 }
 
-/// Each output judged by a waived gate, with the recipe's written reason.
-fn waiver_lines(r: &ParityReport) -> Vec<String> {
+/// Each output whose gate an override set: what it did, with the recipe's written reason.
+fn override_lines(r: &ParityReport) -> Vec<String> {
     r.components
         .iter()
         .flat_map(|c| {
             c.outputs.iter().filter_map(move |o| {
-                o.gate.waiver.as_ref().map(|w| {
-                    format!(
-                        "- `{}` {} (gate {}): {w}",
-                        c.component, o.name, o.gate.min_cosine
-                    )
-                })
+                let words = o.gate.override_words()?;
+                let reason = o.gate.waiver.as_ref()?;
+                Some(format!(
+                    "- `{}` {}: {words} (reason: {reason})",
+                    c.component, o.name
+                ))
             })
         })
         .collect()

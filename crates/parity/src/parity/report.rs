@@ -184,22 +184,23 @@ impl ParityReport {
 /// The terminal table for one component.
 pub fn print_component(c: &ComponentResult) {
     print_component_table(c);
-    let mut waivers: Vec<(String, f64, &str)> = Vec::new();
+    // Outputs whose gate an override set, grouped by what it did and why.
+    let mut overridden: Vec<(String, String, &str)> = Vec::new();
     for o in &c.outputs {
-        if let Some(w) = &o.gate.waiver {
-            match waivers
+        if let (Some(words), Some(reason)) = (o.gate.override_words(), &o.gate.waiver) {
+            match overridden
                 .iter_mut()
-                .find(|(_, g, text)| *text == w.as_str() && *g == o.gate.min_cosine)
+                .find(|(_, w, r)| *r == reason.as_str() && *w == words)
             {
                 Some(entry) => entry.0.push_str(&format!(", {}", o.name)),
-                None => waivers.push((o.name.clone(), o.gate.min_cosine, w)),
+                None => overridden.push((o.name.clone(), words, reason)),
             }
         }
     }
-    // The waiver's sentence is the same on every component it covers: said once at the end.
-    for (outputs, gate, text) in waivers {
-        xtask_base::outln!("      waived gate {gate} on {outputs} (see the note at the end)");
-        xtask_base::ui::warnings::warn(format!("waiver of the {gate} gate: {text}"));
+    // The reason is the same on every component it covers: said once at the end.
+    for (outputs, words, reason) in overridden {
+        xtask_base::outln!("      {words} on {outputs} (reason: see the note at the end)");
+        xtask_base::ui::warnings::warn(format!("{words}: {reason}"));
     }
 }
 
@@ -289,6 +290,7 @@ mod tests {
             rtol: 1e-2,
             waiver: Some("fp16 rounding".into()),
             source: "recipes/tiny/model.toml [[parity.override]]".into(),
+            replaced_min_cosine: Some(0.9999),
         };
         let metrics = crate::parity::metrics::compare(&[1.0, 2.0], &[1.0, 2.5], 1e-3, 1e-2);
         let component = |name: &str, cosine: f64| ComponentResult {
@@ -369,6 +371,28 @@ mod tests {
         assert_eq!(
             crate::parity::markdown::parity_markdown(&back),
             crate::parity::markdown::parity_markdown(&r)
+        );
+    }
+
+    /// An override reads as what it did to the recipe's gate, with its reason; a report
+    /// written before the replaced gate was recorded still says which gate applied.
+    #[test]
+    fn the_markdown_says_which_gate_an_override_lowered_and_why() {
+        let md = crate::parity::markdown::parity_markdown(&report());
+        assert!(
+            md.contains("## Gate overrides")
+                && md.contains(
+                    "- `vision` y: gate lowered from 0.9999 to 0.999 (reason: fp16 rounding)"
+                ),
+            "{md}"
+        );
+        assert!(!md.contains("waive"), "{md}");
+        let mut old = report();
+        old.components[0].outputs[0].gate.replaced_min_cosine = None;
+        let md = crate::parity::markdown::parity_markdown(&old);
+        assert!(
+            md.contains("- `vision` y: gate 0.999 set by an override (reason: fp16 rounding)"),
+            "{md}"
         );
     }
 

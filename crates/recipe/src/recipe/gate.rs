@@ -21,6 +21,25 @@ pub struct Gate {
     /// default, the chain's `[host.gate]`. Empty in reports written before it existed.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub source: String,
+    /// The cosine gate the override replaced (the component's `[parity] min_cosine`); absent
+    /// without an override and in reports written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced_min_cosine: Option<f64>,
+}
+
+impl Gate {
+    /// What an override did to the cosine gate, as every report says it: `gate lowered from
+    /// 0.9999 to 0.999` (or raised; `gate 0.999 set by an override` when the gate it replaced
+    /// is not recorded or the same). None without an override.
+    pub fn override_words(&self) -> Option<String> {
+        self.waiver.as_ref()?;
+        let to = self.min_cosine;
+        Some(match self.replaced_min_cosine {
+            Some(from) if from > to => format!("gate lowered from {from} to {to}"),
+            Some(from) if from < to => format!("gate raised from {from} to {to}"),
+            _ => format!("gate {to} set by an override"),
+        })
+    }
 }
 
 fn unknown() -> f64 {

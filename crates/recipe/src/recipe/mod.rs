@@ -109,6 +109,7 @@ impl Component {
                 rtol: self.file.parity.rtol,
                 waiver: q.gate_reason(p),
                 source,
+                replaced_min_cosine: q.gate_reason(p).map(|_| default_cosine),
             };
         }
         let all = self
@@ -142,6 +143,7 @@ impl Component {
                     "{file} [[parity.override]], lowered from {} to {}",
                     self.file.parity.min_cosine, o.min_cosine
                 ),
+                replaced_min_cosine: Some(self.file.parity.min_cosine),
             },
             None => Gate {
                 min_cosine: self.file.parity.min_cosine,
@@ -150,6 +152,7 @@ impl Component {
                 rtol: self.file.parity.rtol,
                 waiver: None,
                 source: format!("{recipe} [parity]"),
+                replaced_min_cosine: None,
             },
         }
     }
@@ -206,5 +209,16 @@ fp16 = true
             DEFAULT_MIN_COSINE
         );
         assert!(comp.gate(&model, "y", BackendKind::Cpu).waiver.is_none());
+        // Reports say what the override did to the recipe's gate, not that it was "waived".
+        assert_eq!(
+            comp.gate(&model, "y", BackendKind::Htp)
+                .override_words()
+                .as_deref(),
+            Some(format!("gate lowered from {DEFAULT_MIN_COSINE} to 0.99").as_str())
+        );
+        assert_eq!(
+            comp.gate(&model, "y", BackendKind::Cpu).override_words(),
+            None
+        );
     }
 }

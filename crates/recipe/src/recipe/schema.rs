@@ -161,6 +161,7 @@ impl ChainGate {
             rtol: self.rtol,
             waiver: None,
             source: "model.toml [host.gate]".into(),
+            replaced_min_cosine: None,
         }
     }
 

@@ -18,8 +18,15 @@
 //! from the project), since the double reads both from its current folder. The loopback device
 //! is x86_64, so the tool picks `x86_64-linux-clang` from its `uname -m`.
 //!
-//! OpenSSH (`sshd`, `ssh`, `scp`, `ssh-keygen`) must be installed (`.ci/run` installs it); a
-//! missing one fails the tests with that message rather than skipping them.
+//! OpenSSH (`sshd`, `ssh`, `scp`, `ssh-keygen`, `sftp-server`): where apt-get exists, always
+//! the one `xtask/tests/tools/ensure-openssh.sh` fetches without root into
+//! `target/test-tools/openssh/` (Debian packages checked by apt against the signed index,
+//! unpacked with `dpkg-deb -x`), so an sshd the machine lacks or cannot run does not matter;
+//! the server's `Subsystem sftp` is that `sftp-server` (scp speaks SFTP since OpenSSH 9.0).
+//! As root without the privilege-separation user `sshd` (no OpenSSH installed), the server runs
+//! in a private mount namespace whose `/etc/passwd` lends it one. Without apt-get, the system's
+//! OpenSSH; when it is missing, or `sshd -t` refuses the configuration, the tests fail with one
+//! line saying what to install, never skip.
 //!
 //! The server, the fake device and the shared project are in `sshd`; the tests are split by
 //! what they check.

@@ -11,27 +11,146 @@ use std::time::{Duration, Instant};
 
 use common::{Run, copy_tree, repo_root};
 
-const SSHD: &str = "/usr/sbin/sshd";
-
 fn double_root() -> PathBuf {
     crate::common::double_root()
 }
 
-fn require_openssh() {
-    for tool in [SSHD, "ssh", "scp", "ssh-keygen"] {
-        let found = if tool.starts_with('/') {
-            Path::new(tool).is_file()
-        } else {
-            Command::new("sh")
-                .args(["-c", &format!("command -v {tool}")])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        };
+/// The OpenSSH the tests run.
+pub(super) struct OpenSsh {
+    /// The server, by absolute path (sshd re-executes itself by the path it was started with).
+    sshd: PathBuf,
+    /// The folder of `ssh`, `scp` and `ssh-keygen` put first on `PATH` (none: the system's).
+    bin: Option<PathBuf>,
+    /// The server's `Subsystem sftp` (OpenSSH 9.0 and later copy with SFTP).
+    sftp: String,
+    /// `SshdSessionPath` (9.8+) and `SshdAuthPath` (10.0+) lines for a relocated server.
+    helpers: String,
+    /// Where it came from, for messages.
+    origin: String,
+}
+
+/// Where apt-get exists, always the OpenSSH fetched into `target/test-tools/openssh` by
+/// `xtask/tests/tools/ensure-openssh.sh` (without root, .debs checked by apt against the signed
+/// index), whatever the machine has installed; elsewhere the system's, when all of it is there.
+/// A machine with neither fails the tests with one line saying what to install.
+pub(super) fn openssh() -> &'static OpenSsh {
+    static OPENSSH: OnceLock<OpenSsh> = OnceLock::new();
+    OPENSSH.get_or_init(|| {
+        if on_path("apt-get").is_some() {
+            let dir = PathBuf::from(common::setup_script(
+                &repo_root().join("xtask/tests/tools/ensure-openssh.sh"),
+            ));
+            let root = dir.join("root");
+            let mut helpers = String::new();
+            for (key, file) in [
+                ("SshdSessionPath", "sshd-session"),
+                ("SshdAuthPath", "sshd-auth"),
+            ] {
+                let path = root.join("usr/lib/openssh").join(file);
+                if path.exists() {
+                    helpers.push_str(&format!("{key} {}\n", path.display()));
+                }
+            }
+            return OpenSsh {
+                sshd: dir.join("bin/sshd"),
+                bin: Some(dir.join("bin")),
+                sftp: dir.join("bin/sftp-server").display().to_string(),
+                helpers,
+                origin: format!("fetched into {}", dir.display()),
+            };
+        }
+        let sshd = on_path("sshd")
+            .or_else(|| Some(PathBuf::from("/usr/sbin/sshd")).filter(|p| p.is_file()));
+        let missing: Vec<&str> = [("sshd", sshd.is_some())]
+            .into_iter()
+            .chain(["ssh", "scp", "ssh-keygen"].map(|t| (t, on_path(t).is_some())))
+            .filter(|(_, found)| !found)
+            .map(|(t, _)| t)
+            .collect();
         assert!(
-            found,
-            "{tool} is missing: these tests need OpenSSH (apt-get install openssh-server openssh-client; .ci/run does it)"
+            missing.is_empty(),
+            "the device tests run a real OpenSSH server and client, and this machine has no \
+             apt-get to fetch them: install OpenSSH (missing: {})",
+            missing.join(", ")
         );
+        OpenSsh {
+            sshd: sshd.unwrap(),
+            bin: None,
+            sftp: "internal-sftp".into(),
+            helpers: String::new(),
+            origin: "the system's (no apt-get here to fetch one)".into(),
+        }
+    })
+}
+
+impl OpenSsh {
+    /// `PATH` for a command that must find this OpenSSH's `ssh`, `scp` and `ssh-keygen`.
+    pub(super) fn path(&self) -> std::ffi::OsString {
+        match &self.bin {
+            Some(bin) => common::path_with(bin).into(),
+            None => std::env::var_os("PATH").unwrap_or_default(),
+        }
     }
+
+    /// The server with `config`. As root, sshd needs its privilege-separation user `sshd`; a
+    /// machine without OpenSSH installed has none, so the server then runs in a private mount
+    /// namespace whose `/etc/passwd` (the machine's plus `sshd`, as nobody) lends it one, and
+    /// nothing of the machine changes.
+    fn server(&self, d: &Path, config: &Path) -> Command {
+        let mut cmd = Command::new(&self.sshd);
+        cmd.args(["-D", "-e", "-f"]).arg(config);
+        if lends_privsep_user() {
+            let passwd = d.join("passwd");
+            let mut text = std::fs::read_to_string("/etc/passwd").unwrap();
+            text.push_str(
+                "sshd:x:65534:65534:sshd privilege separation:/run/sshd:/usr/sbin/nologin\n",
+            );
+            std::fs::write(&passwd, text).unwrap();
+            let passwd =
+                std::ffi::CString::new(passwd.into_os_string().into_encoded_bytes()).unwrap();
+            use std::os::unix::process::CommandExt;
+            // SAFETY: only system calls between fork and exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let ok = libc::unshare(libc::CLONE_NEWNS) == 0
+                        && libc::mount(
+                            c"none".as_ptr(),
+                            c"/".as_ptr(),
+                            std::ptr::null(),
+                            libc::MS_REC | libc::MS_PRIVATE,
+                            std::ptr::null(),
+                        ) == 0
+                        && libc::mount(
+                            passwd.as_ptr(),
+                            c"/etc/passwd".as_ptr(),
+                            std::ptr::null(),
+                            libc::MS_BIND,
+                            std::ptr::null(),
+                        ) == 0;
+                    if ok {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        }
+        cmd
+    }
+}
+
+/// Whether the server runs in a mount namespace that lends it the user `sshd` (root, none here).
+fn lends_privsep_user() -> bool {
+    unsafe { libc::geteuid() == 0 && libc::getpwnam(c"sshd".as_ptr()).is_null() }
+}
+
+/// `tool`'s path when it is on `PATH`.
+fn on_path(tool: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(tool))
+            .find(|p| p.is_file())
+    })
 }
 
 /// The tiny model built once with the SDK double (`build-ctx --toolchain sdk`), shared by the
@@ -41,13 +160,12 @@ pub(super) fn project() -> &'static Path {
     PROJECT.get_or_init(|| {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("device_ssh_cli/project");
         let _ = std::fs::remove_dir_all(&dir);
-        let repo = repo_root();
         for rel in ["recipes", "onnx/tiny", "golden/tiny"] {
-            copy_tree(&repo.join(rel), &dir.join(rel));
+            copy_tree(&common::committed().join(rel), &dir.join(rel));
         }
         std::fs::create_dir_all(dir.join("target")).unwrap();
         std::os::unix::fs::symlink(
-            repo.join("target/qnn-runtime"),
+            repo_root().join("target/qnn-runtime"),
             dir.join("target/qnn-runtime"),
         )
         .unwrap();
@@ -80,6 +198,7 @@ pub(super) fn tool(project: &Path, args: &[&str], ssh_config: Option<&Path>) -> 
         .env_remove("XTASK_SDK_TIMEOUT_SECS")
         .env_remove("QAIRT_SDK_ROOT")
         .env_remove("QNN_SDK_ROOT");
+    cmd.env("PATH", openssh().path());
     match ssh_config {
         Some(c) => cmd.env("XTASK_SSH_CONFIG", c),
         None => cmd.env_remove("XTASK_SSH_CONFIG"),
@@ -107,11 +226,12 @@ pub(super) struct Server {
 impl Server {
     /// Starts `sshd` in front of a new device whose SDK is laid out as `sdk`, once it listens.
     pub(super) fn start(sdk: Sdk) -> Server {
-        require_openssh();
+        let openssh = openssh();
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         for key in ["host_key", "user_key", "other_key"] {
             let out = Command::new("ssh-keygen")
+                .env("PATH", openssh.path())
                 .args(["-q", "-t", "ed25519", "-N", "", "-C", key, "-f"])
                 .arg(d.join(key))
                 .output()
@@ -125,14 +245,35 @@ impl Server {
             .local_addr()
             .unwrap()
             .port();
-        write_configs(d, port, &sdk_env);
+        write_configs(d, port, &sdk_env, openssh);
         // As root, sshd needs its privilege-separation folder.
         if unsafe { libc::geteuid() } == 0 {
             std::fs::create_dir_all("/run/sshd").unwrap();
         }
-        let child = Command::new(SSHD)
-            .args(["-D", "-e", "-f"])
-            .arg(d.join("sshd_config"))
+        // The configuration and keys checked first (`sshd -t`): a server that cannot run here
+        // fails with its own one line.
+        let check = openssh
+            .server(d, &d.join("sshd_config"))
+            .arg("-t")
+            .output()
+            .unwrap_or_else(|e| {
+                let how = if lends_privsep_user() {
+                    " in a private mount namespace, which root without the privilege-separation \
+                     user `sshd` needs (run the tests as another user, or add it: useradd \
+                     --system sshd)"
+                } else {
+                    ""
+                };
+                panic!("cannot start sshd ({}){how}: {e}", openssh.origin)
+            });
+        assert!(
+            check.status.success(),
+            "sshd ({}) cannot run here: {}",
+            openssh.origin,
+            String::from_utf8_lossy(&check.stderr).trim()
+        );
+        let child = openssh
+            .server(d, &d.join("sshd_config"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(d.join("sshd.log")).unwrap())
@@ -263,17 +404,19 @@ fn lay_out_device(d: &Path, sdk: Sdk) -> PathBuf {
 /// `d/sshd_config` (port `port`, loopback only, key only, `SetEnv` of the device's SDK root
 /// `sdk_env`), `d/known_hosts` with the server's host key, and the clients' `ssh_config` (the
 /// authorized key) and `ssh_config_wrong_key` (another key).
-fn write_configs(d: &Path, port: u16, sdk_env: &Path) {
+fn write_configs(d: &Path, port: u16, sdk_env: &Path, openssh: &OpenSsh) {
     std::fs::write(
             d.join("sshd_config"),
             format!(
                 "Port {port}\nListenAddress 127.0.0.1\nHostKey {h}\nPidFile {pid}\nAuthorizedKeysFile {ak}\n\
                  PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-                 PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\nSubsystem sftp internal-sftp\n\
-                 SetEnv QNN_SDK_ROOT={sdk} QAIRT_DOUBLE_BIN={bin}\nLogLevel VERBOSE\n",
+                 PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\nSubsystem sftp {sftp}\n\
+                 {helpers}SetEnv QNN_SDK_ROOT={sdk} QAIRT_DOUBLE_BIN={bin}\nLogLevel VERBOSE\n",
                 h = d.join("host_key").display(),
                 pid = d.join("sshd.pid").display(),
                 ak = d.join("authorized_keys").display(),
+                sftp = openssh.sftp,
+                helpers = openssh.helpers,
                 sdk = sdk_env.display(),
                 bin = crate::common::sdk_double_bin().display(),
             ),
