@@ -57,17 +57,39 @@ fn unmeasured_binaries_are_refused_or_warned_about_and_verify_says_so() {
         verify.all()
     );
 
-    // Measured: packaged without the flag, and verify has nothing to say about it.
+    // Measured: HTP parity has nothing more to say; the chain (never run: one component is
+    // built) still refuses the bundle without the flag, and only the chain is named with it.
     p.run(&["parity", "--backend", "htp", "--only", ONE])
         .assert_code(0);
-    let run = package(&p, "dist/b", &[]);
+    let refused = package(&p, "dist/b", &[]);
+    refused.assert_refused(2, "no run of the whole chain on the HTP");
+    assert!(
+        !refused.stderr.contains("HTP parity was never measured"),
+        "{}",
+        refused.all()
+    );
+    let run = package(&p, "dist/b", &["--allow-unmeasured"]);
     run.assert_code(0);
-    assert!(!run.stderr.contains("never measured"), "{}", run.all());
+    assert!(
+        !run.stderr.contains("HTP parity was never measured"),
+        "{}",
+        run.all()
+    );
+    assert!(
+        run.stderr.contains("chain was never measured on the HTP"),
+        "{}",
+        run.all()
+    );
     let dist = p.path("dist/b");
     let verify = p.run(&["verify", dist.to_str().unwrap()]);
     verify.assert_code(0);
     assert!(
-        !verify.stderr.contains("never measured"),
+        !verify.stderr.contains("HTP parity was never measured"),
+        "{}",
+        verify.all()
+    );
+    assert!(
+        verify.stdout.contains("verdict UNMEASURED"),
         "{}",
         verify.all()
     );

@@ -128,9 +128,21 @@ fn a_w8a16_component_is_smaller_passes_the_htp_against_the_float_golden_and_says
     let card = std::fs::read_to_string(p.path("bundle/README.md")).unwrap();
     assert!(card.contains("action_step w8a16"), "{card}");
     assert!(
-        card.contains("| `action_step` | embedded | w8a16 (calibration `"),
+        card.contains("| `action_step` | embedded | w8a16 (see Quantized contexts) |"),
         "{card}"
     );
+    // Its precision, CPU stage, calibration and gate, and never "QNN CPU" for its QDQ stage.
+    let row = card
+        .lines()
+        .find(|l| l.starts_with("| `action_step` | w8a16 | QDQ simulation (ORT CPU EP) | trace |"))
+        .expect(&card);
+    assert!(row.contains("0.999, 0.02 (the w8a16 default"), "{row}");
+    let cpu_row = card
+        .lines()
+        .find(|l| l.starts_with("| `action_step` | QDQ simulation"))
+        .expect(&card);
+    assert!(!cpu_row.contains("QNN CPU"), "{cpu_row}");
+    assert!(card.contains("## Verdict: UNMEASURED"), "{card}");
     let info = read_json(&p.path("bundle/reports/bundle.json"));
     let comp = info["components"]
         .as_array()

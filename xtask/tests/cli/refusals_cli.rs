@@ -226,11 +226,32 @@ fn bisect_on_the_htp_backend_names_an_operator() {
     ]);
     run.assert_code(0);
     assert!(
-        run.stdout.contains("bisect action_context on htp"),
+        run.stdout
+            .contains("bisect action_context, htp against ORT's CPU EP"),
         "{}",
         run.all()
     );
+    // The output's figure against the golden is parity's, said beside the bisect's own.
+    assert!(
+        run.stdout
+            .contains("graph output k_ctx: against the golden cosine"),
+        "{}",
+        run.all()
+    );
+    let parity = p.run(&["parity", "--backend", "htp", "--only", "action_context"]);
+    parity.assert_code(0);
+    let measured = read_json(&p.path("reports/tiny/parity-htp.json"))["components"][0]["outputs"]
+        [0]["metrics"]["cosine"]
+        .as_f64()
+        .unwrap();
     let report = read_json(&p.path("reports/tiny/bisect-action_context-htp.json"));
+    let bisected = report["output_vs_golden"]["k_ctx"]["cosine"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(
+        bisected, measured,
+        "bisect and parity measure the same binary alike"
+    );
     assert_eq!(report["backend"], "htp");
     assert!(report["tensors_compared"].as_u64().unwrap() > 0, "{report}");
 }

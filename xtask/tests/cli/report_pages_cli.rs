@@ -61,7 +61,7 @@ fn bisect_on_the_cpu_says_nothing_deviates_beyond_rounding() {
     );
     assert!(
         run.stdout
-            .contains("next: cargo xtask parity --backend cpu --only action_context"),
+            .contains("next: cargo xtask parity --backend cpu --model tiny --only action_context"),
         "{}",
         run.all()
     );
