@@ -70,6 +70,16 @@ impl Bisect {
         };
         let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
         let kind = self.backend.map_or(BackendKind::Cpu, BackendKind::from);
+        // On the HTP, the built binary (when there is one) is what parity measured.
+        let built = match kind {
+            BackendKind::Htp if !self.qdq => {
+                let soc = xtask_recipe::htp_target::target_soc(&model, None)?;
+                let wrapper =
+                    xtask_ctx_build::artifacts::artifacts(&self.model, comp.name(), &soc).wrapper;
+                ctx.root.join(&wrapper).is_file().then_some(wrapper)
+            }
+            _ => None,
+        };
         let backend = backend_for_component(&model, comp, kind)?;
         let golden = load_golden(&ctx.root, comp)?;
         let report = bisect(&BisectJob {
@@ -83,6 +93,7 @@ impl Bisect {
             top: self.top,
             max_outputs: self.max_outputs,
             qdq: qdq.as_deref(),
+            built: built.as_deref(),
         })?;
         let dir = xtask_base::project::reports_dir(&ctx.root, &self.model);
         let stem = report.stem();

@@ -39,6 +39,10 @@ pub struct BisectJob<'a> {
     /// `--qdq`: the component's QDQ graph (`ctx/<model>/<component>.qdq.onnx`), measured
     /// against its float graph, both on ORT's CPU EP: where quantization loses accuracy.
     pub qdq: Option<&'a Path>,
+    /// The built context binary's wrapper (`--backend htp`, when built): the untapped outputs
+    /// are measured on it, so their figure against the golden is exactly what `parity`
+    /// reports for the binary; the intermediates come from graphs compiled by the bisect.
+    pub built: Option<&'a Path>,
 }
 
 /// Every tensor a node writes, as (node index, tensor name), in topological order: what a
@@ -98,6 +102,7 @@ pub fn bisect(job: &BisectJob<'_>) -> Result<BisectReport> {
         rounds: 0,
         tapped_outputs: BTreeMap::new(),
         subject,
+        built: job.built.map(|b| job.root.join(b)),
     };
     let (untapped, untapped_outputs) = probe.untapped()?;
     let output_vs_golden = probe.against_golden(&untapped_outputs, &job.golden.expected);

@@ -51,6 +51,8 @@ pub struct Probe<'a> {
     pub tapped_outputs: BTreeMap<String, f64>,
     /// Some: this graph (on ORT's CPU EP) is measured instead of `original` on `backend`.
     pub subject: Option<Subject<'a>>,
+    /// The built binary's wrapper: the untapped graph on the backend is that binary.
+    pub built: Option<PathBuf>,
 }
 
 /// (cosine, max abs error, relative L2 error) of one tensor against the reference.
@@ -137,7 +139,7 @@ impl Probe<'_> {
                 .context("the untapped QDQ graph on ORT's CPU EP")?,
             None => self
                 .rt
-                .open(self.original, self.backend)?
+                .open(self.built.as_deref().unwrap_or(self.original), self.backend)?
                 .run(self.backend_inputs)
                 .context("the untapped graph on the backend")?,
         };
