@@ -58,6 +58,8 @@ pub struct ComponentPlan {
     pub target: HtpTarget,
     pub steps: Vec<PlannedStep>,
     pub missing: Vec<String>,
+    /// The precision it is built at (the disk model sizes a quantized build's outputs by it).
+    pub precision: xtask_base::vocab::Precision,
 }
 
 /// The content hashes a component's keys need; None where the file is missing.
@@ -205,6 +207,7 @@ pub fn plan_component(
         target,
         steps,
         missing,
+        precision: comp.precision(),
     })
 }
 

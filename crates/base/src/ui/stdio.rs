@@ -152,6 +152,27 @@ pub fn tool_stderr_fd() -> i32 {
         .unwrap_or(2)
 }
 
+/// The tool's own stdout and stderr for a child process of the tool whose output the user
+/// should see (the fds 1 and 2 a child inherits by default are the native log's). Each is a
+/// fresh duplicate, so the child closing it leaves the tool's own open.
+pub fn tool_stdio_for_child() -> std::io::Result<(std::process::Stdio, std::process::Stdio)> {
+    let fd_out = TOOL_STDOUT
+        .get()
+        .and_then(|e| e.lock().ok().map(|f| f.as_raw_fd()))
+        .unwrap_or(1);
+    let dup = |fd: i32| -> std::io::Result<std::process::Stdio> {
+        // SAFETY: dup returns a new fd this process owns (or -1, checked).
+        let new = unsafe { libc::dup(fd) };
+        if new < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(std::process::Stdio::from(unsafe {
+            std::os::fd::OwnedFd::from_raw_fd(new)
+        }))
+    };
+    Ok((dup(fd_out)?, dup(tool_stderr_fd())?))
+}
+
 /// `println!` for the tool's own output (never mixed with native library prints).
 #[macro_export]
 macro_rules! outln {

@@ -28,7 +28,7 @@ pub struct Measured {
     pub tree_peak_rss_mb: f64,
 }
 
-/// Runs `tool --root root args…` with stdout and stderr inherited (its own progress shows),
+/// Runs `tool --root root args…` with the tool's own stdout and stderr (its progress shows),
 /// measuring it; `estimate_s` feeds the heartbeat's remaining time.
 pub fn run_measured(
     tool: &Path,
@@ -38,10 +38,14 @@ pub fn run_measured(
     estimate_s: Option<f64>,
 ) -> Result<Measured> {
     let started = Instant::now();
+    // The user's terminal (or log), not this process's native log that fds 1 and 2 point at.
+    let (out, err) = xtask_base::ui::stdio::tool_stdio_for_child()?;
     let mut child = std::process::Command::new(tool)
         .arg("--root")
         .arg(root)
         .args(args)
+        .stdout(out)
+        .stderr(err)
         .spawn()
         .with_context(|| format!("cannot start {}", tool.display()))?;
     let pid = child.id() as i32;

@@ -207,8 +207,8 @@ pub fn write_variant(dir: &Path, p: RealSizePrecision) -> Result<()> {
     }
 }
 
-/// Estimates in seconds: the generation, then each stage. From the earlier run's measurements
-/// when there is one, else from the size model (seconds per GB of the model's float ONNX,
+/// Estimates in seconds: the generation, then each stage. From the earlier run's measurement
+/// of a stage that completed, else from the size model (seconds per GB of the model's float ONNX,
 /// measured on 2 cores with the HTP emulated: docs/real-size.md).
 pub fn estimates(dir: &Path, p: RealSizePrecision, earlier: Option<&Summary>) -> Vec<Option<f64>> {
     let names = [
@@ -219,12 +219,6 @@ pub fn estimates(dir: &Path, p: RealSizePrecision, earlier: Option<&Summary>) ->
         "package",
         "verify",
     ];
-    if let Some(e) = earlier {
-        return names
-            .iter()
-            .map(|n| e.stage(n).map(|s| s.measured.wall_s))
-            .collect();
-    }
     let gb = super::measure::disk_bytes(&[&dir.join("onnx").join(BASE)]) as f64 / 1e9;
     let gb = if gb > 0.0 { gb } else { 17.9 };
     // Seconds per GB of float ONNX: fp16 builds compile slower and emulate far slower.
@@ -232,14 +226,26 @@ pub fn estimates(dir: &Path, p: RealSizePrecision, earlier: Option<&Summary>) ->
         RealSizePrecision::Fp16 => (110.0, 1500.0, 1500.0),
         _ => (110.0, 250.0, 250.0),
     };
-    vec![
-        Some(360.0),
-        Some(build * gb),
-        Some(parity * gb),
-        Some(chain * gb),
-        Some(8.0 * gb),
-        Some(6.0 * gb),
-    ]
+    let model = [
+        360.0,
+        build * gb,
+        parity * gb,
+        chain * gb,
+        8.0 * gb,
+        6.0 * gb,
+    ];
+    // An earlier run's measurement of a stage that completed wins over the size model.
+    names
+        .iter()
+        .zip(model)
+        .map(|(n, m)| {
+            let measured = earlier
+                .and_then(|e| e.stage(n))
+                .filter(|s| s.measured.exit_code == 0)
+                .map(|s| s.measured.wall_s);
+            Some(measured.unwrap_or(m))
+        })
+        .collect()
 }
 
 /// What a stage concluded, read from the report it wrote.
