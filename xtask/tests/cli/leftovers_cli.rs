@@ -123,3 +123,42 @@ fn failed_runs_leave_no_temporary_folder_and_the_next_run_removes_a_killed_ones(
     assert_eq!(named(&fetches, ""), Vec::<String>::new());
     s.assert_untouched("leftovers");
 }
+
+/// A build (its context compiles link the graph's folder under the system temp folder while
+/// they run) and a chain run leave no `xtask-*` entry in the system temp folder, and two
+/// projects compiling the same graphs at once both finish (the link is shared while in use).
+#[test]
+fn a_build_and_a_chain_run_leave_nothing_in_the_system_temp_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = common::Scratch::tiny();
+    let b = common::Scratch::tiny();
+    let build = |p: &common::Scratch| {
+        let mut cmd = p.command(&[
+            "build-ctx",
+            "--soc",
+            "77",
+            "--only",
+            "vision,action_context",
+        ]);
+        cmd.env("TMPDIR", tmp.path());
+        cmd.spawn().unwrap()
+    };
+    let (mut ca, mut cb) = (build(&a), build(&b));
+    assert!(
+        ca.wait().unwrap().success(),
+        "the first project's build failed"
+    );
+    assert!(
+        cb.wait().unwrap().success(),
+        "the second project's build failed"
+    );
+    let mut run = a.command(&["run", "--backend", "ort", "--iters", "1", "--warmup", "0"]);
+    run.env("TMPDIR", tmp.path());
+    assert_ne!(Run::from(run.output().unwrap()).code, 2);
+    let left: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("xtask"))
+        .collect();
+    assert!(left.is_empty(), "left in the temp folder: {left:?}");
+}

@@ -273,10 +273,11 @@ impl Runtime {
         let sink: LogSink = Arc::default();
         let backend = Backend::QnnHtp(target.clone());
         let mut builder = self.backend_builder(&backend, &sink)?;
+        // Held until the compile is done: the link it names is removed when the last user drops it.
         let model_dir = stable_model_dir(model)?;
         for (key, value) in context_session_config(
             &wrapper.display().to_string(),
-            &model_dir.display().to_string(),
+            &model_dir.path.display().to_string(),
         ) {
             builder = builder.with_config_entry(key, value).map_err(ort_err)?;
         }
@@ -287,6 +288,7 @@ impl Runtime {
             .map_err(|e| anyhow::anyhow!("{e}"))
             .with_context(|| format!("HTP context generation for {} failed", model.display()))?;
         drop(session);
+        drop(model_dir);
         let log = std::mem::take(&mut *sink.lock().unwrap());
         let placement = parse_placement(&log);
         require_all_on_qnn(&placement, &log, model)?;
