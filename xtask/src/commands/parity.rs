@@ -53,6 +53,7 @@ impl Parity {
         let sel = self.sel.select(ctx)?;
         let comps = sel.components();
         require_files(ctx, &sel.model, &comps)?;
+        xtask_parity::parity::runner::announce(&ctx.root, sel.name(), self.backend, &comps);
         // An HTP result can be released: its libraries are re-hashed in full first.
         let libs = match self.backend {
             BackendKind::Htp => {

@@ -156,3 +156,46 @@ fn a_failed_chain_on_a_qnn_backend_suggests_attribution_and_a_bisect_that_run() 
     );
     run_each(&p, &suggested);
 }
+
+/// Every wait is announced: `parity` and `run` say what runs (and, from an earlier report of
+/// the model and backend, how long) before the runtime is checked or anything runs; a first
+/// `run --backend htp` after `parity --backend htp` estimates from the parity report.
+#[test]
+fn parity_and_run_announce_what_runs_and_its_estimate_first() {
+    let p = Scratch::tiny();
+    p.run(&["build-ctx", "--soc", "77"]).assert_code(0);
+    let first = |run: &Run, what: &str| -> usize {
+        run.stderr
+            .lines()
+            .position(|l| l.starts_with(what))
+            .unwrap_or_else(|| panic!("no `{what}` line:\n{}", run.all()))
+    };
+    let parity = p.run(&["parity", "--backend", "htp"]);
+    parity.assert_code(0);
+    let announced = first(&parity, "parity htp: 7 component(s) of `tiny`");
+    assert!(announced < first(&parity, "runtime:"), "{}", parity.all());
+    assert!(
+        parity.stderr.contains("no earlier report"),
+        "{}",
+        parity.all()
+    );
+    let again = p.run(&["parity", "--backend", "htp", "--only", "action_context"]);
+    assert!(
+        again
+            .stderr
+            .contains("parity htp: 1 component(s) of `tiny`")
+            && again.stderr.contains("about "),
+        "{}",
+        again.all()
+    );
+    let run = p.run(&["run", "--backend", "htp", "--iters", "1", "--warmup", "0"]);
+    assert_ne!(run.code, 2, "{}", run.all());
+    let announced = first(&run, "run htp: 1 chain(s)");
+    assert!(announced < first(&run, "runtime:"), "{}", run.all());
+    assert!(
+        run.stderr
+            .contains("from the components' run times in reports/tiny/parity-htp.json"),
+        "{}",
+        run.all()
+    );
+}

@@ -47,13 +47,19 @@ pub fn run_on_host(
 ) -> Result<RunReport> {
     host_section(model)?;
     let fp32 = check_options(model, backend, opts)?;
+    let per_chain = ChainProgress::announce(
+        root,
+        &model.file.model.name,
+        backend.kind(),
+        opts.warmup + opts.iters,
+    );
     let rt = Runtime::load(ensure_runtime_rehashed(root)?)?;
     if backend != &Backend::OrtCpu {
         xtask_recipe::recipe::target::check_qairt(model, rt.qnn_build_version().as_deref())?;
     }
     let mut chain = ChainRun::prepare(root, model, &rt, opts.iters, opts.warmup)?;
     chain.write_report = !opts.no_report;
-    let mut runner = OnHost::start(root, &rt, model, backend, opts, fp32)?;
+    let mut runner = OnHost::start(root, &rt, model, backend, opts, fp32, per_chain)?;
     run_and_report(&chain, &mut runner)
 }
 
@@ -96,6 +102,7 @@ impl<'a> OnHost<'a> {
         backend: &Backend,
         opts: &'a RunOptions,
         fp32: BTreeSet<String>,
+        per_chain: Option<f64>,
     ) -> Result<Self> {
         let models = session_models(root, rt, model, backend)?;
         let mut sessions = ChainSessions::new(rt, model, backend.clone(), models, opts.streaming);
@@ -118,7 +125,7 @@ impl<'a> OnHost<'a> {
             ChainSessions::new(rt, model, Backend::OrtCpu, onnx, opts.streaming)
         });
         let chains = opts.warmup + opts.iters;
-        let progress = ChainProgress::start(root, &model.file.model.name, backend.kind(), chains);
+        let progress = ChainProgress::start(per_chain, backend.kind(), chains);
         if !opts.streaming {
             progress.component(0, "(loading the sessions)");
             sessions.load_all()?;

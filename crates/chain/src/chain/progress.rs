@@ -22,17 +22,31 @@ pub struct ChainProgress {
 }
 
 impl ChainProgress {
-    /// `chains` timed and untimed chain runs (the golden-inputs pass is one more).
-    pub fn start(root: &Path, model: &str, backend: BackendKind, chains: usize) -> Self {
+    /// Says at once (before the runtime is checked or a session loads) what runs and, when an
+    /// earlier run or parity report of this model and backend tells, how long it will take;
+    /// returns the seconds per chain it estimated.
+    pub fn announce(root: &Path, model: &str, backend: BackendKind, chains: usize) -> Option<f64> {
         let previous = previous_chain_secs(root, model, backend);
-        if let Some(per) = previous.filter(|p| p * chains as f64 >= WORTH_SAYING_SECS) {
-            estimate(&format!(
-                "about {}: {chains} chains on {} at {} each (the last run's end-to-end p50); --iters to shorten",
-                human_secs(per * (chains + 1) as f64),
+        // Said at once, before any session loads: what runs, and how long it will take when
+        // an earlier run or parity report of this model and backend tells.
+        match &previous {
+            Some((per, from)) => estimate(&format!(
+                "run {backend}: {chains} chain(s) and a golden-inputs pass on {}, about {} ({} per chain, from {from}); --iters to shorten",
                 where_(backend),
-                human_secs(per)
-            ));
+                human_secs(per * (chains + 1) as f64),
+                human_secs(*per)
+            )),
+            None => estimate(&format!(
+                "run {backend}: {chains} chain(s) and a golden-inputs pass on {}; no earlier run or parity report of `{model}` on {backend} to estimate from: an estimate follows the first chain",
+                where_(backend)
+            )),
         }
+        previous.map(|(per, _)| per)
+    }
+
+    /// `chains` timed and untimed chain runs (the golden-inputs pass is one more); `previous`
+    /// is `announce`'s estimate per chain.
+    pub fn start(previous: Option<f64>, backend: BackendKind, chains: usize) -> Self {
         ChainProgress {
             task: Task::new(&format!("run {backend}"), chains + 1),
             chains,
@@ -107,11 +121,57 @@ fn where_(backend: BackendKind) -> String {
     }
 }
 
-/// The previous run report's end-to-end p50 in seconds (a measured time per chain); None when
-/// there is no readable report of this backend or it measured no chain.
-fn previous_chain_secs(root: &Path, model: &str, backend: BackendKind) -> Option<f64> {
+/// Seconds per chain, and what they come from: the newest run report of this model and
+/// backend (a quick run's too: its end-to-end p50 is per chain, whatever its iteration
+/// count), else the parity report's measured run seconds of each component summed over one
+/// chain's calls (the action step once per Euler step). None when neither exists.
+fn previous_chain_secs(root: &Path, model: &str, backend: BackendKind) -> Option<(f64, String)> {
     let dir = xtask_base::project::reports_dir(root, model);
-    let report = RunReport::read(&dir, backend).ok()?;
-    let e2e = report.run.latency.iter().find(|l| l.name == "end-to-end")?;
-    Some(e2e.p50_ms / 1000.0).filter(|s| s.is_finite())
+    let prefix = format!("run-{backend}");
+    let mut newest: Option<(u64, f64, String)> = None;
+    for entry in std::fs::read_dir(&dir).ok()?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".json") else {
+            continue;
+        };
+        let rest = stem.strip_prefix(&prefix).unwrap_or("-");
+        if !(rest.is_empty() || rest.starts_with("-iters")) {
+            continue;
+        }
+        let Ok(report) = RunReport::read_stem(&dir, stem) else {
+            continue;
+        };
+        let Some(e2e) = report.run.latency.iter().find(|l| l.name == "end-to-end") else {
+            continue;
+        };
+        let per = e2e.p50_ms / 1000.0;
+        if per.is_finite()
+            && newest
+                .as_ref()
+                .is_none_or(|(t, _, _)| report.created_unix > *t)
+        {
+            newest = Some((report.created_unix, per, format!("reports/{model}/{name}")));
+        }
+    }
+    if let Some((_, per, from)) = newest {
+        return Some((per, format!("the end-to-end p50 of {from}")));
+    }
+    let parity = xtask_parity::parity::report::ParityReport::read(&dir, backend).ok()??;
+    let steps = xtask_recipe::recipe::load_model(root, model)
+        .ok()
+        .and_then(|m| m.file.host.map(|h| (h.action_step, h.timesteps.len())));
+    let per: f64 = parity
+        .components
+        .iter()
+        .map(|c| match &steps {
+            Some((step, n)) if *step == c.component => c.run_seconds * *n as f64,
+            _ => c.run_seconds,
+        })
+        .sum();
+    (per > 0.0).then(|| {
+        (
+            per,
+            format!("the components' run times in reports/{model}/parity-{backend}.json"),
+        )
+    })
 }

@@ -111,3 +111,43 @@ impl ParityRun<'_> {
         })
     }
 }
+
+/// Says at once (before the runtime is checked or a binary is hashed) what a `parity` run will
+/// measure and, when an earlier report of this model and backend measured them, how long it
+/// will take (the sum of their run seconds, plus a session load each).
+pub fn announce(root: &Path, model: &str, backend: BackendKind, comps: &[&Component]) {
+    let dir = xtask_base::project::reports_dir(root, model);
+    let names: Vec<&str> = comps.iter().map(|c| c.name()).collect();
+    let on = match backend {
+        BackendKind::Htp if xtask_runtime::runtime::probe::htp_is_emulated() => {
+            "the emulated HTP".to_string()
+        }
+        b => format!("the {b} backend"),
+    };
+    let earlier = ParityReport::read(&dir, backend).ok().flatten();
+    let seconds: Option<f64> = earlier.and_then(|r| {
+        names
+            .iter()
+            .map(|n| {
+                r.components
+                    .iter()
+                    .find(|c| c.component == *n && c.error.is_none())
+                    .map(|c| c.run_seconds)
+            })
+            .sum()
+    });
+    let estimate = match seconds {
+        Some(s) => format!(
+            ", about {} (the components' run times in reports/{model}/parity-{backend}.json, session loads not included)",
+            xtask_base::ui::progress::human_secs(s)
+        ),
+        None => format!(
+            "; no earlier report of `{model}` on {backend} measured all of them: each component's line follows as it finishes"
+        ),
+    };
+    xtask_base::ui::progress::estimate(&format!(
+        "parity {backend}: {} component(s) of `{model}` on {on} ({}){estimate}",
+        names.len(),
+        names.join(", ")
+    ));
+}
