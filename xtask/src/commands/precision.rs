@@ -133,7 +133,7 @@ impl PrecisionCmd {
         )?;
         let dir = xtask_base::project::reports_dir(&ctx.root, &model.file.model.name);
         let dir_rel = xtask_base::project::rel(&ctx.root, &dir);
-        xtask_base::ui::interrupt::keeps(&format!(
+        measure.keeps(&format!(
             "{dir_rel}/precision.* with every configuration measured so far, marked interrupted"
         ));
         let report_of = |o: &SearchOutcome, status| {
@@ -148,7 +148,15 @@ impl PrecisionCmd {
                 if let Some(r) = l.report.as_mut() {
                     r.status = Status::Interrupted;
                     r.complete = false;
-                    let _ = r.write(&dir);
+                    match r.write(&dir) {
+                        Ok(()) => xtask_base::errln!(
+                            "precision: the report keeps the {} configuration(s) measured, marked interrupted",
+                            r.tried.len()
+                        ),
+                        Err(e) => xtask_base::errln!(
+                            "precision: the report could not be marked interrupted: {e:#}"
+                        ),
+                    }
                 }
             })
         };

@@ -351,9 +351,9 @@ impl<'a> ChainMeasure<'a> {
         Ok(out)
     }
 
-    /// Seconds since the search started.
-    pub fn elapsed(&self) -> f64 {
-        self.progress.elapsed()
+    /// What an interruption of the search keeps.
+    pub fn keeps(&mut self, what: &str) {
+        self.progress.keeps(what);
     }
 }
 

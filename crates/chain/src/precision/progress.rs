@@ -18,7 +18,9 @@ struct Doing {
 /// The search's pulse: what runs now, and the heartbeat that names it.
 pub struct SearchProgress {
     doing: Arc<Mutex<Doing>>,
-    started: Instant,
+    /// What an interruption of the search keeps, said again after each build (a build says
+    /// what it keeps while it runs).
+    keeps: Option<String>,
     _beat: Option<Beat>,
 }
 
@@ -55,13 +57,22 @@ impl SearchProgress {
         });
         SearchProgress {
             doing,
-            started,
+            keeps: None,
             _beat: beat,
         }
     }
 
+    /// What an interruption of the search keeps (the interrupted line says it).
+    pub fn keeps(&mut self, what: &str) {
+        xtask_base::ui::interrupt::keeps(what);
+        self.keeps = Some(what.to_string());
+    }
+
     /// A new piece of work, said in one line (and named by the heartbeats after it).
     pub fn step(&self, what: &str) {
+        if let Some(k) = &self.keeps {
+            xtask_base::ui::interrupt::keeps(k);
+        }
         self.set(what);
         if !xtask_base::ui::quiet() {
             xtask_base::errln!("precision: {what}");
@@ -81,10 +92,5 @@ impl SearchProgress {
     pub fn chain_bar(&self, what: &str) -> Option<Task> {
         (xtask_base::ui::term::bars_enabled() && !xtask_base::ui::quiet())
             .then(|| Task::new(&format!("precision: {what}"), 1))
-    }
-
-    /// Seconds since the search started.
-    pub fn elapsed(&self) -> f64 {
-        self.started.elapsed().as_secs_f64()
     }
 }

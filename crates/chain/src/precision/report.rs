@@ -277,7 +277,10 @@ pub fn gate_lines(asked: &Asked, outcome: &Outcome) -> BTreeMap<String, GateLine
             chain.push(format!(
                 "{:.3e} on the {}",
                 m.actions_max_abs,
-                asked.backend.short()
+                match asked.backend {
+                    SearchBackend::Qdq => "QDQ simulation",
+                    SearchBackend::Htp => "HTP",
+                }
             ));
         }
         if let Some(m) = on_htp.filter(|_| asked.backend != SearchBackend::Htp) {
