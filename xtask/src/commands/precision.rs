@@ -7,6 +7,7 @@
 //! report, `reports/<model>/precision.{json,md,html}`, is written after every measurement
 //! (in progress), at the end (complete) and when interrupted (interrupted).
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Result, bail};
@@ -15,8 +16,9 @@ use super::{Ctx, Outcome};
 use xtask_base::vocab::Precision;
 use xtask_chain::precision::gates::ComponentGates;
 use xtask_chain::precision::measure::ChainMeasure;
+use xtask_chain::precision::outcome::{Assignment, BudgetMode, Outcome as SearchOutcome, Plan};
 use xtask_chain::precision::report::{Asked, PrecisionReport, SearchBackend, Status};
-use xtask_chain::precision::search::{BudgetMode, Outcome as SearchOutcome, Plan, search};
+use xtask_chain::precision::search::search;
 use xtask_recipe::recipe::load_model;
 use xtask_runtime::runtime::Runtime;
 use xtask_runtime::runtime::bootstrap::ensure_runtime_rehashed;
@@ -79,13 +81,58 @@ struct Latest {
     interrupted: bool,
 }
 
+/// Writes the report as the search goes, and once more as interrupted when it is.
+struct Writer {
+    latest: Arc<Mutex<Latest>>,
+    dir: PathBuf,
+    _on_interrupt: xtask_base::ui::interrupt::OnInterrupt,
+}
+
+impl Writer {
+    fn new(dir: PathBuf) -> Self {
+        let latest = Arc::new(Mutex::new(Latest::default()));
+        let (l, d) = (latest.clone(), dir.clone());
+        let on_interrupt = xtask_base::ui::interrupt::OnInterrupt::new(move || {
+            let mut l = l.lock().unwrap_or_else(|e| e.into_inner());
+            l.interrupted = true;
+            let Some(r) = l.report.as_mut() else {
+                return;
+            };
+            r.status = Status::Interrupted;
+            r.complete = false;
+            match r.write(&d) {
+                Ok(()) => xtask_base::errln!(
+                    "precision: the report keeps the {} configuration(s) measured, marked interrupted",
+                    r.tried.len()
+                ),
+                Err(e) => {
+                    xtask_base::errln!(
+                        "precision: the report could not be marked interrupted: {e:#}"
+                    )
+                }
+            }
+        });
+        Writer {
+            latest,
+            dir,
+            _on_interrupt: on_interrupt,
+        }
+    }
+
+    fn write(&self, report: PrecisionReport) -> Result<()> {
+        let mut l = self.latest.lock().unwrap_or_else(|e| e.into_inner());
+        if l.interrupted {
+            return Ok(());
+        }
+        report.write(&self.dir)?;
+        l.report = Some(report);
+        Ok(())
+    }
+}
+
 impl PrecisionCmd {
-    pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
-        let model = load_model(&ctx.root, &self.model)?;
-        xtask_chain::chain::run::host_section(&model)?;
-        let comps = super::select_components(&model, &self.only)?;
-        super::require_files(ctx, &model, &comps)?;
-        let names: Vec<String> = comps.iter().map(|c| c.name().to_string()).collect();
+    /// The quantized precisions to try, each once.
+    fn precisions(&self) -> Result<Vec<Precision>> {
         let mut precisions: Vec<Precision> = Vec::new();
         for p in self.precisions.iter().copied().filter(|p| p.is_quantized()) {
             if !precisions.contains(&p) {
@@ -95,31 +142,44 @@ impl PrecisionCmd {
         if precisions.is_empty() {
             bail!("--precisions names no quantized precision to try (fp16 is the baseline)");
         }
+        Ok(precisions)
+    }
+
+    fn asked(&self, model: &str, precisions: &[Precision], names: &[String]) -> Asked {
+        Asked {
+            model: model.to_string(),
+            backend: self.backend,
+            budget: self.budget,
+            budget_mode: if self.budget_from_float {
+                BudgetMode::FromFloat
+            } else {
+                BudgetMode::Absolute
+            },
+            component_gates: self.component_gates,
+            precisions: precisions.to_vec(),
+            components: names.to_vec(),
+        }
+    }
+
+    pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
+        let model = load_model(&ctx.root, &self.model)?;
+        xtask_chain::chain::run::host_section(&model)?;
+        let comps = super::select_components(&model, &self.only)?;
+        super::require_files(ctx, &model, &comps)?;
+        let names: Vec<String> = comps.iter().map(|c| c.name().to_string()).collect();
+        let precisions = self.precisions()?;
         let rt = Runtime::load(ensure_runtime_rehashed(&ctx.root)?)?;
         xtask_recipe::recipe::target::check_qairt(&model, rt.qnn_build_version().as_deref())?;
         let versions = xtask_runtime::report::ToolVersions::of(&rt)
             .with_provenance(&ctx.root, &model.file.model.name);
         let cache =
             xtask_ctx_build::step_cache::StepCache::from_flag_or_env(self.cache.as_deref())?;
-        let mode = if self.budget_from_float {
-            BudgetMode::FromFloat
-        } else {
-            BudgetMode::Absolute
-        };
-        let asked = Asked {
-            model: model.file.model.name.clone(),
-            backend: self.backend,
-            budget: self.budget,
-            budget_mode: mode,
-            component_gates: self.component_gates,
-            precisions: precisions.clone(),
-            components: names.clone(),
-        };
+        let asked = self.asked(&model.file.model.name, &precisions, &names);
         let plan = Plan {
             components: names,
             precisions: precisions.clone(),
             budget: self.budget,
-            mode,
+            mode: asked.budget_mode,
             confirm_on_htp: self.backend == SearchBackend::Qdq,
         };
         let mut measure = ChainMeasure::new(
@@ -139,38 +199,8 @@ impl PrecisionCmd {
         let report_of = |o: &SearchOutcome, status| {
             PrecisionReport::of(&model, &asked, versions.clone(), o, status)
         };
-        let latest = Arc::new(Mutex::new(Latest::default()));
-        let _on_interrupt = {
-            let (latest, dir) = (latest.clone(), dir.clone());
-            xtask_base::ui::interrupt::OnInterrupt::new(move || {
-                let mut l = latest.lock().unwrap_or_else(|e| e.into_inner());
-                l.interrupted = true;
-                if let Some(r) = l.report.as_mut() {
-                    r.status = Status::Interrupted;
-                    r.complete = false;
-                    match r.write(&dir) {
-                        Ok(()) => xtask_base::errln!(
-                            "precision: the report keeps the {} configuration(s) measured, marked interrupted",
-                            r.tried.len()
-                        ),
-                        Err(e) => xtask_base::errln!(
-                            "precision: the report could not be marked interrupted: {e:#}"
-                        ),
-                    }
-                }
-            })
-        };
-        let write = |report: PrecisionReport| -> Result<()> {
-            let mut l = latest.lock().unwrap_or_else(|e| e.into_inner());
-            if l.interrupted {
-                return Ok(());
-            }
-            report.write(&dir)?;
-            l.report = Some(report);
-            Ok(())
-        };
-        let mut write_error = None;
-        let mut said_float = false;
+        let writer = Writer::new(dir);
+        let (mut write_error, mut said_float) = (None, false);
         let outcome = search(&plan, &mut measure, &mut |o| {
             // Every measurement lands on disk at once: an interrupted search keeps it.
             let report = report_of(o, Status::InProgress);
@@ -178,7 +208,7 @@ impl PrecisionCmd {
                 said_float = true;
                 xtask_base::errln!("precision: {note}");
             }
-            if let Err(e) = write(report) {
+            if let Err(e) = writer.write(report) {
                 write_error.get_or_insert(e);
             }
         })?;
@@ -186,26 +216,37 @@ impl PrecisionCmd {
             return Err(e.context("cannot write the precision report"));
         }
         let report = report_of(&outcome, Status::Complete);
-        write(report.clone())?;
+        writer.write(report.clone())?;
         report.print(&dir_rel);
-        let Some(proposal) = &outcome.proposal else {
-            return Ok(Outcome::GateFailed);
-        };
-        if self.apply {
-            let gates = xtask_chain::precision::report::gate_lines(&asked, &outcome);
-            let changed =
-                xtask_chain::precision::apply::apply(&ctx.root, &model, proposal, &gates)?;
-            match changed.as_slice() {
-                [] => xtask_base::outln!("--apply: the recipes already say the proposal"),
-                _ => xtask_base::outln!(
-                    "--apply: wrote [quantize] into {} recipe(s) ({}); build them with `cargo xtask build-ctx --soc {} --model {}`",
-                    changed.len(),
-                    changed.join(", "),
-                    model.file.target.soc,
-                    model.file.model.name
-                ),
+        match &outcome.proposal {
+            None => Ok(Outcome::GateFailed),
+            Some(proposal) if self.apply => {
+                let gates = xtask_chain::precision::report::gate_lines(&asked, &outcome);
+                apply(ctx, &model, proposal, &gates)?;
+                Ok(Outcome::Success)
             }
+            Some(_) => Ok(Outcome::Success),
         }
-        Ok(Outcome::Success)
     }
+}
+
+/// `--apply`: the proposal (and the gates measured past) into the recipes.
+fn apply(
+    ctx: &Ctx,
+    model: &xtask_recipe::recipe::Model,
+    proposal: &Assignment,
+    gates: &std::collections::BTreeMap<String, xtask_chain::precision::apply::GateLine>,
+) -> Result<()> {
+    let changed = xtask_chain::precision::apply::apply(&ctx.root, model, proposal, gates)?;
+    match changed.as_slice() {
+        [] => xtask_base::outln!("--apply: the recipes already say the proposal"),
+        _ => xtask_base::outln!(
+            "--apply: wrote [quantize] into {} recipe(s) ({}); build them with `cargo xtask build-ctx --soc {} --model {}`",
+            changed.len(),
+            changed.join(", "),
+            model.file.target.soc,
+            model.file.model.name
+        ),
+    }
+    Ok(())
 }

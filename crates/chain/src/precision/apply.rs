@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use super::search::Assignment;
+use super::outcome::Assignment;
 use xtask_base::vocab::Precision;
 use xtask_recipe::recipe::Model;
 use xtask_recipe::recipe::quantize::PrecisionGate;

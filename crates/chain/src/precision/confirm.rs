@@ -14,51 +14,12 @@
 use std::collections::BTreeMap;
 
 use anyhow::Result;
-use serde::{Deserialize, Serialize};
 
-use super::search::{
-    Assignment, BudgetMode, Measure, Measured, Outcome, Plan, all_fp16, with, within,
+use super::outcome::{
+    Assignment, BudgetMode, ConfirmRun, Confirmation, Measure, Measured, Outcome, Plan, all_fp16,
+    with, within,
 };
 use xtask_base::vocab::Precision;
-
-/// One HTP chain of the confirmation.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ConfirmRun {
-    /// The HTP measurement (`within_budget`: against the HTP limit).
-    pub measured: Measured,
-    /// The change undone before this run (`llm_split3 w8a16`); None for the proposal itself.
-    pub undone: Option<String>,
-    /// The same configuration's error on the search's backend, when it was measured there.
-    #[serde(default)]
-    pub search_backend_max_abs: Option<f64>,
-}
-
-/// The HTP confirmation of a `--backend qdq` proposal.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Confirmation {
-    /// What the QDQ search proposed, and its error there.
-    pub proposed: Assignment,
-    #[serde(deserialize_with = "xtask_recipe::recipe::gate::f64_or_nan")]
-    pub proposed_search_max_abs: f64,
-    /// The HTP float chain (measured first with `--budget-from-float`, or when the back-off
-    /// reached the float bundle).
-    pub htp_float: Option<Measured>,
-    /// The limit on the HTP: the budget, or the HTP float chain's error + budget.
-    #[serde(deserialize_with = "xtask_recipe::recipe::gate::f64_or_nan")]
-    pub limit: f64,
-    /// Every HTP chain run, the proposal's first.
-    pub runs: Vec<ConfirmRun>,
-    /// The configuration the HTP confirmed within the limit (None: not even the float one).
-    pub confirmed: Option<Assignment>,
-}
-
-impl Confirmation {
-    /// The HTP run of the configuration finally proposed.
-    pub fn confirmed_run(&self) -> Option<&ConfirmRun> {
-        let c = self.confirmed.as_ref()?;
-        self.runs.iter().rev().find(|r| &r.measured.assignment == c)
-    }
-}
 
 /// Confirms `proposal` on the HTP, backing off over `kept` (in the order kept) when it is over
 /// the limit; records every run in `out.confirmation` as it lands.
@@ -73,13 +34,7 @@ pub(crate) fn confirm_on_htp(
     on_measured: &mut dyn FnMut(&Outcome),
 ) -> Result<Option<Assignment>> {
     let baseline = all_fp16(&plan.components);
-    let search_figure = |a: &Assignment| {
-        out.tried
-            .iter()
-            .find(|t| &t.assignment == a && t.ok())
-            .map(|t| t.actions_max_abs)
-    };
-    let proposed_search_max_abs = search_figure(proposal).unwrap_or(f64::NAN);
+    let proposed_search_max_abs = search_figure(&out.tried, proposal).unwrap_or(f64::NAN);
     let base = out.tried.first().cloned();
     out.confirmation = Some(Confirmation {
         proposed: proposal.clone(),
@@ -116,20 +71,12 @@ pub(crate) fn confirm_on_htp(
         };
         got.within_budget = got.ok() && within(got.actions_max_abs, limit);
         let pass = got.within_budget;
-        let search_backend_max_abs = search_figure(&current);
-        if let Some(c) = out.confirmation.as_mut() {
-            if current == baseline && c.htp_float.is_none() {
-                c.htp_float = Some(got.clone());
-            }
-            c.runs.push(ConfirmRun {
-                measured: got,
-                undone: undone.take(),
-                search_backend_max_abs,
-            });
-            if pass {
-                c.confirmed = Some(current.clone());
-            }
-        }
+        let run = ConfirmRun {
+            measured: got,
+            undone: undone.take(),
+            search_backend_max_abs: search_figure(&out.tried, &current),
+        };
+        record(out, run, &current, current == baseline);
         on_measured(out);
         if pass || current == baseline {
             break;
@@ -145,6 +92,28 @@ pub(crate) fn confirm_on_htp(
         undone = Some(format!("{c} {p}"));
     }
     Ok(out.confirmation.as_ref().and_then(|c| c.confirmed.clone()))
+}
+
+/// The error of `a` on the search's backend, when it was measured there.
+fn search_figure(tried: &[Measured], a: &Assignment) -> Option<f64> {
+    tried
+        .iter()
+        .find(|t| &t.assignment == a && t.ok())
+        .map(|t| t.actions_max_abs)
+}
+
+/// One HTP run into the confirmation (the float bundle's is the HTP float chain too).
+fn record(out: &mut Outcome, run: ConfirmRun, current: &Assignment, is_float: bool) {
+    let Some(c) = out.confirmation.as_mut() else {
+        return;
+    };
+    if is_float && c.htp_float.is_none() {
+        c.htp_float = Some(run.measured.clone());
+    }
+    if run.measured.within_budget {
+        c.confirmed = Some(current.clone());
+    }
+    c.runs.push(run);
 }
 
 /// Which kept change to undo: the one that saves the fewest bytes per unit of the error it

@@ -16,9 +16,9 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use super::gates::{ComponentGate, ComponentGates};
+use super::outcome::{Assignment, Measure, Measured};
 use super::progress::SearchProgress;
 use super::report::SearchBackend;
-use super::search::{Assignment, Measure, Measured};
 use crate::chain::run::ChainRun;
 use xtask_base::soc::Soc;
 use xtask_base::vocab::{Outcome, Precision, ToolchainKind};

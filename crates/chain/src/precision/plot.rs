@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::search::Measured;
+use super::outcome::Measured;
 use xtask_runtime::report::html::esc;
 
 /// The plot's frame: its size, margins and both scales.

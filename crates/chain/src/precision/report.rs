@@ -14,9 +14,10 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use super::apply::GateLine;
-use super::confirm::Confirmation;
 use super::gates::ComponentGates;
-use super::search::{Assignment, BudgetMode, FloatCheck, Measured, Outcome, frontier};
+use super::outcome::{
+    Assignment, BudgetMode, Confirmation, FloatCheck, Measured, Outcome, frontier,
+};
 use xtask_base::record::Versioned;
 use xtask_base::vocab::Precision;
 use xtask_runtime::report::ToolVersions;
@@ -165,7 +166,7 @@ impl PrecisionReport {
             versions,
             status,
             complete: status == Status::Complete,
-            float_note: super::report_text::float_note(asked, outcome),
+            float_note: float_note(asked, outcome),
             float: outcome.float.clone(),
             tried: outcome.tried.clone(),
             frontier: front,
@@ -241,6 +242,57 @@ impl PrecisionReport {
         );
         xtask_runtime::report::html::html_page(&format!("precision {}", self.asked.model), &body)
     }
+}
+
+/// What the top of every rendering says about the float chain when it misses the budget (or
+/// could not be measured); None when it meets the budget.
+pub fn float_note(asked: &Asked, outcome: &Outcome) -> Option<String> {
+    let float = outcome.float.as_ref()?;
+    let base = outcome.tried.first()?;
+    if let Some(e) = &base.error {
+        return Some(format!(
+            "The float chain could not be measured on the {}: {e}. The search stopped here (exit 1).",
+            asked.backend.label()
+        ));
+    }
+    if float.within_budget {
+        return None;
+    }
+    let attribution = match (&base.attribution, asked.backend) {
+        (Some(a), _) => {
+            let rows: Vec<String> = a
+                .rows
+                .iter()
+                .take(3)
+                .map(|r| format!("`{}` {:.1} %", r.component, r.removed * 100.0))
+                .collect();
+            format!(
+                " Which component contributes most (each run alone in fp32 on ORT's CPU EP, the share of the normalized actions' error it removes): {}.",
+                rows.join(", ")
+            )
+        }
+        (None, SearchBackend::Qdq) => {
+            " (No attribution: on the QDQ backend the float chain is ORT's fp32 chain itself.)"
+                .into()
+        }
+        (None, SearchBackend::Htp) => String::new(),
+    };
+    let then = match asked.budget_mode {
+        BudgetMode::Absolute => format!(
+            "The search stopped here (exit 1): no configuration can be within a budget the float chain itself misses. Raise the budget, or rerun with `--budget-from-float` to read it as error added over the float chain (a configuration then passes at ≤ {:.3e} + {:e}).",
+            float.actions_max_abs, asked.budget
+        ),
+        BudgetMode::FromFloat => format!(
+            "With `--budget-from-float` the budget is read as error added over it: a configuration passes when its error ≤ {:.3e} + {:e} = {:.3e}. Every error below {:.3e} is inside the float chain's own error, not a measured improvement.",
+            float.actions_max_abs, asked.budget, float.limit, float.actions_max_abs
+        ),
+    };
+    Some(format!(
+        "The float chain misses the budget: on the {} the float chain (every component fp16) has actions max |error| {:.3e} against the float golden, over the budget {:e} by itself.{attribution} {then}",
+        asked.backend.label(),
+        float.actions_max_abs,
+        asked.budget
+    ))
 }
 
 /// The gate `--apply` writes for each proposed component that was measured past its own

@@ -6,9 +6,9 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
+use super::outcome::BudgetMode;
 use super::report::{PrecisionReport, SearchBackend, Status};
 use super::report_text::{cosine, err, mb, short};
-use super::search::BudgetMode;
 use xtask_runtime::report::md_table;
 
 impl PrecisionReport {
@@ -44,6 +44,12 @@ impl PrecisionReport {
         self.confirmation_md(&mut md);
         self.proposal_md(&mut md);
         self.gates_md(&mut md);
+        self.tried_md(&mut md);
+        md
+    }
+
+    /// Every configuration measured: a failed one with `—` and its reason in `note`.
+    fn tried_md(&self, md: &mut String) {
         let _ = writeln!(md, "\n## Every configuration measured\n");
         md.push_str(&md_table(
             &[
@@ -93,7 +99,6 @@ impl PrecisionReport {
                 ]
             }),
         ));
-        md
     }
 
     fn confirmation_md(&self, md: &mut String) {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::precision::search::{Measured, all_fp16};
+use crate::precision::outcome::{Measured, all_fp16};
 
 fn versions() -> ToolVersions {
     ToolVersions {
@@ -42,8 +42,8 @@ fn from_float() -> (Asked, Outcome) {
     let asked = asked(5e-2, BudgetMode::FromFloat);
     let base = all_fp16(&asked.components);
     let limit = 5.235e-2 + 5e-2;
-    let q = crate::precision::search::with(&base, "llm_split0", Precision::W8a16);
-    let failed = crate::precision::search::with(&base, "vision", Precision::W8a16);
+    let q = crate::precision::outcome::with(&base, "llm_split0", Precision::W8a16);
+    let failed = crate::precision::outcome::with(&base, "vision", Precision::W8a16);
     let outcome = Outcome {
         tried: vec![
             measured(

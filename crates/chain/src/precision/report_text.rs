@@ -1,63 +1,12 @@
-//! The words of a precision report: the float chain's statement (which opens every rendering
-//! when it misses the budget), the verdict, each configuration's note, and the terminal's
-//! account (the Markdown is `report_md`). A configuration that did not build or run shows `—`
+//! The words of a precision report: the verdict, each configuration's note, and the terminal's
+//! account, which opens with the float chain's statement when it misses the budget (the
+//! Markdown is `report_md`). A configuration that did not build or run shows `—`
 //! and its reason, never a zero or a NaN.
 
 use std::fmt::Write as _;
 
-use super::report::{Asked, PrecisionReport, SearchBackend, Status};
-use super::search::{Assignment, BudgetMode, Measured, Outcome};
-
-/// What the top of every rendering says about the float chain when it misses the budget (or
-/// could not be measured); None when it meets the budget.
-pub fn float_note(asked: &Asked, outcome: &Outcome) -> Option<String> {
-    let float = outcome.float.as_ref()?;
-    let base = outcome.tried.first()?;
-    if let Some(e) = &base.error {
-        return Some(format!(
-            "The float chain could not be measured on the {}: {e}. The search stopped here (exit 1).",
-            asked.backend.label()
-        ));
-    }
-    if float.within_budget {
-        return None;
-    }
-    let attribution = match (&base.attribution, asked.backend) {
-        (Some(a), _) => {
-            let rows: Vec<String> = a
-                .rows
-                .iter()
-                .take(3)
-                .map(|r| format!("`{}` {:.1} %", r.component, r.removed * 100.0))
-                .collect();
-            format!(
-                " Which component contributes most (each run alone in fp32 on ORT's CPU EP, the share of the normalized actions' error it removes): {}.",
-                rows.join(", ")
-            )
-        }
-        (None, SearchBackend::Qdq) => {
-            " (No attribution: on the QDQ backend the float chain is ORT's fp32 chain itself.)"
-                .into()
-        }
-        (None, SearchBackend::Htp) => String::new(),
-    };
-    let then = match asked.budget_mode {
-        BudgetMode::Absolute => format!(
-            "The search stopped here (exit 1): no configuration can be within a budget the float chain itself misses. Raise the budget, or rerun with `--budget-from-float` to read it as error added over the float chain (a configuration then passes at ≤ {:.3e} + {:e}).",
-            float.actions_max_abs, asked.budget
-        ),
-        BudgetMode::FromFloat => format!(
-            "With `--budget-from-float` the budget is read as error added over it: a configuration passes when its error ≤ {:.3e} + {:e} = {:.3e}. Every error below {:.3e} is inside the float chain's own error, not a measured improvement.",
-            float.actions_max_abs, asked.budget, float.limit, float.actions_max_abs
-        ),
-    };
-    Some(format!(
-        "The float chain misses the budget: on the {} the float chain (every component fp16) has actions max |error| {:.3e} against the float golden, over the budget {:e} by itself.{attribution} {then}",
-        asked.backend.label(),
-        float.actions_max_abs,
-        asked.budget
-    ))
-}
+use super::outcome::{Assignment, BudgetMode, Measured};
+use super::report::{PrecisionReport, SearchBackend, Status};
 
 /// `vision w8a16, llm_split0 fp16, …` with only the quantized ones named (or `all fp16`).
 pub fn short(a: &Assignment) -> String {

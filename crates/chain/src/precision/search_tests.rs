@@ -1,4 +1,5 @@
 use super::*;
+use crate::precision::outcome::frontier;
 
 /// A model of a chain: each component's bytes and error per precision; errors of a
 /// configuration add up, plus an interaction term when both `a` and `b` are quantized, plus
@@ -44,7 +45,7 @@ impl Measure for Model {
     }
 
     fn measure_on_htp(&mut self, a: &Assignment, why: &str) -> Result<Measured> {
-        self.calls.push(format!("htp {why}"));
+        self.calls.push(format!("on-chip {why}"));
         let (bytes, err) = self.figures(a);
         let extra: f64 = a
             .iter()
@@ -177,7 +178,10 @@ fn a_qdq_proposal_the_htp_confirms_is_proposed_after_one_htp_chain() {
     assert_eq!(c.runs[0].measured.assignment, c.proposed);
     assert_eq!(out.proposal.as_ref(), Some(&c.proposed));
     assert!(c.runs[0].search_backend_max_abs.is_some());
-    assert_eq!(m.calls.iter().filter(|c| c.starts_with("htp")).count(), 1);
+    assert_eq!(
+        m.calls.iter().filter(|c| c.starts_with("on-chip")).count(),
+        1
+    );
 }
 
 #[test]
