@@ -119,24 +119,17 @@ fn a_budget_below_the_float_chains_own_error_is_said_everywhere_and_stops_the_se
     assert!(html.contains("The float chain misses the budget"));
 }
 
-#[test]
-fn a_qdq_proposal_is_confirmed_by_an_htp_chain_and_backed_off_on_the_htp_when_over() {
-    let p = Scratch::tiny();
-    link_quantizer(&p);
-    let args = |budget: &'static str| {
-        [
-            "--backend",
-            "qdq",
-            "--budget",
-            budget,
-            "--only",
-            "llm_split3",
-        ]
-    };
-    // llm_split3 at w8a16: 1.9e-3 on the QDQ simulation, 4.5e-3 on the HTP (float: 2.4e-3).
-    let ok = precision(&p, &args("1e-2"));
-    ok.assert_code(0);
-    let r = read_json(&p.path("reports/tiny/precision.json"));
+/// `--backend qdq --only llm_split3` with these flags: exit 0, the report's JSON.
+fn qdq_llm_split3(p: &Scratch, flags: &[&str]) -> (Run, serde_json::Value) {
+    let mut args = vec!["--backend", "qdq", "--only", "llm_split3"];
+    args.extend_from_slice(flags);
+    let out = precision(p, &args);
+    out.assert_code(0);
+    (out, read_json(&p.path("reports/tiny/precision.json")))
+}
+
+/// One HTP chain of exactly the proposal, within the budget; both figures in the Markdown.
+fn assert_confirmed(p: &Scratch, out: &Run, r: &serde_json::Value) {
     let c = &r["htp_confirmation"];
     let runs = c["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 1, "one HTP chain of exactly the proposal: {r}");
@@ -147,24 +140,19 @@ fn a_qdq_proposal_is_confirmed_by_an_htp_chain_and_backed_off_on_the_htp_when_ov
     let qdq = runs[0]["search_backend_max_abs"].as_f64().unwrap();
     assert!(htp.is_finite() && qdq.is_finite() && htp != qdq, "{r}");
     assert_eq!(c["confirmed"], r["proposal"], "{r}");
-    let text = md(&p);
+    let text = md(p);
     assert!(text.contains("## HTP confirmation"), "{text}");
+    let both = format!("QDQ {qdq:.3e} · HTP {htp:.3e}");
     assert!(
-        text.contains(&format!("QDQ {qdq:.3e} · HTP {htp:.3e}")),
+        text.contains(&both),
         "both figures for the proposal: {text}"
     );
-    assert!(
-        ok.stdout
-            .contains("on the HTP (confirmed by one HTP chain)"),
-        "{}",
-        ok.all()
-    );
+    let said = "on the HTP (confirmed by one HTP chain)";
+    assert!(out.stdout.contains(said), "{}", out.all());
+}
 
-    // 3.5e-3: within on the QDQ simulation, over on the HTP; the back-off undoes llm_split3 and
-    // the float bundle is within there.
-    let back = precision(&p, &args("3.5e-3"));
-    back.assert_code(0);
-    let r = read_json(&p.path("reports/tiny/precision.json"));
+/// Over on the HTP: llm_split3 undone, the float bundle within there.
+fn assert_backed_off(p: &Scratch, r: &serde_json::Value) {
     let runs = r["htp_confirmation"]["runs"].as_array().unwrap().clone();
     assert_eq!(runs.len(), 2, "{r}");
     assert_eq!(runs[0]["measured"]["assignment"]["llm_split3"], "w8a16");
@@ -172,47 +160,104 @@ fn a_qdq_proposal_is_confirmed_by_an_htp_chain_and_backed_off_on_the_htp_when_ov
     assert_eq!(runs[1]["undone"], "llm_split3 w8a16", "{r}");
     assert_eq!(runs[1]["measured"]["within_budget"], true, "{r}");
     assert_eq!(r["proposal"]["llm_split3"], "fp16", "{r}");
-    assert_eq!(
-        r["htp_confirmation"]["proposed"]["llm_split3"], "w8a16",
-        "{r}"
-    );
-    assert!(md(&p).contains("| llm_split3 w8a16 |"), "{}", md(&p));
+    let proposed = &r["htp_confirmation"]["proposed"]["llm_split3"];
+    assert_eq!(proposed, "w8a16", "{r}");
+    assert!(md(p).contains("| llm_split3 w8a16 |"), "{}", md(p));
+}
 
+#[test]
+fn a_qdq_proposal_is_confirmed_by_an_htp_chain_and_backed_off_on_the_htp_when_over() {
+    let p = Scratch::tiny();
+    link_quantizer(&p);
+    // llm_split3 at w8a16: 1.9e-3 on the QDQ simulation, 4.5e-3 on the HTP (float: 2.4e-3).
+    let (ok, r) = qdq_llm_split3(&p, &["--budget", "1e-2"]);
+    assert_confirmed(&p, &ok, &r);
+    // 3.5e-3: within on the QDQ simulation, over on the HTP; the back-off undoes llm_split3 and
+    // the float bundle is within there.
+    let (_, r) = qdq_llm_split3(&p, &["--budget", "3.5e-3"]);
+    assert_backed_off(&p, &r);
     // --budget-from-float on the QDQ simulation: its float chain (ORT fp32) is ~3e-7 off, over
     // 1e-8: said, and the budget read as added error; the HTP's limit is its own float + 1e-8.
-    let rel = precision(
-        &p,
-        &[
-            "--backend",
-            "qdq",
-            "--budget",
-            "1e-8",
-            "--budget-from-float",
-            "--only",
-            "llm_split3",
-        ],
-    );
-    rel.assert_code(0);
-    let r = read_json(&p.path("reports/tiny/precision.json"));
+    let (rel, r) = qdq_llm_split3(&p, &["--budget", "1e-8", "--budget-from-float"]);
     assert_eq!(r["budget_mode"], "from-float", "{r}");
     assert_eq!(r["float"]["within_budget"], false, "{r}");
     assert_eq!(r["float"]["stopped"], false, "{r}");
     let text = md(&p);
-    assert!(
-        text.contains("With `--budget-from-float` the budget is read as error added"),
-        "{text}"
-    );
+    let mode = "With `--budget-from-float` the budget is read as error added";
+    assert!(text.contains(mode), "{text}");
     let c = &r["htp_confirmation"];
     let htp_float = c["htp_float"]["actions_max_abs"].as_f64().unwrap();
-    assert!(
-        (c["limit"].as_f64().unwrap() - (htp_float + 1e-8)).abs() < 1e-12,
-        "{r}"
-    );
+    let limit = c["limit"].as_f64().unwrap();
+    assert!((limit - (htp_float + 1e-8)).abs() < 1e-12, "{r}");
     assert!(
         rel.stdout.contains("FLOAT CHAIN OVER BUDGET"),
         "{}",
         rel.all()
     );
+}
+
+/// `--component-gates enforce`: action_step at w8a16 not measured, the reason and the cosine
+/// said; `—`, never a zero or a NaN.
+fn assert_enforced(p: &Scratch, out: &Run) {
+    let r = read_json(&p.path("reports/tiny/precision.json"));
+    let t = &r["tried"][1];
+    let error = t["error"].as_str().unwrap();
+    for wanted in [
+        "action_step w8a16 failed its component gate at the CPU stage (QDQ simulation",
+        "< gate 0.9999999",
+        "--component-gates report",
+    ] {
+        assert!(
+            error.contains(wanted),
+            "{wanted}
+{t}"
+        );
+    }
+    let cosine = t["component_gates"][0]["cosine"].as_f64().unwrap();
+    assert!((0.999..0.9999999).contains(&cosine), "{t}");
+    assert!(t["component_gates"][0]["measured_with"].is_null(), "{t}");
+    let text = md(p);
+    let row = text
+        .lines()
+        .find(|l| l.contains("alone: action_step at w8a16"));
+    let row = row.unwrap();
+    assert!(row.contains("| — |"), "{row}");
+    assert!(
+        row.contains("not measured: action_step w8a16 failed"),
+        "{row}"
+    );
+    for bad in ["0.000 ", "NaN"] {
+        assert!(!text.contains(bad), "{bad:?} in\n{text}");
+        assert!(!out.stdout.contains(bad), "{bad:?} in\n{}", out.all());
+    }
+    let section = "## Components that failed their own gate";
+    assert!(text.contains(section), "{text}");
+}
+
+/// `--component-gates report --apply`: measured in the chain past its gate, the gate written
+/// with the chain's errors as the reason.
+fn assert_reported(p: &Scratch, recipe: &std::path::Path) {
+    let r = read_json(&p.path("reports/tiny/precision.json"));
+    let t = &r["tried"][1];
+    assert!(t["error"].is_null(), "{t}");
+    let err = t["actions_max_abs"].as_f64().unwrap();
+    let g = &t["component_gates"][0];
+    let set = g["measured_with"]["min_cosine"].as_f64().unwrap();
+    assert!(set < g["cosine"].as_f64().unwrap() && set > 0.999, "{g}");
+    assert_eq!(r["proposal"]["action_step"], "w8a16", "{r}");
+    let htp = &r["htp_confirmation"]["runs"][0]["measured"]["actions_max_abs"];
+    let htp = htp.as_f64().unwrap();
+    let written = std::fs::read_to_string(recipe).unwrap();
+    for wanted in [
+        "[quantize]\nprecision = \"w8a16\"".to_string(),
+        "\n[quantize.gates.w8a16]\n# set by `cargo xtask precision --component-gates report`"
+            .into(),
+        format!("min_cosine = {set}\n"),
+        format!("actions max |error| {err:.3e} on the QDQ simulation, {htp:.3e} on the HTP"),
+    ] {
+        assert!(written.contains(&wanted), "{wanted}\n{written}");
+    }
+    assert!(md(p).contains("measured anyway"), "{}", md(p));
 }
 
 #[test]
@@ -235,87 +280,17 @@ fn a_component_failing_its_own_gate_is_measured_anyway_with_report_and_apply_wri
         "--only",
         "action_step",
     ];
-
     // enforce (the default): not measured, and the report says why, with the cosine.
     let enforce = precision(&p, &args);
     enforce.assert_code(0);
-    let r = read_json(&p.path("reports/tiny/precision.json"));
-    let t = &r["tried"][1];
-    let error = t["error"].as_str().unwrap();
-    assert!(
-        error.contains(
-            "action_step w8a16 failed its component gate at the CPU stage (QDQ simulation"
-        ) && error.contains("< gate 0.9999999")
-            && error.contains("--component-gates report"),
-        "{t}"
-    );
-    let cosine = t["component_gates"][0]["cosine"].as_f64().unwrap();
-    assert!((0.999..0.9999999).contains(&cosine), "{t}");
-    assert!(t["component_gates"][0]["measured_with"].is_null(), "{t}");
-    let text = md(&p);
-    let row = text
-        .lines()
-        .find(|l| l.contains("alone: action_step at w8a16"))
-        .unwrap();
-    assert!(
-        row.contains("| — |") && row.contains("not measured: action_step w8a16 failed"),
-        "{row}"
-    );
-    for bad in ["0.000 ", "NaN"] {
-        assert!(!text.contains(bad), "{bad:?} in\n{text}");
-        assert!(
-            !enforce.stdout.contains(bad),
-            "{bad:?} in\n{}",
-            enforce.all()
-        );
-    }
-    assert!(
-        text.contains("## Components that failed their own gate"),
-        "{text}"
-    );
-
+    assert_enforced(&p, &enforce);
     // report: built with its gate at the measured value, measured in the chain; --apply writes
     // that gate with the chain's error as the reason, and the build passes it.
-    let report = precision(
-        &p,
-        &[&args[..], &["--component-gates", "report", "--apply"]].concat(),
-    );
-    report.assert_code(0);
-    let r = read_json(&p.path("reports/tiny/precision.json"));
-    let t = &r["tried"][1];
-    assert!(t["error"].is_null(), "{t}");
-    let err = t["actions_max_abs"].as_f64().unwrap();
-    let g = &t["component_gates"][0];
-    let set = g["measured_with"]["min_cosine"].as_f64().unwrap();
-    assert!(set < g["cosine"].as_f64().unwrap() && set > 0.999, "{g}");
-    assert_eq!(r["proposal"]["action_step"], "w8a16", "{r}");
-    let htp = r["htp_confirmation"]["runs"][0]["measured"]["actions_max_abs"]
-        .as_f64()
-        .unwrap();
-    let written = std::fs::read_to_string(&recipe).unwrap();
-    assert!(
-        written.contains("[quantize]\nprecision = \"w8a16\""),
-        "{written}"
-    );
-    assert!(
-        written.contains(
-            "\n[quantize.gates.w8a16]\n# set by `cargo xtask precision --component-gates report`"
-        ),
-        "{written}"
-    );
-    assert!(
-        written.contains(&format!("min_cosine = {set}\n")),
-        "{written}"
-    );
-    assert!(
-        written.contains(&format!(
-            "actions max |error| {err:.3e} on the QDQ simulation, {htp:.3e} on the HTP"
-        )),
-        "{written}"
-    );
-    assert!(md(&p).contains("measured anyway"), "{}", md(&p));
-    p.run(&["build-ctx", "--soc", "77", "--only", "action_step"])
-        .assert_code(0);
+    let flags = ["--component-gates", "report", "--apply"];
+    precision(&p, &[&args[..], &flags].concat()).assert_code(0);
+    assert_reported(&p, &recipe);
+    let build = p.run(&["build-ctx", "--soc", "77", "--only", "action_step"]);
+    build.assert_code(0);
 }
 
 #[test]
