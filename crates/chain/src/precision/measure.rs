@@ -143,9 +143,10 @@ impl<'a> ChainMeasure<'a> {
                 Some(g) => Ok(Built::Gate(g)),
                 None => Ok(Built::Failed(self.build_failure(comp, p))),
             },
-            Ok(_) if p.is_quantized() => Ok(Built::Failed(self.build_failure(comp, p))),
+            // A gate that failed (at fp16 too: the float chain then cannot be measured, and
+            // the search stops there saying why).
+            Ok(_) => Ok(Built::Failed(self.build_failure(comp, p))),
             // The float model must build: that is `build-ctx`'s to fix, not a finding.
-            Ok(_) => anyhow::bail!("{}", self.build_failure(comp, p)),
             Err(e) if !p.is_quantized() => Err(e.context(format!("{comp} at fp16 did not build"))),
             Err(e) => Ok(Built::Failed(format!("{comp} at {p} did not build: {e:#}"))),
         }
