@@ -301,7 +301,12 @@ impl BuildReport {
             count(StepStatus::Skipped),
             self.soc.id
         );
-        for c in &self.components {
+        // Only what this build built: the earlier builds it keeps are named below.
+        let built = self
+            .components
+            .iter()
+            .filter(|c| !c.steps.iter().all(|s| s.status == StepStatus::Earlier));
+        for c in built {
             if let Some((p, calibration)) = c.quantized() {
                 xtask_base::outln!(
                     "  {} is {p} (calibration sha256:{}); its parity is against the float golden",

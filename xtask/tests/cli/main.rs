@@ -31,6 +31,7 @@ mod newcomer_cli;
 mod offline_cli;
 mod package_truth_cli;
 mod parity_cli;
+mod precision_cli;
 mod quantize_cli;
 mod refusals_cli;
 mod regenerate_cache_cli;

@@ -298,6 +298,16 @@ fn the_quantize_step_restores_from_the_cache_in_another_copy() {
     );
 }
 
+/// Building action_step in the w8a16 variant names its own precision line, not again
+/// llm_split3's, built before it in the same variant.
+fn each_precision_line_once(out: &crate::common::Run) {
+    for c in ["llm_split3", "action_step"] {
+        let line = format!("  {c} is w8a16 (calibration");
+        let n = out.stdout.matches(&line).count();
+        assert_eq!(n, 1, "{line}\n{}", out.all());
+    }
+}
+
 #[test]
 fn the_precision_search_proposes_writes_its_reports_and_applies() {
     let p = Scratch::tiny();
@@ -315,6 +325,9 @@ fn the_precision_search_proposes_writes_its_reports_and_applies() {
     out.assert_code(0);
     let r = read_json(&p.path("reports/tiny/precision.json"));
     assert_eq!(r["complete"], true);
+    assert_eq!(r["status"], "complete");
+    assert!(r["htp_confirmation"].is_null(), "on the HTP already");
+    each_precision_line_once(&out);
     let tried = r["tried"].as_array().unwrap();
     // The baseline, then each component alone: at least three chains measured.
     assert!(tried.len() >= 3, "{r}");

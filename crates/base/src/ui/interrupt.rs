@@ -1,8 +1,9 @@
 //! Ctrl-C (SIGINT) and SIGTERM answered instead of ending a long command without a word: one
 //! line on stderr says what was interrupted (the running step, as progress last named it) and
-//! what was kept, the child processes the tool started are stopped, the partial outputs of
-//! the running steps (staging folders) are removed, and the tool exits 130 (SIGINT) or 143
-//! (SIGTERM), as a shell reports a process ended by that signal.
+//! what was kept, a command's own last words run (`OnInterrupt`: the precision search marks
+//! its report interrupted), the child processes the tool started are stopped, the partial
+//! outputs of the running steps (staging folders) are removed, and the tool exits 130 (SIGINT)
+//! or 143 (SIGTERM), as a shell reports a process ended by that signal.
 //!
 //! The answer runs on its own thread (`signal-hook`'s iterator: the handler itself only
 //! wakes it), and ends the process with `_exit`: the native QNN/ORT libraries may be inside a
@@ -23,6 +24,9 @@ static KEEPS: Mutex<String> = Mutex::new(String::new());
 static PARTIAL: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// Child processes running now (`proc::Proc`).
 static CHILDREN: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+/// What a command does last when interrupted (`OnInterrupt`), by registration id.
+#[allow(clippy::type_complexity)]
+static HOOKS: Mutex<Vec<(u64, Box<dyn Fn() + Send>)>> = Mutex::new(Vec::new());
 
 /// Said when a command did not say what it keeps.
 const KEPT_BY_DEFAULT: &str =
@@ -51,6 +55,7 @@ fn answer(command: &str, signal: i32) -> ! {
         SIGTERM => ("SIGTERM", 143),
         _ => ("SIGINT", 130),
     };
+    run_hooks();
     // Held until the process ends: no step registers (or creates) a new staging folder after
     // the removal below (`Partial::staging` creates under this lock).
     let partial = PARTIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -135,6 +140,38 @@ impl Drop for Partial {
             && let Some(i) = p.iter().position(|x| *x == self.0)
         {
             p.swap_remove(i);
+        }
+    }
+}
+
+/// Runs every registered `OnInterrupt` (each one once: the list is emptied first).
+fn run_hooks() {
+    let hooks = std::mem::take(&mut *HOOKS.lock().unwrap_or_else(|e| e.into_inner()));
+    for (_, hook) in hooks {
+        hook();
+    }
+}
+
+/// Something a command does when interrupted, before the tool exits (the precision search
+/// marks its report interrupted), while this guard lives. Keep it short: the process ends
+/// right after it.
+pub struct OnInterrupt(u64);
+
+impl OnInterrupt {
+    pub fn new(hook: impl Fn() + Send + 'static) -> OnInterrupt {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut h) = HOOKS.lock() {
+            h.push((id, Box::new(hook)));
+        }
+        OnInterrupt(id)
+    }
+}
+
+impl Drop for OnInterrupt {
+    fn drop(&mut self) {
+        if let Ok(mut h) = HOOKS.lock() {
+            h.retain(|(id, _)| *id != self.0);
         }
     }
 }

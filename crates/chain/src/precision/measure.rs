@@ -6,26 +6,36 @@
 //! (`ctx/<model>/`); at another precision it is built as a *variant* of the model,
 //! `<model>.<precision>` (`ctx/tiny.w8a16/`, `reports/tiny.w8a16/`), with the recipe's other
 //! `[quantize]` settings kept. Builds are `build-ctx`'s own (keys, cache, gates, progress), so
-//! a step measured once is fresh for every later configuration and every later search.
+//! a step measured once is fresh for every later configuration and every later search. A
+//! quantized component that fails its own gate is handled as `gates` says.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use super::search::{Assignment, Measure, Measured};
-use crate::chain::run::{ChainRun, run_judged};
-use crate::chain::runner::{self, ChainRuns, ComponentRunner, Pass, Tensors};
-use crate::chain::sessions::ChainSessions;
-use xtask_base::soc::Soc;
-use xtask_base::vocab::{BackendKind, Outcome, Precision, ToolchainKind};
-use xtask_ctx_build::{BuildRequest, artifacts::artifacts};
-use xtask_recipe::recipe::quantize::QuantizeSection;
-use xtask_recipe::recipe::{Component, Model};
-use xtask_runtime::runtime::{Backend, Runtime};
-
+use super::gates::{ComponentGate, ComponentGates};
+use super::outcome::{Assignment, Measure, Measured};
+use super::progress::SearchProgress;
 use super::report::SearchBackend;
+use crate::chain::run::ChainRun;
+use xtask_base::soc::Soc;
+use xtask_base::vocab::{Outcome, Precision, ToolchainKind};
+use xtask_ctx_build::{BuildRequest, artifacts::artifacts};
+use xtask_recipe::recipe::{Component, Model};
+use xtask_runtime::runtime::Runtime;
+
+/// What building (component, precision) gave.
+#[derive(Debug, Clone)]
+enum Built {
+    Ok,
+    /// Cannot be used: why.
+    Failed(String),
+    /// Failed its own gate at the CPU stage; `measured_with` set when it was built past it
+    /// (`--component-gates report`) and can run.
+    Gate(ComponentGate),
+}
 
 /// Builds and runs configurations of one model.
 pub struct ChainMeasure<'a> {
@@ -36,9 +46,13 @@ pub struct ChainMeasure<'a> {
     rt: &'a Runtime,
     chain: ChainRun<'a>,
     variants: BTreeMap<Precision, Model>,
-    /// What building (component, precision) gave: Ok, or why it cannot be used.
-    built: BTreeMap<(String, Precision), std::result::Result<(), String>>,
+    built: BTreeMap<(String, Precision), Built>,
+    /// Components built in their variant with their gate at the measured value.
+    past_gate: BTreeSet<(String, Precision)>,
     cache: Option<xtask_ctx_build::step_cache::StepCache>,
+    gates: ComponentGates,
+    progress: SearchProgress,
+    count: usize,
 }
 
 impl<'a> ChainMeasure<'a> {
@@ -49,12 +63,19 @@ impl<'a> ChainMeasure<'a> {
         backend: SearchBackend,
         precisions: &[Precision],
         cache: Option<xtask_ctx_build::step_cache::StepCache>,
+        gates: ComponentGates,
     ) -> Result<Self> {
         let soc = xtask_recipe::htp_target::target_soc(model, None)?;
         let chain = ChainRun::prepare(root, model, rt, 1, 0)?;
         let mut variants = BTreeMap::new();
-        for &p in precisions.iter().chain([Precision::Fp16].iter()) {
-            variants.insert(p, variant(model, p)?);
+        let recipes = model.components.iter().map(|c| c.precision());
+        for p in precisions
+            .iter()
+            .copied()
+            .chain([Precision::Fp16])
+            .chain(recipes)
+        {
+            variants.insert(p, super::variants::variant(model, p)?);
         }
         Ok(ChainMeasure {
             root,
@@ -65,20 +86,31 @@ impl<'a> ChainMeasure<'a> {
             chain,
             variants,
             built: BTreeMap::new(),
+            past_gate: BTreeSet::new(),
             cache,
+            gates,
+            progress: SearchProgress::start(),
+            count: 0,
         })
     }
 
-    /// The model a component at `p` is built in: the model itself when its recipe says `p`.
+    /// The model a component at `p` is built in: the model itself when its recipe says `p`
+    /// (unless it was built past its gate, which only its variant holds).
     fn model_for(&self, comp: &str, p: Precision) -> &Model {
-        match self.component(comp) {
-            Some(c) if c.precision() == p => self.model,
+        let own = self.model.components.iter().find(|c| c.name() == comp);
+        match own {
+            Some(c) if c.precision() == p && !self.past_gate.contains(&(comp.to_string(), p)) => {
+                self.model
+            }
             _ => &self.variants[&p],
         }
     }
 
-    fn component(&self, name: &str) -> Option<&Component> {
-        self.model.components.iter().find(|c| c.name() == name)
+    fn component_in<'m>(m: &'m Model, comp: &str) -> Result<&'m Component> {
+        m.components
+            .iter()
+            .find(|c| c.name() == comp)
+            .with_context(|| format!("no component `{comp}`"))
     }
 
     /// Builds what `a` needs and has not built yet; the seconds it took.
@@ -90,55 +122,118 @@ impl<'a> ChainMeasure<'a> {
                 continue;
             }
             ran = true;
-            let m = self.model_for(comp, p);
-            let c = m
-                .components
-                .iter()
-                .find(|c| c.name() == comp)
-                .with_context(|| format!("no component `{comp}`"))?;
-            xtask_base::errln!(
-                "precision: building {comp} at {p} (model {})",
-                m.file.model.name
-            );
-            let req = BuildRequest {
-                model: m,
-                soc: self.soc,
-                comps: vec![c],
-                jobs: 1,
-                max_memory_mb: None,
-                force: false,
-                dry_run: false,
-                json: false,
-                require_fresh: false,
-                toolchain: ToolchainKind::Embedded,
-                allow_sdk_version: false,
-                verbose: false,
-                cache: self.cache.clone(),
-                cache_max_bytes: xtask_ctx_build::step_cache::max_size(None)?,
-                print_keys: false,
-            };
-            let got = match xtask_ctx_build::build_with(self.root, &req, Some(self.rt)) {
-                Ok(Outcome::Success) => Ok(()),
-                Ok(Outcome::GateFailed) => Err(format!(
-                    "{comp} at {p} did not build (a gate failed): see {}",
-                    xtask_base::project::rel(
-                        self.root,
-                        &xtask_base::project::reports_dir(self.root, &m.file.model.name)
-                            .join(format!("build-soc{}.md", self.soc.id))
-                    )
-                )),
-                // The float model must build: that is `build-ctx`'s to fix, not a finding.
-                Err(e) if !p.is_quantized() => {
-                    return Err(e.context(format!("{comp} at fp16 did not build")));
-                }
-                Err(e) => Err(format!("{comp} at {p} did not build: {e:#}")),
-            };
+            let got = self.build_one(comp, p)?;
             self.built.insert((comp.clone(), p), got);
         }
         Ok(if ran {
             started.elapsed().as_secs_f64()
         } else {
             0.0
+        })
+    }
+
+    fn build_one(&mut self, comp: &str, p: Precision) -> Result<Built> {
+        let name = self.model_for(comp, p).file.model.name.clone();
+        self.progress
+            .step(&format!("building {comp} at {p} (model {name})"));
+        match self.build_request(comp, p) {
+            Ok(Outcome::Success) => Ok(Built::Ok),
+            Ok(Outcome::GateFailed) if p.is_quantized() => match self.gate_failure(comp, p) {
+                Some(g) if self.gates == ComponentGates::Report => self.build_past_gate(comp, p, g),
+                Some(g) => Ok(Built::Gate(g)),
+                None => Ok(Built::Failed(self.build_failure(comp, p))),
+            },
+            // A gate that failed (at fp16 too: the float chain then cannot be measured, and
+            // the search stops there saying why).
+            Ok(_) => Ok(Built::Failed(self.build_failure(comp, p))),
+            // The float model must build: that is `build-ctx`'s to fix, not a finding.
+            Err(e) if !p.is_quantized() => Err(e.context(format!("{comp} at fp16 did not build"))),
+            Err(e) => Ok(Built::Failed(format!("{comp} at {p} did not build: {e:#}"))),
+        }
+    }
+
+    fn build_request(&self, comp: &str, p: Precision) -> Result<Outcome> {
+        let m = self.model_for(comp, p);
+        let req = BuildRequest {
+            model: m,
+            soc: self.soc,
+            comps: vec![Self::component_in(m, comp)?],
+            jobs: 1,
+            max_memory_mb: None,
+            force: false,
+            dry_run: false,
+            json: false,
+            require_fresh: false,
+            toolchain: ToolchainKind::Embedded,
+            allow_sdk_version: false,
+            verbose: false,
+            cache: self.cache.clone(),
+            cache_max_bytes: xtask_ctx_build::step_cache::max_size(None)?,
+            print_keys: false,
+        };
+        xtask_ctx_build::build_with(self.root, &req, Some(self.rt))
+    }
+
+    /// Why (component, precision) did not build: its failed step and error, from the build
+    /// report.
+    fn build_failure(&self, comp: &str, p: Precision) -> String {
+        let m = self.model_for(comp, p);
+        let dir = xtask_base::project::reports_dir(self.root, &m.file.model.name);
+        let path = dir.join(format!("build-soc{}.json", self.soc.id));
+        let failed = xtask_ctx_build::report::BuildReport::read(&path)
+            .ok()
+            .and_then(|r| {
+                let c = r.components.into_iter().find(|c| c.component == comp)?;
+                c.steps.into_iter().find(|s| s.error.is_some())
+            })
+            .map(|s| format!("{} failed: {}", s.step, s.error.unwrap_or_default()))
+            .unwrap_or_else(|| "a step failed".into());
+        format!(
+            "{comp} at {p} did not build ({failed}); see {}",
+            xtask_base::project::rel(self.root, &dir.join(format!("build-soc{}.md", self.soc.id)))
+        )
+    }
+
+    /// The component's own gate as its CPU stage (the QDQ simulation) measured it, when that
+    /// is what failed.
+    fn gate_failure(&self, comp: &str, p: Precision) -> Option<ComponentGate> {
+        let m = self.model_for(comp, p);
+        let c = Self::component_in(m, comp).ok()?;
+        let qdq = xtask_ctx_build::fresh::fresh_qdq_model(self.root, self.rt, m, c).ok()?;
+        let golden = xtask_parity::parity::component::load_golden(self.root, c).ok()?;
+        let result =
+            xtask_parity::parity::component::run_qdq_simulation(self.rt, m, c, &golden, &qdq)
+                .ok()?;
+        ComponentGate::of(&result, p)
+    }
+
+    /// `--component-gates report`: the component built again in its variant with its gate at
+    /// what it measured, so the chain can run it.
+    fn build_past_gate(&mut self, comp: &str, p: Precision, mut g: ComponentGate) -> Result<Built> {
+        let Some(gate) = g.suggested() else {
+            return Ok(Built::Failed(format!(
+                "{}; no gate accepts non-finite values, so it was not measured",
+                g.summary()
+            )));
+        };
+        self.progress.step(&format!(
+            "{}; --component-gates report: building it with min_cosine {} to measure it in the chain",
+            g.summary(),
+            gate.min_cosine.map_or("(kept)".into(), |c| c.to_string())
+        ));
+        super::variants::set_gate(
+            self.variants.get_mut(&p).context("no variant")?,
+            comp,
+            p,
+            gate,
+        )?;
+        self.past_gate.insert((comp.to_string(), p));
+        Ok(match self.build_request(comp, p)? {
+            Outcome::Success => {
+                g.measured_with = Some(gate);
+                Built::Gate(g)
+            }
+            _ => Built::Failed(self.build_failure(comp, p)),
         })
     }
 
@@ -157,17 +252,93 @@ impl<'a> ChainMeasure<'a> {
         Ok(total)
     }
 
-    /// The file each component runs from, on the search's backend.
-    fn session_models(&self, a: &Assignment) -> Result<BTreeMap<String, PathBuf>> {
+    /// Every component at its precision: the search's ones, the recipe's for the rest.
+    fn full(&self, a: &Assignment) -> Assignment {
+        let mut full = a.clone();
+        for c in &self.model.components {
+            full.entry(c.name().to_string()).or_insert(c.precision());
+        }
+        full
+    }
+
+    fn measure_on(
+        &mut self,
+        backend: SearchBackend,
+        a: &Assignment,
+        why: &str,
+        attribute_over: Option<f64>,
+    ) -> Result<Measured> {
+        self.count += 1;
+        let full = self.full(a);
+        self.progress
+            .step(&format!("[{}] measuring {why}", self.count));
+        let build_seconds = self.build(&full)?;
+        let mut m = Measured::failed(a, why, String::new());
+        m.build_seconds = build_seconds;
+        let mut errors = Vec::new();
+        for (c, &p) in &full {
+            match &self.built[&(c.clone(), p)] {
+                Built::Ok => {}
+                Built::Failed(e) => errors.push(e.clone()),
+                Built::Gate(g) => {
+                    if g.measured_with.is_none() {
+                        errors.push(format!(
+                            "{}; not measured in the chain (`--component-gates report` measures it anyway)",
+                            g.summary()
+                        ));
+                    }
+                    m.component_gates.push(g.clone());
+                }
+            }
+        }
+        if !errors.is_empty() {
+            m.error = Some(errors.join("; "));
+            return Ok(m);
+        }
+        m.error = None;
+        m.bytes = self.bytes(&full)?;
+        let label = format!("[{}] chain of {why} on {}", self.count, backend.short());
+        self.progress.step(&label);
+        let bar = self.progress.chain_bar(&label);
+        let ran = super::chain_once::run(
+            &super::chain_once::Setup {
+                root: self.root,
+                rt: self.rt,
+                model: self.model,
+                chain: &self.chain,
+                backend,
+                models: self.session_models(backend, &full)?,
+                attribute_over,
+            },
+            &|name| {
+                self.progress.set(&format!("{label}: {name}"));
+                if let Some(b) = &bar {
+                    b.working_on(name);
+                }
+            },
+        );
+        match ran {
+            Ok(r) => {
+                (m.actions_max_abs, m.actions_cosine, m.run_seconds) =
+                    (r.max_abs, r.cosine, r.seconds);
+                m.attribution = r.attribution;
+            }
+            Err(e) => m.error = Some(format!("the chain did not run: {e:#}")),
+        }
+        Ok(m)
+    }
+
+    /// The file each component runs from, on `backend`.
+    fn session_models(
+        &self,
+        backend: SearchBackend,
+        a: &Assignment,
+    ) -> Result<BTreeMap<String, std::path::PathBuf>> {
         let mut out = BTreeMap::new();
         for (comp, &p) in a {
             let m = self.model_for(comp, p);
-            let c = m
-                .components
-                .iter()
-                .find(|c| c.name() == comp)
-                .with_context(|| format!("no component `{comp}`"))?;
-            let path = match (self.backend, p.is_quantized()) {
+            let c = Self::component_in(m, comp)?;
+            let path = match (backend, p.is_quantized()) {
                 (SearchBackend::Htp, _) => {
                     xtask_ctx_build::fresh::fresh_context_wrapper(self.root, self.rt, m, c)?
                 }
@@ -181,120 +352,24 @@ impl<'a> ChainMeasure<'a> {
         Ok(out)
     }
 
-    fn run_chain(&self, a: &Assignment) -> Result<(f64, f64, f64)> {
-        let backend = match self.backend {
-            SearchBackend::Htp => xtask_runtime::runtime::backend_for(self.model, BackendKind::Htp),
-            SearchBackend::Qdq => Backend::OrtCpu,
-        };
-        let kind = backend.kind();
-        let mut sessions =
-            ChainSessions::new(self.rt, self.model, backend, self.session_models(a)?, false);
-        sessions.load_all()?;
-        let started = Instant::now();
-        let report = run_judged(&self.chain, &mut Once { sessions, kind })?;
-        let seconds = started.elapsed().as_secs_f64();
-        let actions = report
-            .run
-            .boundaries
-            .iter()
-            .find(|b| b.name == "actions")
-            .and_then(|b| b.metrics.clone())
-            .context("the chain's final actions were not compared with the float golden")?;
-        Ok((actions.max_abs_err, actions.cosine, seconds))
+    /// What an interruption of the search keeps.
+    pub fn keeps(&mut self, what: &str) {
+        self.progress.keeps(what);
     }
 }
 
 impl Measure for ChainMeasure<'_> {
     fn measure(&mut self, a: &Assignment, why: &str) -> Result<Measured> {
-        // Components the search leaves alone run at their recipe's precision.
-        let mut full = a.clone();
-        for c in &self.model.components {
-            full.entry(c.name().to_string()).or_insert(c.precision());
-        }
-        xtask_base::errln!("precision: measuring {why}");
-        let build_seconds = self.build(&full)?;
-        let failed: Vec<String> = full
-            .iter()
-            .filter_map(|(c, &p)| self.built[&(c.clone(), p)].clone().err())
-            .collect();
-        let mut m = Measured {
-            assignment: a.clone(),
-            why: why.to_string(),
-            bytes: 0,
-            build_seconds,
-            run_seconds: 0.0,
-            actions_max_abs: f64::NAN,
-            actions_cosine: f64::NAN,
-            within_budget: false,
-            error: None,
-        };
-        if !failed.is_empty() {
-            m.error = Some(failed.join("; "));
-            return Ok(m);
-        }
-        m.bytes = self.bytes(&full)?;
-        match self.run_chain(&full) {
-            Ok((max_abs, cosine, seconds)) => {
-                (m.actions_max_abs, m.actions_cosine, m.run_seconds) = (max_abs, cosine, seconds);
-            }
-            Err(e) => m.error = Some(format!("the chain did not run: {e:#}")),
-        }
-        Ok(m)
-    }
-}
-
-/// The model with every component at `p`, named `<model>.<p>` (its artifacts and reports apart
-/// from the model's own); the recipes' other `[quantize]` settings are kept.
-fn variant(model: &Model, p: Precision) -> Result<Model> {
-    let mut m = model.clone();
-    m.file.model.name = format!("{}.{p}", model.file.model.name);
-    for c in &mut m.components {
-        c.recipe_text = super::apply::with_precision(&c.recipe_text, p)
-            .with_context(|| format!("cannot set {} to {p}", c.recipe_path.display()))?;
-        c.file.quantize = match c.file.quantize.take() {
-            Some(q) => Some(QuantizeSection { precision: p, ..q }),
-            None if p.is_quantized() => Some(QuantizeSection::of(p)),
-            None => None,
-        };
-    }
-    Ok(m)
-}
-
-/// One untimed chain on resident sessions: the search wants the error, not the latency.
-struct Once<'a> {
-    sessions: ChainSessions<'a>,
-    kind: BackendKind,
-}
-
-impl ComponentRunner for Once<'_> {
-    fn backend(&self) -> BackendKind {
-        self.kind
+        self.measure_on(self.backend, a, why, None)
     }
 
-    fn chain_runs(&self) -> ChainRuns {
-        ChainRuns {
-            warmup: 0,
-            timed: 1,
-        }
+    fn measure_float(&mut self, a: &Assignment, why: &str, over: f64) -> Result<Measured> {
+        // On the QDQ backend the float chain is ORT's fp32 chain itself: nothing to attribute.
+        let attribute = (self.backend == SearchBackend::Htp).then_some(over);
+        self.measure_on(self.backend, a, why, attribute)
     }
 
-    fn golden_inputs_pass(&self) -> bool {
-        false
-    }
-
-    fn call(&mut self, _pass: Pass, name: &str, inputs: &Tensors) -> Result<Tensors> {
-        self.sessions.call(name, inputs)
-    }
-
-    fn finish(&mut self, _chain_ms: &[f64]) -> runner::Measured {
-        runner::Measured {
-            mode: "resident".into(),
-            htp: None,
-            fp32: Vec::new(),
-            latency: Vec::new(),
-            load_ms: BTreeMap::new(),
-            host_fraction: f64::NAN,
-            device: None,
-        }
+    fn measure_on_htp(&mut self, a: &Assignment, why: &str) -> Result<Measured> {
+        self.measure_on(SearchBackend::Htp, a, why, None)
     }
 }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::search::Measured;
+use super::outcome::Measured;
 use xtask_runtime::report::html::esc;
 
 /// The plot's frame: its size, margins and both scales.
@@ -59,7 +59,7 @@ impl Frame {
     }
 
     /// Grid lines, tick labels, axis titles and the budget line.
-    fn axes(&self, s: &mut String, budget: f64) {
+    fn axes(&self, s: &mut String, budget: f64, label: &str) {
         let (w, h, left, right, bottom) = (self.w, self.h, self.left, self.right, self.bottom);
         for k in (self.lo.ceil() as i32)..=(self.hi.floor() as i32) {
             let yk = self.y(10f64.powi(k));
@@ -91,33 +91,32 @@ impl Frame {
         let yb = self.y(budget);
         let _ = write!(
             s,
-            r##"<line x1="{left}" x2="{:.1}" y1="{yb:.1}" y2="{yb:.1}" stroke="#d62728" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="10" fill="#d62728" text-anchor="end">budget {budget:.0e}</text>"##,
+            r##"<line x1="{left}" x2="{:.1}" y1="{yb:.1}" y2="{yb:.1}" stroke="#d62728" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="10" fill="#d62728" text-anchor="end">{}</text>"##,
             w - right,
             w - right,
-            yb - 4.0
+            yb - 4.0,
+            esc(label)
         );
     }
 }
 
-/// The plot; `frontier` and `proposal` index into `tried`.
+/// The plot; `frontier` and `proposal` index into `tried`; `budget` is the limit every
+/// configuration was judged by, drawn with `label` (`budget 1e-2`, `float + budget 3.4e-3`).
 pub fn frontier_svg(
     tried: &[Measured],
     frontier: &[usize],
     proposal: Option<usize>,
     budget: f64,
+    label: &str,
 ) -> String {
-    let ok: Vec<(usize, &Measured)> = tried
-        .iter()
-        .enumerate()
-        .filter(|(_, m)| m.error.is_none() && m.actions_max_abs.is_finite())
-        .collect();
-    let f = Frame::of(&ok, budget);
+    let ok: Vec<(usize, &Measured)> = tried.iter().enumerate().filter(|(_, m)| m.ok()).collect();
+    let f = Frame::of(&ok, if budget.is_finite() { budget } else { FLOOR });
     let mut s = format!(
         r##"<svg id="frontier" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif"><title>Bundle bytes against the actions' error</title>"##,
         w = f.w,
         h = f.h
     );
-    f.axes(&mut s, budget);
+    f.axes(&mut s, budget, label);
     let line: Vec<String> = frontier
         .iter()
         .filter_map(|&i| tried.get(i))

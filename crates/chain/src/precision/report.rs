@@ -1,25 +1,33 @@
-//! `reports/<model>/precision.{json,md,html}`: every configuration the search measured (bytes,
-//! build and run seconds, the actions' error against the float golden), the frontier, the
-//! proposal and the recipe lines that apply it. Written after every measurement, so an
-//! interrupted search leaves what it measured (`complete: false`).
+//! `reports/<model>/precision.{json,md,html}`: the float chain's own error first (and, when it
+//! misses the budget, that statement at the top of every rendering with its attribution), every
+//! configuration the search measured (bytes, build and run seconds, the actions' error against
+//! the float golden; a failed one with its reason), the frontier, the HTP confirmation of a
+//! `--backend qdq` proposal, the proposal and the recipe lines that apply it. Written after
+//! every measurement (`status: in-progress`), at the end (`complete`) and, when the search is
+//! interrupted, once more by the interrupt's answer (`interrupted`). The renderings are in
+//! `report_text`.
 
-use std::fmt::Write as _;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use super::search::{Assignment, Measured, Outcome, frontier};
+use super::apply::GateLine;
+use super::gates::ComponentGates;
+use super::outcome::{
+    Assignment, BudgetMode, Confirmation, FloatCheck, Measured, Outcome, frontier,
+};
 use xtask_base::record::Versioned;
 use xtask_base::vocab::Precision;
-use xtask_runtime::report::{ToolVersions, md_table};
+use xtask_runtime::report::ToolVersions;
 
 /// Which chain the configurations ran on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum SearchBackend {
     /// Each quantized component's QDQ graph on ORT's CPU EP (fp16 ones in float): fast, the
-    /// quantization error alone.
+    /// quantization error alone; the proposal is confirmed on the HTP.
     Qdq,
     /// Every component's context binary on the HTP (emulated here): the real numbers.
     Htp,
@@ -32,78 +40,140 @@ impl SearchBackend {
             SearchBackend::Htp => "HTP context binaries",
         }
     }
+
+    pub fn short(self) -> &'static str {
+        match self {
+            SearchBackend::Qdq => "QDQ",
+            SearchBackend::Htp => "HTP",
+        }
+    }
+}
+
+/// Where the search stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Still measuring: the report is rewritten after every measurement.
+    InProgress,
+    /// Ended (with a proposal or without one).
+    Complete,
+    /// Stopped by SIGINT or SIGTERM: what was measured before it is kept.
+    Interrupted,
+}
+
+impl Status {
+    pub fn heading(self) -> &'static str {
+        match self {
+            Status::InProgress => "In progress",
+            Status::Complete => "Complete",
+            Status::Interrupted => "Incomplete (interrupted)",
+        }
+    }
+}
+
+/// What the search was asked (the same in every report it writes).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Asked {
+    pub model: String,
+    pub backend: SearchBackend,
+    /// The budget: the final actions' largest absolute error against the float golden, or
+    /// with `--budget-from-float` the error added over the float chain.
+    pub budget: f64,
+    pub budget_mode: BudgetMode,
+    pub component_gates: ComponentGates,
+    pub precisions: Vec<Precision>,
+    pub components: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PrecisionReport {
     #[serde(default)]
     pub schema_version: u32,
-    pub model: String,
-    pub backend: SearchBackend,
-    /// The budget: the final actions' largest absolute error against the float golden.
-    pub budget: f64,
-    pub precisions: Vec<Precision>,
-    pub components: Vec<String>,
+    #[serde(flatten)]
+    pub asked: Asked,
     pub created_unix: u64,
     pub versions: ToolVersions,
-    /// False while the search runs (or after it was interrupted).
+    pub status: Status,
+    /// `status == complete` (kept for readers of schema 1).
     pub complete: bool,
+    /// The float chain on the search's backend: its error, the limit it set, whether the
+    /// search stopped there.
+    pub float: Option<FloatCheck>,
+    /// What the top of every rendering says about the float chain when it misses the budget.
+    pub float_note: Option<String>,
     pub tried: Vec<Measured>,
     /// Indexes into `tried`: the size/error frontier, smallest first.
     pub frontier: Vec<usize>,
+    /// The configuration proposed (on `--backend qdq`: the one the HTP confirmed).
     pub proposal: Option<Assignment>,
-    /// Index into `tried` of the proposal's measurement.
+    /// Index into `tried` of the proposal's measurement on the search's backend (None when it
+    /// was only measured on the HTP).
     pub proposal_index: Option<usize>,
-    /// What `--apply` writes: `recipes/<model>/<component>.toml: [quantize] precision = "…"`.
+    /// The HTP confirmation of a `--backend qdq` proposal: each HTP run (configuration, HTP
+    /// actions error, within the limit or not) and the configuration confirmed.
+    pub htp_confirmation: Option<Confirmation>,
+    /// What `--apply` writes: `recipes/<model>/<component>.toml: [quantize] precision = "…"`
+    /// (and a gate with its reason for a component measured past its own).
     pub recipe_lines: Vec<String>,
 }
 
-/// v1: the first schema.
+/// v2: the float chain's check, `status`, the budget mode, component gates and the HTP
+/// confirmation; `complete` kept.
 impl Versioned for PrecisionReport {
     const KIND: &'static str = "precision report";
-    const SCHEMA: u32 = 1;
+    const SCHEMA: u32 = 2;
 }
 
 impl PrecisionReport {
     /// The report of `outcome` so far.
-    #[allow(clippy::too_many_arguments)]
     pub fn of(
         model: &xtask_recipe::recipe::Model,
-        backend: SearchBackend,
-        budget: f64,
-        precisions: &[Precision],
-        components: &[String],
+        asked: &Asked,
         versions: ToolVersions,
         outcome: &Outcome,
-        complete: bool,
+        status: Status,
+    ) -> Self {
+        let recipe_lines = outcome
+            .proposal
+            .as_ref()
+            .map(|p| super::apply::recipe_lines(model, p, &gate_lines(asked, outcome)))
+            .unwrap_or_default();
+        Self::with_lines(asked, versions, outcome, status, recipe_lines)
+    }
+
+    /// The report of `outcome` so far, with the recipe lines that apply its proposal.
+    pub(crate) fn with_lines(
+        asked: &Asked,
+        versions: ToolVersions,
+        outcome: &Outcome,
+        status: Status,
+        recipe_lines: Vec<String>,
     ) -> Self {
         let front: Vec<usize> = frontier(&outcome.tried)
             .into_iter()
             .filter_map(|f| outcome.tried.iter().position(|t| std::ptr::eq(t, f)))
             .collect();
-        let proposal_index = outcome
-            .proposal
-            .as_ref()
-            .and_then(|p| outcome.tried.iter().position(|t| &t.assignment == p));
+        let proposal_index = outcome.proposal.as_ref().and_then(|p| {
+            outcome
+                .tried
+                .iter()
+                .position(|t| &t.assignment == p && t.ok())
+        });
         PrecisionReport {
             schema_version: <Self as Versioned>::SCHEMA,
-            model: model.file.model.name.clone(),
-            backend,
-            budget,
-            precisions: precisions.to_vec(),
-            components: components.to_vec(),
+            asked: asked.clone(),
             created_unix: xtask_runtime::report::now_unix(),
             versions,
-            complete,
+            status,
+            complete: status == Status::Complete,
+            float_note: float_note(asked, outcome),
+            float: outcome.float.clone(),
             tried: outcome.tried.clone(),
             frontier: front,
             proposal: outcome.proposal.clone(),
             proposal_index,
-            recipe_lines: outcome
-                .proposal
-                .as_ref()
-                .map(|p| super::apply::recipe_lines(model, p))
-                .unwrap_or_default(),
+            htp_confirmation: outcome.confirmation.clone(),
+            recipe_lines,
         }
     }
 
@@ -115,182 +185,181 @@ impl PrecisionReport {
         xtask_base::atomic::write_atomic(&dir.join("precision.html"), self.html(&md).as_bytes())
     }
 
-    fn verdict(&self) -> String {
-        match (&self.proposal, self.proposal_index.map(|i| &self.tried[i])) {
-            (Some(_), Some(m)) => format!(
-                "propose {:.2} MB of context binaries ({} of the float bundle's {:.2} MB), actions max |error| {:.3e} within the budget {:.0e} (cosine {:.8})",
-                m.bytes as f64 / 1e6,
-                percent(m.bytes, self.baseline_bytes()),
-                self.baseline_bytes() as f64 / 1e6,
-                m.actions_max_abs,
-                self.budget,
-                m.actions_cosine
-            ),
-            _ if !self.complete => "incomplete: the search was interrupted; every configuration measured so far is below".into(),
-            _ => format!(
-                "no configuration is within the budget {:.0e}, not even the float one",
-                self.budget
-            ),
-        }
+    pub(crate) fn baseline(&self) -> Option<&Measured> {
+        self.tried.first()
     }
 
-    fn baseline_bytes(&self) -> u64 {
-        self.tried.first().map_or(0, |m| m.bytes)
+    /// The float chain's own error on the search's backend (NaN before it was measured).
+    pub(crate) fn float_error(&self) -> f64 {
+        self.float.as_ref().map_or(f64::NAN, |f| f.actions_max_abs)
     }
 
-    pub fn markdown(&self) -> String {
-        let mut md = format!(
-            "# Precision search: `{}`\n\n{}\n\nChain: {}. Budget: the final actions' largest absolute error against the float golden ≤ {:.0e}. Precisions tried: {}. {}\n\n{}\n",
-            self.model,
-            self.versions.summary(),
-            self.backend.label(),
-            self.budget,
-            self.precisions
-                .iter()
-                .map(|p| p.label())
-                .collect::<Vec<_>>()
-                .join(", "),
-            if self.complete {
-                ""
-            } else {
-                "**Incomplete (interrupted).**"
-            },
-            self.verdict()
-        );
-        if let Some(p) = &self.proposal {
-            let _ = writeln!(md, "\n## Proposal\n");
-            md.push_str(&md_table(
-                &["component", "precision"],
-                self.components
-                    .iter()
-                    .map(|c| vec![c.clone(), p.get(c).map_or("?", |x| x.label()).to_string()]),
-            ));
-            let _ = writeln!(
-                md,
-                "\nApply with `cargo xtask precision --model {} --budget {:e} --apply`, or write:\n\n```toml\n{}\n```",
-                self.model,
-                self.budget,
-                self.recipe_lines.join("\n")
-            );
-        }
-        let _ = writeln!(md, "\n## Every configuration measured\n");
-        md.push_str(&md_table(
-            &[
-                "#",
-                "why",
-                "precisions",
-                "binaries MB",
-                "build s",
-                "run s",
-                "actions max |err|",
-                "actions cosine",
-                "within budget",
-                "frontier",
-            ],
-            self.tried.iter().enumerate().map(|(i, m)| {
-                vec![
-                    i.to_string(),
-                    m.why.clone(),
-                    short(&m.assignment),
-                    format!("{:.3}", m.bytes as f64 / 1e6),
-                    format!("{:.1}", m.build_seconds),
-                    format!("{:.1}", m.run_seconds),
-                    match &m.error {
-                        Some(e) => format!("FAILED: {e}"),
-                        None => format!("{:.3e}", m.actions_max_abs),
-                    },
-                    format!("{:.8}", m.actions_cosine),
-                    if m.within_budget { "yes" } else { "no" }.into(),
-                    if self.frontier.contains(&i) {
-                        "●"
-                    } else {
-                        ""
-                    }
-                    .into(),
-                ]
-            }),
-        ));
-        md
+    /// The limit every configuration was judged by.
+    pub(crate) fn limit(&self) -> f64 {
+        self.float.as_ref().map_or(self.asked.budget, |f| f.limit)
     }
 
-    /// The terminal's account: one line per configuration, the verdict, the recipe lines.
-    pub fn print(&self, dir: &str) {
-        xtask_base::outln!(
-            "precision search on {} (budget: actions max |error| <= {:.0e} vs the float golden):",
-            self.backend.label(),
-            self.budget
-        );
-        for (i, m) in self.tried.iter().enumerate() {
-            xtask_base::outln!(
-                "  {i:>2} {:<40} {:>9.3} MB  {}  {}{}",
-                short(&m.assignment),
-                m.bytes as f64 / 1e6,
-                match &m.error {
-                    Some(e) => format!("FAILED: {e}"),
-                    None => format!(
-                        "max |err| {:.3e}  cosine {:.8}",
-                        m.actions_max_abs, m.actions_cosine
-                    ),
-                },
-                if m.within_budget { "within" } else { "over" },
-                if self.frontier.contains(&i) {
-                    "  (frontier)"
-                } else {
-                    ""
-                }
-            );
-        }
-        xtask_base::outln!("{}", self.verdict());
-        for line in &self.recipe_lines {
-            xtask_base::outln!("{}", line.replace('\n', "  "));
-        }
-        xtask_base::outln!("report {dir}/precision.html");
+    /// The proposal's measurement on the search's backend, and its HTP run when confirmed.
+    pub(crate) fn proposed(&self) -> (Option<&Measured>, Option<&Measured>) {
+        let on_search = self.proposal_index.map(|i| &self.tried[i]);
+        let on_htp = self
+            .htp_confirmation
+            .as_ref()
+            .and_then(|c| c.confirmed_run())
+            .map(|r| &r.measured);
+        (on_search, on_htp)
     }
 
     fn html(&self, md: &str) -> String {
+        let limit_label = match self.asked.budget_mode {
+            BudgetMode::Absolute => format!("budget {:.0e}", self.asked.budget),
+            BudgetMode::FromFloat => format!("float + budget {:.3e}", self.limit()),
+        };
         let plot = super::plot::frontier_svg(
             &self.tried,
             &self.frontier,
             self.proposal_index,
-            self.budget,
+            self.limit(),
+            &limit_label,
         );
-        let kind = if self.proposal.is_some() {
-            "pass"
-        } else {
-            "fail"
+        let (kind, word) = match (&self.proposal, self.status) {
+            (Some(_), _) => ("pass", "PROPOSED"),
+            (None, Status::InProgress) => ("note", "IN PROGRESS"),
+            (None, Status::Interrupted) => ("note", "INTERRUPTED"),
+            (None, Status::Complete) if self.float.as_ref().is_some_and(|f| f.stopped) => {
+                ("fail", "FLOAT OVER BUDGET")
+            }
+            (None, Status::Complete) => ("fail", "NONE"),
         };
-        let word = if self.proposal.is_some() {
-            "PROPOSED"
-        } else {
-            "NONE"
-        };
+        let mut notes = Vec::new();
+        if let Some(n) = &self.float_note {
+            notes.push(n.clone());
+        }
         let body = format!(
             "{}<h2>Size against error</h2>\n{plot}\n{}",
-            xtask_runtime::report::html::verdict_box(kind, word, &self.verdict(), &[]),
+            xtask_runtime::report::html::verdict_box(kind, word, &self.verdict(), &notes),
             xtask_runtime::report::html::markdown_body(md)
         );
-        xtask_runtime::report::html::html_page(&format!("precision {}", self.model), &body)
+        xtask_runtime::report::html::html_page(&format!("precision {}", self.asked.model), &body)
     }
 }
 
-/// `vision w8a16, llm_split0 fp16, …` with only the quantized ones named (or `all fp16`).
-fn short(a: &Assignment) -> String {
-    let q: Vec<String> = a
+/// What the top of every rendering says about the float chain when it misses the budget (or
+/// could not be measured); None when it meets the budget.
+pub fn float_note(asked: &Asked, outcome: &Outcome) -> Option<String> {
+    let float = outcome.float.as_ref()?;
+    let base = outcome.tried.first()?;
+    if let Some(e) = &base.error {
+        return Some(format!(
+            "The float chain could not be measured on the {}: {e}. The search stopped here (exit 1).",
+            asked.backend.label()
+        ));
+    }
+    if float.within_budget {
+        return None;
+    }
+    let attribution = match (&base.attribution, asked.backend) {
+        (Some(a), _) => {
+            let rows: Vec<String> = a
+                .rows
+                .iter()
+                .take(3)
+                .map(|r| format!("`{}` {:.1} %", r.component, r.removed * 100.0))
+                .collect();
+            format!(
+                " Which component contributes most (each run alone in fp32 on ORT's CPU EP, the share of the normalized actions' error it removes): {}.",
+                rows.join(", ")
+            )
+        }
+        (None, SearchBackend::Qdq) => {
+            " (No attribution: on the QDQ backend the float chain is ORT's fp32 chain itself.)"
+                .into()
+        }
+        (None, SearchBackend::Htp) => String::new(),
+    };
+    let then = match asked.budget_mode {
+        BudgetMode::Absolute => format!(
+            "The search stopped here (exit 1): no configuration can be within a budget the float chain itself misses. Raise the budget, or rerun with `--budget-from-float` to read it as error added over the float chain (a configuration then passes at ≤ {:.3e} + {:e}).",
+            float.actions_max_abs, asked.budget
+        ),
+        BudgetMode::FromFloat => format!(
+            "With `--budget-from-float` the budget is read as error added over it: a configuration passes when its error ≤ {:.3e} + {:e} = {:.3e}. Every error below {:.3e} is inside the float chain's own error, not a measured improvement.",
+            float.actions_max_abs, asked.budget, float.limit, float.actions_max_abs
+        ),
+    };
+    Some(format!(
+        "The float chain misses the budget: on the {} the float chain (every component fp16) has actions max |error| {:.3e} against the float golden, over the budget {:e} by itself.{attribution} {then}",
+        asked.backend.label(),
+        float.actions_max_abs,
+        asked.budget
+    ))
+}
+
+/// The gate `--apply` writes for each proposed component that was measured past its own
+/// (`--component-gates report`), with the measured chain error as its reason.
+pub fn gate_lines(asked: &Asked, outcome: &Outcome) -> BTreeMap<String, GateLine> {
+    let Some(proposal) = &outcome.proposal else {
+        return BTreeMap::new();
+    };
+    let on_search = outcome
+        .tried
         .iter()
-        .filter(|(_, p)| p.is_quantized())
-        .map(|(c, p)| format!("{c} {p}"))
-        .collect();
-    if q.is_empty() {
-        "all fp16".into()
-    } else {
-        q.join(", ")
+        .find(|t| &t.assignment == proposal && t.ok());
+    let on_htp = outcome
+        .confirmation
+        .as_ref()
+        .and_then(|c| c.confirmed_run())
+        .map(|r| &r.measured);
+    let mut out = BTreeMap::new();
+    let all = outcome.tried.iter().chain(
+        outcome
+            .confirmation
+            .iter()
+            .flat_map(|c| c.runs.iter().map(|r| &r.measured)),
+    );
+    for g in all.flat_map(|m| &m.component_gates) {
+        let (Some(gate), Some(&p)) = (g.measured_with, proposal.get(&g.component)) else {
+            continue;
+        };
+        if p != g.precision || out.contains_key(&g.component) {
+            continue;
+        }
+        let mut chain = Vec::new();
+        if let Some(m) = on_search {
+            chain.push(format!(
+                "{:.3e} on the {}",
+                m.actions_max_abs,
+                match asked.backend {
+                    SearchBackend::Qdq => "QDQ simulation",
+                    SearchBackend::Htp => "HTP",
+                }
+            ));
+        }
+        if let Some(m) = on_htp.filter(|_| asked.backend != SearchBackend::Htp) {
+            chain.push(format!("{:.3e} on the HTP", m.actions_max_abs));
+        }
+        let reason = format!(
+            "set by `cargo xtask precision --component-gates report`: the {} measured cosine {:.8} (`{}`) under the gate {}; the chain with it: actions max |error| {} against the float golden (budget {:e}{})",
+            g.stage,
+            g.cosine,
+            g.output,
+            g.min_cosine,
+            if chain.is_empty() {
+                "not measured".to_string()
+            } else {
+                chain.join(", ")
+            },
+            asked.budget,
+            match asked.budget_mode {
+                BudgetMode::Absolute => "",
+                BudgetMode::FromFloat => " over the float chain",
+            }
+        );
+        out.insert(g.component.clone(), GateLine { gate, reason });
     }
+    out
 }
 
-fn percent(part: u64, whole: u64) -> String {
-    if whole == 0 {
-        "?".into()
-    } else {
-        format!("{:.1} %", 100.0 * part as f64 / whole as f64)
-    }
-}
+#[cfg(test)]
+#[path = "report_tests.rs"]
+mod tests;
