@@ -212,14 +212,32 @@ impl CpuParity {
                     )
                 })
                 .collect();
+            let model = &job.model.file.model.name;
+            // A model built from recipes on disk gets the bisect that runs; a variant the
+            // precision search holds in memory (`tiny.w8a16`) has no recipes a command could
+            // load, so it is told how to get there instead.
+            let hint = match job
+                .root
+                .join("recipes")
+                .join(model)
+                .join("model.toml")
+                .is_file()
+            {
+                true => format!(
+                    "hint: `{}`",
+                    xtask_parity::parity::bisect_hint(
+                        model,
+                        job.comp,
+                        xtask_base::vocab::BackendKind::Cpu
+                    )
+                ),
+                false => format!(
+                    "{model} is a variant without recipes on disk: set this precision in the component's recipe, build it, then bisect it with `--qdq`"
+                ),
+            };
             bail!(
-                "CPU-backend parity gate failed: {} (hint: `{}`)",
-                reasons.join(" | "),
-                xtask_parity::parity::bisect_hint(
-                    &job.model.file.model.name,
-                    job.comp,
-                    xtask_base::vocab::BackendKind::Cpu
-                )
+                "CPU-backend parity gate failed: {} ({hint})",
+                reasons.join(" | ")
             );
         }
         // Passed: the candidate becomes the current DLC (a link, staged, then renamed over

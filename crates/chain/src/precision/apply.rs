@@ -3,7 +3,8 @@
 //! and every comment kept); a component proposed at fp16 keeps no `[quantize]` it did not
 //! have. A component measured past its own gate (`--component-gates report`) also gets
 //! `[quantize.gates.<precision>]` set to what it was measured with, and the measured chain
-//! error as the reason, in a comment above the values. Every recipe is written atomically and
+//! error as its `reason` (the recipe requires one for a gate looser than the precision's
+//! default). Every recipe is written atomically and
 //! the model is loaded again afterwards, so a recipe the edit broke is an error, not a
 //! surprise at the next build.
 
@@ -17,7 +18,7 @@ use xtask_base::vocab::Precision;
 use xtask_recipe::recipe::Model;
 use xtask_recipe::recipe::quantize::PrecisionGate;
 
-/// A gate `--apply` writes: the values and why (one line, written as a TOML comment).
+/// A gate `--apply` writes: the values and why (one line, written as the gate's `reason`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct GateLine {
     pub gate: PrecisionGate,
@@ -39,10 +40,11 @@ pub fn recipe_lines(
             let path = c.recipe_path.display();
             let mut text = format!("# {path}\n[quantize]\nprecision = \"{p}\"");
             if let Some(g) = gates.get(c.name()).filter(|_| p.is_quantized()) {
-                text.push_str(&format!("\n[quantize.gates.{p}]\n# {}", g.reason));
+                text.push_str(&format!("\n[quantize.gates.{p}]"));
                 for (key, v) in gate_values(&g.gate) {
                     text.push_str(&format!("\n{key} = {v}"));
                 }
+                text.push_str(&format!("\nreason = {:?}", g.reason));
             }
             (p.is_quantized() || had).then_some(text)
         })
@@ -108,8 +110,8 @@ pub(crate) fn with_precision(text: &str, p: Precision) -> Result<String> {
     Ok(doc.to_string())
 }
 
-/// The recipe text with `[quantize.gates.<p>]` holding `g`'s values, its reason a comment
-/// above them (the table's other keys and comments kept).
+/// The recipe text with `[quantize.gates.<p>]` holding `g`'s values and its `reason` (the
+/// table's other keys and comments kept).
 pub(crate) fn with_gate(text: &str, p: Precision, g: &GateLine) -> Result<String> {
     let mut doc: toml_edit::DocumentMut = text.parse()?;
     let quantize = doc
@@ -131,15 +133,10 @@ pub(crate) fn with_gate(text: &str, p: Precision, g: &GateLine) -> Result<String
         .or_insert(toml_edit::table())
         .as_table_mut()
         .with_context(|| format!("`quantize.gates.{p}` is not a table"))?;
-    let comment = format!("# {}\n", g.reason.replace('\n', " "));
-    for (i, (key, v)) in gate_values(&g.gate).into_iter().enumerate() {
+    for (key, v) in gate_values(&g.gate) {
         table.insert(key, toml_edit::value(v));
-        if i == 0
-            && let Some(mut k) = table.key_mut(key)
-        {
-            k.leaf_decor_mut().set_prefix(comment.clone());
-        }
     }
+    table.insert("reason", toml_edit::value(g.reason.replace('\n', " ")));
     Ok(doc.to_string())
 }
 
@@ -168,12 +165,13 @@ mod tests {
     }
 
     #[test]
-    fn a_gate_is_written_with_its_reason_as_a_comment() {
+    fn a_gate_is_written_with_its_reason() {
         let text = "[component]\nname = \"c\"\n\n[quantize]\nprecision = \"fp16\"\n";
         let g = GateLine {
             gate: PrecisionGate {
                 min_cosine: Some(0.999982),
                 max_norm_ratio_error: None,
+                reason: None,
             },
             reason: "measured 0.9999823; chain actions max |error| 1.3e-2".into(),
         };
@@ -181,7 +179,7 @@ mod tests {
         let out = with_gate(&out, Precision::W8a16, &g).unwrap();
         assert!(
             out.contains(
-                "[quantize.gates.w8a16]\n# measured 0.9999823; chain actions max |error| 1.3e-2\nmin_cosine = 0.999982\n"
+                "[quantize.gates.w8a16]\nmin_cosine = 0.999982\nreason = \"measured 0.9999823; chain actions max |error| 1.3e-2\"\n"
             ),
             "{out}"
         );

@@ -112,6 +112,7 @@ impl ComponentGate {
         let gate = PrecisionGate {
             min_cosine: cos_failed.then(|| cosine_floor(self.cosine)),
             max_norm_ratio_error: norm_failed.then(|| round_up(self.norm_ratio_error)),
+            reason: None,
         };
         (gate.min_cosine.is_some() || gate.max_norm_ratio_error.is_some()).then_some(gate)
     }

@@ -225,7 +225,7 @@ impl<'a> ChainMeasure<'a> {
             self.variants.get_mut(&p).context("no variant")?,
             comp,
             p,
-            gate,
+            gate.clone(),
         )?;
         self.past_gate.insert((comp.to_string(), p));
         Ok(match self.build_request(comp, p)? {

@@ -318,7 +318,7 @@ pub fn gate_lines(asked: &Asked, outcome: &Outcome) -> BTreeMap<String, GateLine
             .flat_map(|c| c.runs.iter().map(|r| &r.measured)),
     );
     for g in all.flat_map(|m| &m.component_gates) {
-        let (Some(gate), Some(&p)) = (g.measured_with, proposal.get(&g.component)) else {
+        let (Some(gate), Some(&p)) = (g.measured_with.clone(), proposal.get(&g.component)) else {
             continue;
         };
         if p != g.precision || out.contains_key(&g.component) {

@@ -234,7 +234,7 @@ impl PrecisionReport {
                     g.output.clone(),
                     format!("{:.8}", g.cosine),
                     g.min_cosine.to_string(),
-                    match g.measured_with {
+                    match &g.measured_with {
                         Some(w) => format!(
                             "measured anyway, built with min_cosine {}",
                             w.min_cosine.map_or("as it was".into(), |c| c.to_string())

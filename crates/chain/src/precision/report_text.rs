@@ -65,7 +65,7 @@ impl PrecisionReport {
             .component_gates
             .iter()
             .filter_map(|g| {
-                let gate = g.measured_with?;
+                let gate = g.measured_with.clone()?;
                 Some(format!(
                     "{}; measured anyway (--component-gates report, built with min_cosine {})",
                     g.summary(),

@@ -34,8 +34,9 @@ pub(crate) fn set_gate(m: &mut Model, comp: &str, p: Precision, gate: PrecisionG
         .find(|c| c.name() == comp)
         .with_context(|| format!("no component `{comp}`"))?;
     let line = super::apply::GateLine {
-        gate,
-        reason: "set by the precision search (--component-gates report)".into(),
+        gate: gate.clone(),
+        reason: "set by the precision search (--component-gates report) to measure it in the chain"
+            .into(),
     };
     c.recipe_text = super::apply::with_gate(&c.recipe_text, p, &line)?;
     let q = c
@@ -50,5 +51,6 @@ pub(crate) fn set_gate(m: &mut Model, comp: &str, p: Precision, gate: PrecisionG
     if gate.max_norm_ratio_error.is_some() {
         entry.max_norm_ratio_error = gate.max_norm_ratio_error;
     }
+    entry.reason = Some(line.reason);
     Ok(())
 }
