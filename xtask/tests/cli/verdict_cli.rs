@@ -16,15 +16,17 @@ fn actions_gate(p: &Scratch, backend: &str, value: &str) {
     std::fs::write(&path, doc.to_string()).unwrap();
 }
 
-/// The `cargo xtask …` commands quoted (in backticks) on the run's `hint:` and `next:` lines.
+/// The `cargo xtask …` commands a run suggests: quoted (in backticks) after a `hint:` anywhere
+/// in a line, or on a `next:` line.
 pub fn suggested_commands(run: &Run) -> Vec<Vec<String>> {
     let text = format!("{}\n{}", run.stdout, run.stderr);
     let mut out = Vec::new();
     for line in text.lines() {
         let line = line.trim();
-        if !(line.starts_with("hint:") || line.starts_with("next:")) {
+        let Some(at) = line.find("hint:").or_else(|| line.find("next:")) else {
             continue;
-        }
+        };
+        let line = &line[at..];
         let mut rest = line;
         while let Some(start) = rest.find("`cargo xtask ") {
             let after = &rest[start + 1..];
@@ -198,4 +200,58 @@ fn parity_and_run_announce_what_runs_and_its_estimate_first() {
         "{}",
         run.all()
     );
+}
+
+/// A quantized component's failures point at its quantization: a failing gate at the build's
+/// CPU stage (its QDQ simulation) and a chain failed by it both suggest `bisect --qdq`, never a
+/// float bisect, and every suggested command runs as printed.
+#[test]
+fn a_quantized_component_s_failures_suggest_the_qdq_bisect_and_every_hint_runs() {
+    let p = Scratch::tiny();
+    common::link_quantizer(&p);
+    let recipe = p.path("recipes/tiny/action_step.toml");
+    let text = std::fs::read_to_string(&recipe).unwrap();
+    // A gate stricter than its measured figure: the CPU stage fails the build.
+    std::fs::write(
+        &recipe,
+        format!("{text}\n[quantize]\nprecision = \"w8a16\"\n[quantize.gates.w8a16]\nmin_cosine = 0.9999999\n"),
+    )
+    .unwrap();
+    let build = p.run(&["build-ctx", "--soc", "77", "--only", "action_step"]);
+    build.assert_code(1);
+    let hints = suggested_commands(&build);
+    let joined: Vec<String> = hints.iter().map(|c| c.join(" ")).collect();
+    assert!(
+        joined
+            .iter()
+            .any(|c| c == "bisect action_step --qdq --model tiny"),
+        "{joined:?}\n{}",
+        build.all()
+    );
+    assert!(
+        !joined.iter().any(|c| c.contains("--backend cpu")),
+        "{joined:?}"
+    );
+    run_each(&p, &hints);
+
+    // At the default gate it builds; the chain on the QNN CPU backend then fails by it (its
+    // actions against the float golden), and names it.
+    std::fs::write(
+        &recipe,
+        format!("{text}\n[quantize]\nprecision = \"w8a16\"\n"),
+    )
+    .unwrap();
+    p.run(&["build-ctx", "--soc", "77"]).assert_code(0);
+    let run = p.run(&["run", "--backend", "cpu", "--iters", "1", "--warmup", "0"]);
+    run.assert_code(1);
+    let hints = suggested_commands(&run);
+    let joined: Vec<String> = hints.iter().map(|c| c.join(" ")).collect();
+    assert!(
+        joined
+            .iter()
+            .any(|c| c == "bisect action_step --qdq --model tiny"),
+        "{joined:?}\n{}",
+        run.all()
+    );
+    run_each(&p, &hints);
 }
