@@ -62,6 +62,7 @@ pub fn check(dir: &Path, scope: &Scope<'_>, key: Option<&VerifyingKey>) -> Resul
             Ok(info) => problems.extend(bound_to_each_other(dir, &manifest, &info, scope)),
         }
     }
+    problems.extend(check_parity_report(dir));
     problems.extend(check_card(dir));
     problems.extend(check_chain(dir));
     let mut signed = Signed::Unsigned;
@@ -105,6 +106,23 @@ fn bound_to_each_other(
         );
     }
     problems
+}
+
+/// The HTP parity report a bundle must hold: when `bundle.json` lists no binary HTP parity
+/// left unmeasured, the report is what the card's figures come from, and its absence is named
+/// (rather than found as a card that no longer renders the same).
+fn check_parity_report(dir: &Path) -> Vec<String> {
+    let Ok(info) = read_info(dir) else {
+        return Vec::new();
+    };
+    let path = format!("reports/parity-{}.json", BackendKind::Htp);
+    let held = std::fs::symlink_metadata(dir.join(&path)).is_ok();
+    if held || !info.htp_unmeasured.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "{path} is missing: reports/bundle.json says HTP parity measured every binary, and the card shows that report's figures"
+    )]
 }
 
 /// Renders the card from the bundled reports and compares it with README.md.

@@ -146,6 +146,31 @@ fn every_file_flipped_deleted_or_replaced_is_refused_by_verify_and_by_fetch() {
         failures.join("\n")
     );
     assert_eq!(cases, files.len() * 6);
+    // The report deleted from bundle.json's files too (two files edited): named, not left to
+    // show as a card that no longer renders the same.
+    let forged = s.p.path("dist/m");
+    let _ = std::fs::remove_dir_all(&forged);
+    copy_tree(&pristine, &forged);
+    let report = "reports/parity-htp.json";
+    std::fs::remove_file(forged.join(report)).unwrap();
+    let mut info = read_json(&forged.join("reports/bundle.json"));
+    info["files"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|f| f["path"] != report);
+    std::fs::write(
+        forged.join("reports/bundle.json"),
+        serde_json::to_vec_pretty(&info).unwrap(),
+    )
+    .unwrap();
+    rehash_present(&forged);
+    let says =
+        format!("{report} is missing: reports/bundle.json says HTP parity measured every binary");
+    s.run(&["verify", "dist/m"], &[]).assert_refused(2, &says);
+    let remote = remote_tree(&s);
+    let _ = std::fs::remove_dir_all(&remote);
+    copy_tree(&forged, &remote);
+    with_hf(&s, &["fetch", "--repo", "someone/tiny"]).assert_refused(2, &says);
     // The pristine bundle passes both, so the refusals above are the changes'.
     s.run(&["verify", "dist/b"], &[]).assert_code(0);
     let remote = remote_tree(&s);

@@ -116,7 +116,7 @@ fn trace_inputs_that_are_not_finite_or_quantiles_out_of_order_are_named_by_key()
         let q99 = m.insert("q99".into(), q01).unwrap();
         m.insert("q01".into(), q99);
     });
-    run_chain(&p).assert_refused(2, "`q01`[0] = 0.0838");
+    run_chain(&p).assert_refused(2, "`q01` is not below `q99` at dim 0 (0.0838");
 }
 
 #[test]

@@ -177,7 +177,7 @@ fn check_tensors(
         for (i, (a, b)) in lo.iter().zip(&hi).enumerate() {
             if a.is_finite() && b.is_finite() && a >= b {
                 problems.push(format!(
-                    "{}[{i}] = {a} is not below {}[{i}] = {b}: q01 < q99 in every dim",
+                    "{} is not below {} at dim {i} ({a} >= {b}): q01 < q99 in every dim",
                     named("q01"),
                     named("q99")
                 ));
