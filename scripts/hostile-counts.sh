@@ -15,23 +15,32 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 bin=$(realpath "${1:?usage: scripts/hostile-counts.sh PATH/TO/xtask}")
-work=$repo/target/hostile-counts
+work=${HOSTILE_COUNTS_DIR:-$repo/target/hostile-counts}
 base=$work/base
 rm -rf "$work" && mkdir -p "$base/target"
 cp -a recipes "$base/"
 mkdir -p "$base/onnx" "$base/golden"
 cp -a onnx/tiny "$base/onnx/" && cp -a golden/tiny "$base/golden/"
 "$bin" doctor --need ort >/dev/null 2>&1 || true # fetches the runtime into this checkout
-cp -al target/qnn-runtime "$base/target/qnn-runtime"
+# Hard links to the files (the checkout may hold the runtime through a link: never edit it).
+cp -RlL target/qnn-runtime "$base/target/qnn-runtime"
 "$bin" --root "$base" build-ctx --soc 77 --only action_context,action_step >/dev/null 2>&1
 "$bin" --root "$base" package --allow-unmeasured --soc 77 --only action_context,action_step \
   --out "$base/dist/t" >/dev/null 2>&1
+# The bound bundle: a component with external data (llm_split0), the vision component (so the
+# trace too) and their HTP parity report.
+"$bin" --root "$base" build-ctx --soc 77 --only vision,llm_split0 >/dev/null 2>&1
+"$bin" --root "$base" parity --backend htp --only vision,llm_split0 >/dev/null 2>&1
+"$bin" --root "$base" package --allow-unmeasured --soc 77 --only vision,llm_split0 \
+  --out "$base/dist/b" >/dev/null 2>&1
 
 export PATH="$repo/test-doubles/hf:$PATH" HF_TOKEN=t
 results=$work/results.txt
 : >"$results"
 fresh() { # a case's project: a copy of the base, its runtime hard-linked
-  rm -rf "$work/p" && cp -a "$base" "$work/p" && cd "$work/p"
+  rm -rf "$work/p" && mkdir -p "$work/p/target" && cd "$base"
+  find . -mindepth 1 -maxdepth 1 ! -name target -exec cp -a {} "$work/p/" \;
+  cp -Rl target/qnn-runtime "$work/p/target/" && cd "$work/p"
   export HF_TEST_DOUBLE_STORE=$work/p/hf-store HF_TEST_DOUBLE_LOG=$work/p/hf.log
   unset HF_TEST_DOUBLE_FAIL
 }
@@ -189,5 +198,128 @@ PY
     case_ "bundle file $f $m (re-hashed)" "$bin" --root . verify dist/m >/dev/null
   done
 done
+# Every file of the bound bundle flipped, deleted (and dropped from the manifest) or replaced by
+# another file's bytes, manifest.json and SHA256SUMS recomputed (of those two themselves: the
+# file alone changed), each through verify and through fetch (the hf double): exit 0 is a wrong
+# pass; "(file not named)" and "(… changed by that fetch)" mark the other failures.
+layout_sum() { find ctx onnx golden -type f 2>/dev/null | sort | xargs sha256sum | sha256sum; }
+mutate_b() { # mutate_b BUNDLE FILE flipped|deleted|replaced
+  python3 - "$1" "$2" "$3" <<'PY'
+import hashlib, json, os, sys
+d, f, m = sys.argv[1:]
+p = os.path.join(d, f)
+if m == "deleted":
+    os.remove(p)
+elif m == "flipped":
+    b = bytearray(open(p, "rb").read())
+    if b:
+        b[len(b) // 2] ^= 0xFF
+    open(p, "wb").write(b)
+else:
+    other = "golden/vision_io.npz" if not f.endswith(".npz") else "ctx/vision_socid77_archv73_ctx.onnx"
+    open(p, "wb").write(open(os.path.join(d, other), "rb").read())
+if f in ("manifest.json", "SHA256SUMS"):
+    sys.exit(0)
+mf = json.load(open(f"{d}/manifest.json"))
+mf["files"] = [e for e in mf["files"] if os.path.exists(os.path.join(d, e["path"]))]
+for e in mf["files"]:
+    b = open(os.path.join(d, e["path"]), "rb").read()
+    e["sha256"], e["bytes"] = hashlib.sha256(b).hexdigest(), len(b)
+json.dump(mf, open(f"{d}/manifest.json", "w"), indent=2)
+open(f"{d}/SHA256SUMS", "w").write("".join(f"{e['sha256']}  {e['path']}\n" for e in mf["files"]))
+PY
+}
+named() { grep -q -F "$1" "$work/out" || echo "   (file not named: $1)" | tee -a "$results"; }
+for f in $(cd "$base/dist/b" && find . -type f | sed 's|^\./||' | sort); do
+  for m in flipped deleted replaced; do
+    fresh
+    rm -rf dist/m && cp -a dist/b dist/m && mutate_b dist/m "$f" "$m"
+    case_ "bound: verify, $f $m (re-hashed)" "$bin" --root . verify dist/m
+    named "$f"
+    plant dist/m
+    before=$(layout_sum)
+    case_ "bound: fetch, $f $m (re-hashed)" "$bin" --root . fetch --repo someone/tiny
+    named "$f"
+    [ "$(layout_sum)" = "$before" ] || echo "   (ctx/, onnx/ or golden/ changed by that fetch)" | tee -a "$results"
+  done
+done
+
+# The manifest as a closed type: an unknown role, format or field.
+for e in 'm["files"][0]["role"]="evil"' 'm["format"]="other.v9"' 'm["signer"]="me"'; do
+  fresh
+  rm -rf dist/m && cp -a dist/b dist/m
+  python3 -c "import json,sys;p=sys.argv[1];m=json.load(open(p));$e;json.dump(m,open(p,'w'),indent=2)" dist/m/manifest.json
+  case_ "manifest $e: verify" "$bin" --root . verify dist/m
+  plant dist/m
+  case_ "manifest $e: fetch" "$bin" --root . fetch --repo someone/tiny
+done
+
+# The trace and model.toml against each other, read by `run` (exit 0: the chain ran on them).
+npz_edit() { # npz_edit NPZ KEY nan|swap:OTHER: a NaN as the tensor's first value, or two swapped
+  python3 - "$@" <<'PY'
+import sys, zipfile
+path, key, how = sys.argv[1:]
+z = zipfile.ZipFile(path); members = {n: z.read(n) for n in z.namelist()}; z.close()
+def data_at(b):
+    hl = int.from_bytes(b[8:10], "little") if b[6] == 1 else int.from_bytes(b[8:12], "little")
+    return (10 if b[6] == 1 else 12) + hl
+k = key + ".npy"
+if how == "nan":
+    b = bytearray(members[k]); at = data_at(b)
+    hdr = b[:at].decode("latin1")
+    b[at:at + 4] = bytes([0, 0, 0xC0, 0x7F]) if "<f4" in hdr else b[at:at + 4]
+    if "|b1" in hdr or "<i8" in hdr:
+        sys.exit("not a float tensor: " + hdr)
+    members[k] = bytes(b)
+else:
+    o = how.split(":")[1] + ".npy"
+    members[k], members[o] = members[o], members[k]
+with zipfile.ZipFile(path, "w") as z:
+    for n, b in members.items():
+        z.writestr(n, b)
+PY
+}
+T=golden/tiny/trace.json
+RUN="run --backend ort --iters 1 --warmup 0 --no-report"
+json_edit() { python3 -c "import json,sys;p=sys.argv[1];j=json.load(open(p));$2;json.dump(j,open(p,'w'),indent=2)" "$1"; }
+fresh && json_edit $T 'j["seq_len"]=131'
+# shellcheck disable=SC2086
+case_ "trace.json seq_len 131" "$bin" --root . $RUN
+fresh && json_edit $T 'j["timesteps"]=[0.0,0.25]'
+# shellcheck disable=SC2086
+case_ "trace.json timesteps [0.0, 0.25]" "$bin" --root . $RUN
+fresh && mv golden/tiny/trace.npz "$work/outside.npz" && ln -s "$work/outside.npz" golden/tiny/trace.npz
+# shellcheck disable=SC2086
+case_ "trace.npz a link out of the project" "$bin" --root . $RUN
+for k in action_dim_is_pad initial_noise; do
+  fresh && npz_edit golden/tiny/trace.npz $k nan
+  # shellcheck disable=SC2086
+  case_ "trace.npz NaN in $k" "$bin" --root . $RUN
+done
+fresh && npz_edit golden/tiny/trace.npz q01 swap:q99
+# shellcheck disable=SC2086
+case_ "trace.npz q01 > q99 (swapped)" "$bin" --root . $RUN
+value_case "model.toml llm_splits with a duplicate" "$RUN" $M 's/llm_splits = \["llm_split0", "llm_split1"/llm_splits = ["llm_split0", "llm_split0"/'
+value_case "model.toml timesteps decreasing" "$RUN" $M 's/timesteps = \[0.0, 0.5\]/timesteps = [0.5, 0.0]/'
+value_case "model.toml timesteps outside [0, 1)" "$RUN" $M 's/timesteps = \[0.0, 0.5\]/timesteps = [0.0, 1.0]/'
+
+# --dry-run refuses what the build would (exit 0: accepted).
+Q=recipes/tiny/action_step.toml
+value_case "dry-run: exclude NoSuchOp" "build-ctx --soc 77 --only action_step --dry-run" $Q \
+  '$a [quantize]\nprecision = "w8a16"\ncalibration = "golden"\nexclude = ["NoSuchOp"]'
+fresh && mkdir -p calib && printf '[quantize]\nprecision = "w8a16"\ncalibration = "calib"\n' >>$Q
+case_ "dry-run: an empty calibration folder" "$bin" --root . build-ctx --soc 77 --only action_step --dry-run
+fresh
+case_ "conformance --op NoSuchOp" "$bin" --root . conformance --only action_step --op NoSuchOp --backend cpu
+
+# Messages that name what is wrong (the line shows the message; exit 2 either way).
+fresh && cp ctx/tiny/action_context_socid77_archv73_ctx.onnx onnx/tiny/action_context.onnx
+case_ "action_context.onnx replaced by its EPContext wrapper (parity --backend cpu)" "$bin" --root . parity --backend cpu --only action_context
+named "EPContext"
+fresh
+rm -rf dist/m && cp -a dist/b dist/m && mutate_b dist/m reports/parity-htp.json deleted
+case_ "bundle without reports/parity-htp.json" "$bin" --root . verify dist/m
+named "reports/parity-htp.json"
+
 echo "--- exit codes over $(wc -l <"$results") lines of $results:"
 grep -E '^[0-9-]+ \|' "$results" | cut -d' ' -f1 | sort | uniq -c

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use super::manifest::{Manifest, ManifestEntry};
+use super::info::BundleInfo;
+use super::manifest::{Manifest, ManifestEntry, Role};
 use xtask_base::hashing::{HashMemo, sha256_bytes, sha256_file};
 use xtask_recipe::recipe::{Component, Model};
 
@@ -14,7 +15,7 @@ use xtask_recipe::recipe::{Component, Model};
 const HARD_LINK_FROM_BYTES: u64 = 256 << 20;
 
 /// Files to place in the bundle: (source, path in the bundle, role).
-pub type Placement = Vec<(PathBuf, String, &'static str)>;
+pub type Placement = Vec<(PathBuf, String, Role)>;
 
 /// The component's files and where they go in the bundle.
 pub fn component_files(
@@ -33,50 +34,52 @@ pub fn component_files(
         (
             root.join(&art.bin),
             format!("ctx/{}", file_name(&art.bin)),
-            "context-binary",
+            Role::ContextBinary,
         ),
         (
             root.join(&art.record),
             format!("ctx/{}", file_name(&art.record)),
-            "build-record",
+            Role::BuildRecord,
         ),
         (
             root.join(&comp.file.component.onnx),
             format!("onnx/{name}/{}", file_name(&comp.file.component.onnx)),
-            "onnx",
+            Role::Onnx,
         ),
         (
             root.join(&comp.file.golden.file),
             format!("golden/{}", file_name(&comp.file.golden.file)),
-            "golden",
+            Role::Golden,
         ),
     ];
     if model.file.package.wrappers {
         files.push((
             root.join(&art.wrapper),
             format!("ctx/{}", file_name(&art.wrapper)),
-            "epcontext-wrapper",
+            Role::EpcontextWrapper,
         ));
     }
     if model.file.package.dlc {
         files.push((
             root.join(&art.dlc),
             format!("ctx/{}", file_name(&art.dlc)),
-            "dlc",
+            Role::Dlc,
         ));
     }
     for ext in xtask_ctx_build::plan::external_data(root, &comp.file.component.onnx)? {
         files.push((
             root.join(&ext),
             format!("onnx/{name}/{}", file_name(&ext)),
-            "onnx-external-data",
+            Role::OnnxExternalData,
         ));
     }
     if let Some(host) = model.file.host.as_ref().filter(|h| h.vision == name) {
         let trace = xtask_recipe::golden::trace_files(root, host)?;
+        // A trace that disagrees with the recipe is not shipped with it.
+        xtask_recipe::golden::trace::check_against_recipe(model, host, &trace)?;
         for file in [trace.json, trace.npz] {
             let rel = format!("golden/{}", file_name(&file));
-            files.push((file, rel, "trace"));
+            files.push((file, rel, Role::Trace));
         }
     }
     Ok(files)
@@ -105,8 +108,10 @@ fn require_disk_for_copies(dir: &Path, files: &Placement) -> Result<()> {
     }
 }
 
-/// Links or streams every file into `dir`, writes the generated files, the manifest and
-/// SHA256SUMS.
+/// Links or streams every file into `dir`, writes the generated files (reports, the card),
+/// then `reports/bundle.json` binding every one of them (`info.files`: path, size, sha256 and
+/// role of each file but itself and the card, which `verify` renders again), then the
+/// manifest and SHA256SUMS.
 ///
 /// `memo` is the full (this run only) memo of the freshness check: a hard-linked file is the
 /// file that check just hashed, so a 27 GB bundle is read once, not twice; copies are hashed
@@ -115,7 +120,7 @@ pub fn assemble(
     dir: &Path,
     files: &Placement,
     generated: &[(String, Vec<u8>)],
-    model: &str,
+    mut info: BundleInfo,
     memo: &mut HashMemo,
 ) -> Result<Manifest> {
     require_disk_for_copies(dir, files)?;
@@ -137,32 +142,54 @@ pub fn assemble(
                 path: rel.clone(),
                 bytes: std::fs::metadata(&dest)?.len(),
                 sha256,
-                role: role.to_string(),
+                role: *role,
             },
         );
         task.step_done(rel, false);
     }
     drop(task);
     for (rel, bytes) in generated {
-        let dest = dir.join(rel);
-        std::fs::create_dir_all(dest.parent().context("bundle path")?)?;
-        std::fs::write(&dest, bytes)?;
-        let role = if rel == "README.md" {
-            "model-card"
-        } else {
-            "report"
-        };
-        entries.insert(
-            rel.clone(),
-            ManifestEntry {
-                path: rel.clone(),
-                bytes: bytes.len() as u64,
-                sha256: sha256_bytes(bytes),
-                role: role.into(),
-            },
-        );
+        write_generated(dir, rel, bytes, &mut entries)?;
     }
-    let manifest = Manifest::new(model, entries.into_values().collect());
+    info.files = entries
+        .values()
+        .filter(|e| e.path != CARD)
+        .cloned()
+        .collect();
+    let info_json = xtask_base::record::to_json(&info)?;
+    write_generated(dir, INFO, &info_json, &mut entries)?;
+    let manifest = Manifest::new(&info.model, entries.into_values().collect());
     manifest.write(dir)?;
     Ok(manifest)
 }
+
+/// Writes one file `package` made itself (a report, the card) and lists it.
+fn write_generated(
+    dir: &Path,
+    rel: &str,
+    bytes: &[u8],
+    entries: &mut BTreeMap<String, ManifestEntry>,
+) -> Result<()> {
+    let dest = dir.join(rel);
+    std::fs::create_dir_all(dest.parent().context("bundle path")?)?;
+    std::fs::write(&dest, bytes)?;
+    let role = match rel {
+        CARD => Role::ModelCard,
+        _ => Role::Report,
+    };
+    entries.insert(
+        rel.to_string(),
+        ManifestEntry {
+            path: rel.to_string(),
+            bytes: bytes.len() as u64,
+            sha256: sha256_bytes(bytes),
+            role,
+        },
+    );
+    Ok(())
+}
+
+/// The model card, bound by being rendered again from the bundle's reports.
+pub const CARD: &str = "README.md";
+/// The bundle's description, binding every other file.
+pub const INFO: &str = "reports/bundle.json";

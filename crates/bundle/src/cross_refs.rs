@@ -16,55 +16,34 @@
 
 use std::path::Path;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 use super::info::{BundleComponent, BundleInfo};
-use super::manifest::{Manifest, ManifestEntry};
+use super::manifest::{Manifest, ManifestEntry, Role};
 use super::reader;
 use xtask_onnx::onnx::proto::{OnnxSummary, parse_model};
 use xtask_recipe::recipe::Model;
 
-/// A download (with its manifest, every selected file already matched against it) checked
-/// before anything is laid out: its files against each other and their build records, and
-/// each component's I/O against this project's recipe. `only`: the components asked for
-/// (None: all); of those, the ones the bundle holds are checked.
-/// `binaries`: whether their `ctx/` files were downloaded.
-pub fn check_download(
+/// What this project's recipes need of a download that passed the bundle's own check: each
+/// component's I/O in `bundle.json` is the recipe's, and the files the recipes name (graph,
+/// golden, the trace with the vision component, and unless `binaries` is false the binary and
+/// build record) are in the bundle, each named when it is not. `only`: the components asked
+/// for (None: all); of those, the ones the bundle holds are checked (a component the bundle
+/// does not hold is not laid out; the caller names it).
+pub fn recipe_problems(
     dir: &Path,
     model: &Model,
     only: Option<&[&str]>,
     binaries: bool,
-) -> Result<()> {
+) -> Result<Vec<String>> {
     let manifest = super::manifest::read_manifest(dir)?;
-    let info = super::info::read_info(dir).map_err(|e| {
-        xtask_base::bad_input::BadInput(e.context(
-            "the download has no readable reports/bundle.json: its files cannot be checked against each other (nothing was laid out)",
-        ))
-    })?;
-    let names: Vec<&str> = model
+    let info = super::info::read_info(dir)?;
+    let mut problems = Vec::new();
+    let selected = model
         .components
         .iter()
-        .map(|c| c.name())
-        .filter(|n| only.is_none_or(|o| o.contains(n)))
-        .filter(|n| info.components.iter().any(|c| c.name == *n))
-        .collect();
-    let selected = |c: &str| names.contains(&c);
-    let mut problems = match binaries {
-        true => check(dir, &manifest, &info, &selected),
-        false => info
-            .components
-            .iter()
-            .filter(|c| selected(&c.name))
-            .flat_map(|c| hashed_inputs(&manifest, c))
-            .collect(),
-    };
-    if binaries {
-        problems.extend(super::records::check_records(
-            dir, &manifest, &info, &selected,
-        ));
-    }
-    for comp in model.components.iter().filter(|c| selected(c.name())) {
-        // A component the bundle does not hold is not laid out; the caller names it.
+        .filter(|c| only.is_none_or(|o| o.contains(&c.name())));
+    for comp in selected {
         let Some(c) = info.components.iter().find(|c| c.name == comp.name()) else {
             continue;
         };
@@ -85,14 +64,58 @@ pub fn check_download(
                 ));
             }
         }
+        problems.extend(recipe_files(&manifest, model, comp, c, binaries));
     }
-    if !problems.is_empty() {
-        bail!(xtask_base::bad_input::BadInput(anyhow::anyhow!(
-            "the downloaded bundle's files do not agree with each other or with the recipes (nothing was laid out):\n  {}",
-            problems.join("\n  ")
-        )));
+    Ok(problems)
+}
+
+/// The files the recipes name for `comp` that the bundle does not list.
+fn recipe_files(
+    manifest: &Manifest,
+    model: &Model,
+    comp: &xtask_recipe::recipe::Component,
+    c: &BundleComponent,
+    binaries: bool,
+) -> Vec<String> {
+    let name_of = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let mut needed = vec![
+        (
+            format!("onnx/{}/{}", c.name, name_of(&comp.file.component.onnx)),
+            comp.recipe_path.display().to_string(),
+        ),
+        (
+            format!("golden/{}", name_of(&comp.file.golden.file)),
+            comp.recipe_path.display().to_string(),
+        ),
+    ];
+    if let Some(host) = model.file.host.as_ref().filter(|h| h.vision == c.name) {
+        needed.push((
+            format!("golden/{}", name_of(&host.trace)),
+            model.recipe_path.display().to_string(),
+        ));
     }
-    Ok(())
+    if binaries {
+        for rel in [
+            format!("ctx/{}", c.bin_file),
+            format!("ctx/{}.record.json", c.name),
+        ] {
+            needed.push((rel, "reports/bundle.json".into()));
+        }
+    }
+    needed
+        .into_iter()
+        .filter(|(rel, _)| entry(manifest, rel).is_none())
+        .map(|(rel, by)| {
+            format!(
+                "{rel}: needed by {by} for `{}`, but the bundle does not hold it",
+                c.name
+            )
+        })
+        .collect()
 }
 
 /// Every disagreement between the files of the components `selected` accepts, each naming the
@@ -237,12 +260,12 @@ fn shown(io: &[(String, Vec<usize>, String)]) -> String {
 
 /// The bundled ONNX graph and golden file of the component are the ones `bundle.json` hashed
 /// (a bundle may ship a component's binaries without its graph: then there is nothing to tie).
-fn hashed_inputs(manifest: &Manifest, c: &BundleComponent) -> Vec<String> {
+pub fn hashed_inputs(manifest: &Manifest, c: &BundleComponent) -> Vec<String> {
     let mut problems = Vec::new();
     let graphs: Vec<&ManifestEntry> = manifest
         .files
         .iter()
-        .filter(|f| f.role == "onnx" && f.path.starts_with(&format!("onnx/{}/", c.name)))
+        .filter(|f| f.role == Role::Onnx && f.path.starts_with(&format!("onnx/{}/", c.name)))
         .collect();
     if !graphs.is_empty() && !graphs.iter().any(|f| f.sha256 == c.onnx_sha256) {
         problems.push(format!(
@@ -253,7 +276,7 @@ fn hashed_inputs(manifest: &Manifest, c: &BundleComponent) -> Vec<String> {
     let goldens = manifest
         .files
         .iter()
-        .filter(|f| f.role == "golden")
+        .filter(|f| f.role == Role::Golden)
         .collect::<Vec<_>>();
     if !graphs.is_empty() && !goldens.iter().any(|f| f.sha256 == c.golden_sha256) {
         problems.push(format!(
@@ -271,7 +294,7 @@ fn orphans(manifest: &Manifest, info: &BundleInfo) -> Vec<String> {
         .files
         .iter()
         .filter(|f| {
-            f.role == "epcontext-wrapper"
+            f.role == Role::EpcontextWrapper
                 || (f.path.starts_with("ctx/")
                     && (f.path.ends_with(".bin") || f.path.ends_with("_ctx.onnx")))
         })

@@ -10,15 +10,22 @@ use super::fetch_request::FetchRequest;
 use anyhow::{Context, Result, bail};
 
 use super::hf::{hf_argv, run_hf};
-use super::manifest::{check_files_matching, read_manifest};
+use super::manifest::read_manifest;
 use super::reader;
 use xtask_base::hashing::sha256_bytes;
 use xtask_recipe::recipe::hub_names::{validate_repo_id, validate_revision};
 use xtask_recipe::recipe::{Component, Model};
 
-/// What every partial download brings besides the selected files: the manifest and its sums
-/// (to check each file) and `bundle.json` (to check the files against each other).
-const ALWAYS: [&str; 3] = ["manifest.json", "SHA256SUMS", "reports/bundle.json"];
+/// What every partial download brings besides the selected files: the manifest, its sums and
+/// the signature (to check each file), `bundle.json` (which binds every file), the other
+/// reports and the card (checked as `verify` checks them).
+const ALWAYS: [&str; 5] = [
+    "manifest.json",
+    "SHA256SUMS",
+    super::manifest::SIGNATURE,
+    "reports/*",
+    "README.md",
+];
 
 /// The Hub's `--include` patterns (fnmatch: `*` also matches `/`) of the selected files.
 pub fn include_patterns(req: &FetchRequest<'_>) -> Option<Vec<String>> {
@@ -143,18 +150,6 @@ pub fn fetch(req: &FetchRequest<'_>) -> Result<usize> {
     download(req, tmp.path(), include.as_deref())?;
     refuse_ambiguous_revision(req, tmp.path())?;
     let files = files_to_lay_out(req, tmp.path(), include.as_deref())?;
-    if !req.unverified || std::fs::symlink_metadata(tmp.path().join("manifest.json")).is_ok() {
-        let only: Option<Vec<&str>> = req
-            .only
-            .as_ref()
-            .map(|c| c.iter().map(|c| c.name()).collect());
-        super::cross_refs::check_download(
-            tmp.path(),
-            req.model,
-            only.as_deref(),
-            !req.inputs_only,
-        )?;
-    }
     let moves = destinations(req, files, include.is_some())?;
     let laid = lay_out(tmp.path(), &moves)?;
     record_provenance(req, &laid)?;
@@ -204,7 +199,14 @@ fn files_to_lay_out(
     include: Option<&[String]>,
 ) -> Result<Vec<Listed>> {
     if std::fs::symlink_metadata(dir.join("manifest.json")).is_ok() {
-        return checked_files(dir, include);
+        return checked_files(req, dir, include);
+    }
+    if let Some(key) = req.key {
+        bail!(
+            "{} has no manifest.json: nothing can be checked against --key {} (nothing was laid out)",
+            req.repo,
+            key.path().display()
+        );
     }
     if include.is_some() {
         bail!(
@@ -228,19 +230,43 @@ fn files_to_lay_out(
     Ok(scan.files.into_keys().map(|rel| (rel, None)).collect())
 }
 
-/// The selected files of the manifest, once the download matches it.
-fn checked_files(dir: &Path, include: Option<&[String]>) -> Result<Vec<Listed>> {
-    // `bundle.json` is checked with the selected files: the cross-references are read from it.
-    let chosen =
-        |p: &str| include.is_none_or(|pats| p == ALWAYS[2] || selected(&pats[ALWAYS.len()..], p));
-    let problems = check_files_matching(dir, &chosen)
+/// The selected files of the manifest, once the download passed the check `verify` runs
+/// (`intact`, within the selection) and holds what this project's recipes need of it.
+fn checked_files(
+    req: &FetchRequest<'_>,
+    dir: &Path,
+    include: Option<&[String]>,
+) -> Result<Vec<Listed>> {
+    let chosen = |p: &str| include.is_none_or(|pats| selected(pats, p));
+    let only: Option<Vec<&str>> = req
+        .only
+        .as_ref()
+        .map(|c| c.iter().map(|c| c.name()).collect());
+    let components = |c: &str| only.as_ref().is_none_or(|o| o.contains(&c));
+    let scope = super::intact::Scope {
+        files: &chosen,
+        components: &components,
+        binaries: !req.inputs_only,
+    };
+    let checked = super::intact::check(dir, &scope, req.key)
         .context("the downloaded bundle cannot be checked (nothing was laid out)")?;
-    if !problems.is_empty() {
-        bail!(
-            "the downloaded bundle does not match its manifest (nothing was laid out):\n  {}",
-            problems.join("\n  ")
-        );
+    let mut problems = checked.problems;
+    if problems.is_empty() {
+        problems.extend(super::cross_refs::recipe_problems(
+            dir,
+            req.model,
+            only.as_deref(),
+            !req.inputs_only,
+        )?);
     }
+    if !problems.is_empty() {
+        return Err(xtask_base::bad_input::BadInput(anyhow::anyhow!(
+            "the downloaded bundle is NOT intact (nothing was laid out):\n  {}",
+            problems.join("\n  ")
+        ))
+        .into());
+    }
+    xtask_base::errln!("{}", checked.signed.describe());
     Ok(read_manifest(dir)?
         .files
         .into_iter()

@@ -17,4 +17,7 @@ pub struct FetchRequest<'a> {
     pub inputs_only: bool,
     /// Lay out a download without `manifest.json` (recorded as unverified).
     pub unverified: bool,
+    /// `--key PUB.pem`: the download must hold a valid signature by this key over exactly
+    /// the bundle's files.
+    pub key: Option<&'a super::signature::VerifyingKey>,
 }

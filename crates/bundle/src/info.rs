@@ -44,15 +44,21 @@ pub struct BundleInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain_unmeasured: Option<String>,
     pub components: Vec<BundleComponent>,
+    /// Every other file of the bundle (all but this one, the card, which `verify` renders
+    /// again from the reports, and the manifest, its sums and the signature), with its size,
+    /// sha256 and role: what the manifest lists must be exactly this, so a file changed and
+    /// re-hashed into the manifest is caught here (`bundle::bound`).
+    pub files: Vec<super::manifest::ManifestEntry>,
 }
 
-/// v2: the chain's verdict (`chain_unmeasured`), a quantized context's calibration source,
-/// method, exclusions and gate, and each waiver's lowered gate. v1 (`built_by` from the build
-/// records) and the schema-0 `bundle.json` before it rendered a card without the chain's
-/// verdict; they are refused and the bundle packaged again.
+/// v3: `files`, every file of the bundle bound to this record (the external data, the trace,
+/// the reports: a manifest re-hashed after an edit no longer agrees with it). v2 added the
+/// chain's verdict (`chain_unmeasured`), a quantized context's calibration source, method,
+/// exclusions and gate, and each waiver's lowered gate; v2, v1 and schema 0 bound only some of
+/// their files: they are refused and the bundle packaged again.
 impl Versioned for BundleInfo {
     const KIND: &'static str = "bundle description";
-    const SCHEMA: u32 = 2;
+    const SCHEMA: u32 = 3;
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -59,6 +59,7 @@ pub(crate) fn info(components: Vec<BundleComponent>) -> BundleInfo {
         htp_unmeasured: Vec::new(),
         chain_unmeasured: None,
         components,
+        files: Vec::new(),
     }
 }
 

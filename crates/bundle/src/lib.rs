@@ -5,6 +5,7 @@
 //! releases and fetches it.
 
 pub mod assemble;
+pub mod bound;
 pub mod card;
 mod card_build;
 pub mod card_reports;
@@ -17,6 +18,7 @@ pub mod fetch_request;
 pub mod fetch_scratch;
 pub mod hf;
 pub mod info;
+pub mod intact;
 pub mod manifest;
 pub mod package;
 pub mod package_request;
@@ -25,5 +27,6 @@ pub mod records;
 pub mod release;
 pub mod release_publish;
 pub mod release_target;
+pub mod signature;
 pub mod verify;
 pub use xtask_runtime::report::provenance;

@@ -2,7 +2,8 @@
 //! written by `package` and checked by `verify`, `fetch` and `release` through the hardened
 //! reader (`bundle::reader`): listed paths must stay inside, entries must be plain files or
 //! folders, links are never followed. Files the Hugging Face Hub manages itself are tolerated
-//! beside the listed ones, and nothing else is.
+//! beside the listed ones, and nothing else is. It is a closed type: an unknown field, role
+//! or format is refused with its name (a hand-edited manifest says nothing the tool ignores).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -14,19 +15,68 @@ use super::reader::{self, Scan};
 use xtask_base::record::Versioned;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ManifestEntry {
     pub path: String,
     pub bytes: u64,
     pub sha256: String,
-    pub role: String,
+    pub role: Role,
+}
+
+/// What a bundle file is: the roles `package` writes, and no other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    ContextBinary,
+    BuildRecord,
+    EpcontextWrapper,
+    Dlc,
+    Onnx,
+    OnnxExternalData,
+    Golden,
+    Trace,
+    Report,
+    ModelCard,
+}
+
+impl Role {
+    /// The role as `manifest.json` spells it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Role::ContextBinary => "context-binary",
+            Role::BuildRecord => "build-record",
+            Role::EpcontextWrapper => "epcontext-wrapper",
+            Role::Dlc => "dlc",
+            Role::Onnx => "onnx",
+            Role::OnnxExternalData => "onnx-external-data",
+            Role::Golden => "golden",
+            Role::Trace => "trace",
+            Role::Report => "report",
+            Role::ModelCard => "model-card",
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// The bundle layout a manifest describes: one, so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Format {
+    #[serde(rename = "xtask-bundle.v1")]
+    V1,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Manifest {
     /// `Manifest::SCHEMA` (`record::Versioned`; 0 when read from a bundle packaged before).
     #[serde(default)]
     pub schema_version: u32,
-    pub format: String,
+    pub format: Format,
     pub model: String,
     pub files: Vec<ManifestEntry>,
 }
@@ -45,7 +95,7 @@ impl Manifest {
     pub fn new(model: &str, files: Vec<ManifestEntry>) -> Self {
         Manifest {
             schema_version: <Self as Versioned>::SCHEMA,
-            format: "xtask-bundle.v1".into(),
+            format: Format::V1,
             model: model.into(),
             files,
         }
@@ -81,10 +131,14 @@ pub fn hub_managed(rel: &str) -> bool {
     rel == ".gitattributes" || rel.starts_with(".cache/huggingface/")
 }
 
-/// The bundle's own files, never listed in the manifest.
-fn own_file(rel: &str) -> bool {
-    rel == "manifest.json" || rel == "SHA256SUMS"
+/// The bundle's own files, never listed in the manifest: the manifest, its sums and the
+/// signature over all of them (`model.sig`, the OpenSSF model-signing file).
+pub fn own_file(rel: &str) -> bool {
+    rel == "manifest.json" || rel == "SHA256SUMS" || rel == SIGNATURE
 }
+
+/// The signature's file at the bundle root (`model_signing`'s default name).
+pub const SIGNATURE: &str = "model.sig";
 
 /// Reads `manifest.json` (a regular file in the bundle, never through a link) and refuses it
 /// when a listed path is unsafe or listed twice: nothing it lists is opened before that.
@@ -199,7 +253,7 @@ mod tests {
                 path: "ctx/vision_socid77_archv73.bin".into(),
                 bytes: 3,
                 sha256: "ab".repeat(32),
-                role: "context-binary".into(),
+                role: Role::ContextBinary,
             }],
         )
     }
@@ -246,5 +300,35 @@ mod tests {
             )),
             "{err}"
         );
+    }
+
+    /// A closed type: an unknown role, format or field is refused with its name and the file.
+    #[test]
+    fn unknown_roles_formats_and_fields_are_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("manifest.json");
+        let good = serde_json::to_value(sample()).unwrap();
+        type Edit = fn(&mut serde_json::Value);
+        let cases: [(&str, Edit); 4] = [
+            ("evil", |m| m["files"][0]["role"] = "evil".into()),
+            ("other.v9", |m| m["format"] = "other.v9".into()),
+            ("signer", |m| m["signer"] = "me".into()),
+            ("note", |m| m["files"][0]["note"] = "x".into()),
+        ];
+        for (name, edit) in cases {
+            let mut m = good.clone();
+            edit(&mut m);
+            std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+            let err = format!("{:#}", read_manifest(dir.path()).unwrap_err());
+            assert!(err.contains(&format!("`{name}`")), "{name}: {err}");
+            assert!(err.contains(&path.display().to_string()), "{err}");
+        }
+        let listed = |rel: &str| {
+            let mut m = good.clone();
+            m["files"][0]["path"] = rel.into();
+            std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+            format!("{:#}", read_manifest(dir.path()).unwrap_err())
+        };
+        assert!(listed("model.sig").contains("the manifest's own file"));
     }
 }

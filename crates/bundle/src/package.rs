@@ -44,13 +44,10 @@ pub fn package(req: &PackageRequest<'_>) -> Result<Manifest> {
     info.chain_unmeasured = reports.chain_unmeasured.clone();
     let generated = generated_files(&info, &reports)?;
     let (staging, _partial) = xtask_base::ui::interrupt::Partial::staging(parent, ".bundle-")?;
-    let manifest = assemble(
-        staging.path(),
-        &checked.files,
-        &generated,
-        req.model_name(),
-        &mut memo,
-    )?;
+    let manifest = assemble(staging.path(), &checked.files, &generated, info, &mut memo)?;
+    if let Some(key) = &req.sign_key {
+        super::signature::sign(staging.path(), &out, &manifest, key)?;
+    }
     move_into_place(staging, &out)?;
     Ok(manifest)
 }
@@ -237,15 +234,14 @@ fn bundle_info(
         htp_unmeasured: Vec::new(),
         chain_unmeasured: None,
         components,
+        files: Vec::new(),
     }
 }
 
-/// The files `package` writes itself: `bundle.json`, the reports the card uses and the card.
+/// The files `package` writes itself besides `bundle.json` (which `assemble` writes last, to
+/// bind every other file): the reports the card uses and the card.
 fn generated_files(info: &BundleInfo, reports: &CardReports) -> Result<Vec<(String, Vec<u8>)>> {
-    let mut out = vec![(
-        "reports/bundle.json".to_string(),
-        xtask_base::record::to_json(info)?,
-    )];
+    let mut out = Vec::new();
     if let Some(h) = &reports.htp {
         out.push((
             format!("reports/parity-{}.json", BackendKind::Htp),

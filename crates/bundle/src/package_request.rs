@@ -17,6 +17,9 @@ pub struct PackageRequest<'a> {
     pub allow_stale: bool,
     /// Package binaries HTP parity never measured (said on stderr and in the card).
     pub allow_unmeasured: bool,
+    /// Sign the bundle with this P-256 private key (`model.sig` at its root, the OpenSSF
+    /// model-signing format), read and checked before anything is hashed.
+    pub sign_key: Option<super::signature::SigningKey>,
 }
 
 impl PackageRequest<'_> {

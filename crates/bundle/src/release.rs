@@ -25,10 +25,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Result, bail};
 
 use super::hf::{HF_HUB_PIN, hub_version, require_hf, require_login};
-use super::manifest::{Manifest, check_files, read_manifest};
+use super::intact::Scope;
+use super::manifest::{Manifest, SIGNATURE, read_manifest};
 use super::release_publish::{Scratch, Upload};
 use super::release_target::{Target, already_there};
-use super::verify::check_card;
+use super::signature::SigningKey;
 use xtask_recipe::recipe::hub_names::validate_repo_id;
 
 pub struct ReleaseRequest<'a> {
@@ -41,6 +42,10 @@ pub struct ReleaseRequest<'a> {
     pub model: &'a str,
     pub bundle: PathBuf,
     pub dry_run: bool,
+    /// `--sign-key KEY.pem`: sign the bundle (`model.sig`) before it is uploaded; the
+    /// signature is verified with the key's public half, and a bundle whose signature does
+    /// not verify is never uploaded.
+    pub sign_key: Option<&'a SigningKey>,
 }
 
 pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
@@ -69,7 +74,10 @@ pub fn release(req: &ReleaseRequest<'_>) -> Result<()> {
     record(req, &upload, &manifest, &commit, staged.pr, &hub)
 }
 
-/// The bundle's manifest, once every file, `SHA256SUMS` and the card are proven intact.
+/// The bundle's manifest, once the bundle passed the check `verify` runs (every file,
+/// `SHA256SUMS`, `bundle.json`, the card, the records) and its signature verifies: signed here
+/// with `--sign-key` (not in a dry run), or a `model.sig` already there checked for form and
+/// for covering exactly the bundle's files.
 fn intact_manifest(req: &ReleaseRequest<'_>) -> Result<Manifest> {
     let bundle = &req.bundle;
     if std::fs::symlink_metadata(bundle.join("manifest.json")).is_err() {
@@ -80,15 +88,30 @@ fn intact_manifest(req: &ReleaseRequest<'_>) -> Result<Manifest> {
             bundle.display()
         );
     }
-    let mut problems = check_files(bundle)?;
-    problems.extend(check_card(bundle));
-    if !problems.is_empty() {
+    let mut checked = super::intact::check(bundle, &Scope::all(), None)?;
+    if checked.problems.is_empty()
+        && let Some(key) = req.sign_key
+    {
+        let manifest = read_manifest(bundle)?;
+        if req.dry_run {
+            xtask_base::outln!(
+                "--sign-key: a release signs the bundle into {}/{SIGNATURE} (key hint {}) before uploading it",
+                bundle.display(),
+                key.hint()
+            );
+        } else {
+            super::signature::sign(bundle, bundle, &manifest, key)?;
+            checked = super::intact::check(bundle, &Scope::all(), Some(&key.verifying()?))?;
+        }
+    }
+    if !checked.problems.is_empty() {
         bail!(
             "refusing to release {}: it is not intact:\n  {}",
             bundle.display(),
-            problems.join("\n  ")
+            checked.problems.join("\n  ")
         );
     }
+    xtask_base::outln!("{}", checked.signed.describe());
     read_manifest(bundle)
 }
 
@@ -116,17 +139,19 @@ fn print_files(req: &ReleaseRequest<'_>, upload: &Upload<'_>, manifest: &Manifes
         req.bundle.display(),
         req.repo,
         upload.target.label(),
-        manifest.files.len() + 2,
+        manifest.files.len()
+            + 2
+            + usize::from(req.sign_key.is_some() || req.bundle.join(SIGNATURE).is_file()),
         total as f64 / 1e6
     );
     for f in &manifest.files {
         xtask_base::outln!("  {:>12} B  {:<20} {}", f.bytes, f.role, f.path);
     }
-    xtask_base::outln!(
-        "  {:>12}    {:<20} manifest.json, SHA256SUMS",
-        "",
-        "manifest"
-    );
+    let own = match req.sign_key.is_some() || req.bundle.join(SIGNATURE).is_file() {
+        true => "manifest.json, SHA256SUMS, model.sig",
+        false => "manifest.json, SHA256SUMS",
+    };
+    xtask_base::outln!("  {:>12}    {:<20} {own}", "", "manifest");
 }
 
 /// The `hf` commands the release runs, in order (the dry run's answer).

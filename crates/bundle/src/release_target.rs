@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use super::hf::run_hf;
+use super::manifest::SIGNATURE;
 
 /// Where a release goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,7 +76,11 @@ pub(super) fn already_there(
     if download_pair(repo, target.revision(), &dir).is_err() {
         return Ok(None);
     }
-    let same = ["manifest.json", "SHA256SUMS"]
+    // A signed bundle is the same only with the same signature (absent there: not the same).
+    if bundle.join(SIGNATURE).is_file() {
+        let _ = download_files(repo, target.revision(), &dir, &[SIGNATURE]);
+    }
+    let same = ["manifest.json", "SHA256SUMS", SIGNATURE]
         .iter()
         .all(|f| std::fs::read(dir.join(f)).ok() == std::fs::read(bundle.join(f)).ok());
     if same {
@@ -123,6 +128,10 @@ pub(super) fn refuse_ambiguous(repo: &str, target: &Target, scratch: &Path) -> R
 }
 
 fn download_pair(repo: &str, rev: &str, dir: &Path) -> Result<()> {
+    download_files(repo, rev, dir, &["manifest.json", "SHA256SUMS"])
+}
+
+fn download_files(repo: &str, rev: &str, dir: &Path, files: &[&str]) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     let options = super::hf::args(&[
         "--repo-type",
@@ -132,12 +141,14 @@ fn download_pair(repo: &str, rev: &str, dir: &Path) -> Result<()> {
         "--local-dir",
         &dir.display().to_string(),
     ]);
-    let positionals = super::hf::args(&[repo, "manifest.json", "SHA256SUMS"]);
+    let mut positionals = super::hf::args(&[repo]);
+    positionals.extend(super::hf::args(files));
     run_hf(&super::hf::hf_argv("download", &options, &positionals))?;
     Ok(())
 }
 
-/// `manifest.json` and `SHA256SUMS` of `commit`, byte for byte those of the bundle.
+/// `manifest.json` and `SHA256SUMS` of `commit` (and `model.sig` of a signed bundle), byte
+/// for byte those of the bundle.
 pub(super) fn compare_with_bundle(
     repo: &str,
     commit: &str,
@@ -146,7 +157,12 @@ pub(super) fn compare_with_bundle(
 ) -> Result<()> {
     let dir = scratch.join("uploaded");
     download_pair(repo, commit, &dir)?;
-    for f in ["manifest.json", "SHA256SUMS"] {
+    let mut compared = vec!["manifest.json", "SHA256SUMS"];
+    if bundle.join(SIGNATURE).is_file() {
+        download_files(repo, commit, &dir, &[SIGNATURE])?;
+        compared.push(SIGNATURE);
+    }
+    for f in compared {
         let remote = std::fs::read(dir.join(f)).with_context(|| format!("no {f} came back"))?;
         if remote != std::fs::read(bundle.join(f))? {
             bail!("{f} of commit {commit} differs from the bundle's");

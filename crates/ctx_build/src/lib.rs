@@ -19,6 +19,7 @@ pub mod execute;
 pub mod facts;
 pub mod fingerprint;
 pub mod fresh;
+pub mod input_checks;
 pub mod plan;
 pub mod print;
 pub mod report;
@@ -107,6 +108,8 @@ pub fn build(root: &Path, req: &BuildRequest<'_>) -> Result<Outcome> {
 /// process): the precision search builds its configurations beside its chain runs.
 pub fn build_with(root: &Path, req: &BuildRequest<'_>, rt: Option<&Runtime>) -> Result<Outcome> {
     req.validate()?;
+    // What the quantize step would refuse, refused before any plan (the dry run's too).
+    input_checks::refuse_unbuildable(root, &req.comps)?;
     let memo_path = xtask_base::hashing::HashMemo::path_in(root);
     // --require-fresh is a release-grade check: every file is re-hashed in full (an artifact
     // edited in place with its size and mtime restored fools the memo's shortcut).

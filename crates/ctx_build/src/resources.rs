@@ -170,7 +170,7 @@ mod tests {
         );
         // A quantized build at its bits (measured: 0.25 × at w8a16), never below that.
         let w8 = disk_bytes(StepKind::Context, 3.6e9, W8a16);
-        assert!(w8 >= 0.26 * 3.6e9 && w8 < 0.35 * 3.6e9, "{w8}");
+        assert!((0.26 * 3.6e9..0.35 * 3.6e9).contains(&w8), "{w8}");
         assert!(
             disk_bytes(StepKind::Quantize, 3.6e9, W4a16)
                 < disk_bytes(StepKind::Quantize, 3.6e9, W8a16)

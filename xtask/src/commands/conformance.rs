@@ -43,6 +43,7 @@ impl Conformance {
         let sel = self.sel.select(ctx)?;
         let comps = sel.components();
         require_files(ctx, &sel.model, &comps)?;
+        refuse_absent_ops(ctx, &comps, &self.op)?;
         let rt = Runtime::load(ensure_runtime(&ctx.root)?)?;
         let full = self.sel.only.is_empty()
             && self.op.is_empty()
@@ -93,4 +94,41 @@ impl Conformance {
         }
         cmd + &seed_flag(self.seed)
     }
+}
+
+/// `--op` names that no selected graph runs are refused (exit 2) with the operator types the
+/// graphs hold: a sweep of them would measure nothing and say so with 0 rows.
+fn refuse_absent_ops(
+    ctx: &Ctx,
+    comps: &[&xtask_recipe::recipe::Component],
+    ops: &[String],
+) -> Result<()> {
+    if ops.is_empty() {
+        return Ok(());
+    }
+    let mut present = std::collections::BTreeSet::new();
+    for comp in comps {
+        let onnx = &comp.file.component.onnx;
+        let graph = xtask_onnx::onnx::proto::read_summary(&ctx.root.join(onnx))?;
+        present.extend(graph.nodes.into_iter().map(|n| n.op_type));
+    }
+    let absent: Vec<&str> = ops
+        .iter()
+        .filter(|o| !present.contains(*o))
+        .map(String::as_str)
+        .collect();
+    if absent.is_empty() {
+        return Ok(());
+    }
+    Err(xtask_base::bad_input::BadInput(anyhow::anyhow!(
+        "--op {} names no operator of the graphs of {}: the operator types they run are {}",
+        absent.join(","),
+        comps
+            .iter()
+            .map(|c| c.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+        present.into_iter().collect::<Vec<_>>().join(", ")
+    ))
+    .into())
 }

@@ -29,8 +29,12 @@ pub struct Fetch {
     cache_key: bool,
     /// Lay out a download that has no `manifest.json` (nothing can check it); every report
     /// and card made from those files then says they are unverified.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "key")]
     unverified: bool,
+    /// Require a valid signature (`model.sig`, OpenSSF model signing) by this ECDSA P-256
+    /// public key (PEM) over exactly the bundle's files before anything is laid out.
+    #[arg(long, value_name = "PUB.pem")]
+    key: Option<std::path::PathBuf>,
 }
 
 impl Fetch {
@@ -53,6 +57,11 @@ impl Fetch {
         if let Some(r) = revision {
             xtask_recipe::recipe::hub_names::validate_revision(r)?;
         }
+        let key = self
+            .key
+            .as_deref()
+            .map(xtask_bundle::signature::VerifyingKey::read)
+            .transpose()?;
         let req = FetchRequest {
             root: &ctx.root,
             repo,
@@ -61,6 +70,7 @@ impl Fetch {
             only: (!self.sel.only.is_empty()).then(|| sel.components()),
             inputs_only: self.inputs_only,
             unverified: self.unverified,
+            key: key.as_ref(),
         };
         if self.cache_key {
             xtask_base::outln!("{}", cache_key(&req)?);

@@ -27,11 +27,21 @@ pub struct Package {
     /// warned on stderr and said in the card. Without it such a package is refused.
     #[arg(long)]
     allow_unmeasured: bool,
+    /// Sign the bundle with this ECDSA P-256 private key (PEM): `model.sig` at its root, in the
+    /// OpenSSF model-signing format (`model_signing` 1.1.x, key method).
+    #[arg(long, value_name = "KEY.pem")]
+    sign_key: Option<PathBuf>,
 }
 
 impl Package {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
         let sel = self.sel.select(ctx)?;
+        // A key that does not load is refused before minutes of hashing.
+        let sign_key = self
+            .sign_key
+            .as_deref()
+            .map(xtask_bundle::signature::SigningKey::read)
+            .transpose()?;
         xtask_recipe::recipe::placeholder::refuse_placeholder_repo(&ctx.root, sel.name())?;
         let model = &sel.model;
         let soc = super::target_soc(model, self.soc.as_deref())?;
@@ -45,14 +55,25 @@ impl Package {
             out: std::path::absolute(&self.out)?,
             allow_stale: self.allow_stale,
             allow_unmeasured: self.allow_unmeasured,
+            sign_key,
         })?;
         let total: u64 = manifest.files.iter().map(|f| f.bytes).sum();
+        let signed = match &self.sign_key {
+            Some(key) => format!(
+                ", signed (model.sig); verify it with `cargo xtask verify {} --key PUBLIC.pem` (the public half of {})",
+                self.out.display(),
+                key.display()
+            ),
+            None => format!(
+                "; verify it with `cargo xtask verify {}`",
+                self.out.display()
+            ),
+        };
         xtask_base::outln!(
-            "bundle {}: {} files, {:.1} MB; verify it with `cargo xtask verify {}`",
+            "bundle {}: {} files, {:.1} MB{signed}",
             self.out.display(),
             manifest.files.len(),
             total as f64 / 1e6,
-            self.out.display()
         );
         Ok(Outcome::Success)
     }

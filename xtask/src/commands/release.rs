@@ -28,6 +28,11 @@ pub struct Release {
     /// Print what would be uploaded and the exact commands; upload nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Sign the bundle with this ECDSA P-256 private key (PEM) before uploading it
+    /// (`model.sig`, OpenSSF model signing); the signature is verified with the key's public
+    /// half, and a bundle whose signature does not verify is never uploaded.
+    #[arg(long, value_name = "KEY.pem")]
+    sign_key: Option<PathBuf>,
 }
 
 impl Release {
@@ -53,6 +58,11 @@ impl Release {
                 bundle.display()
             );
         }
+        let sign_key = self
+            .sign_key
+            .as_deref()
+            .map(xtask_bundle::signature::SigningKey::read)
+            .transpose()?;
         release(&ReleaseRequest {
             root: &ctx.root,
             repo: &self.repo,
@@ -61,6 +71,7 @@ impl Release {
             model: &self.model,
             bundle,
             dry_run: self.dry_run,
+            sign_key: sign_key.as_ref(),
         })?;
         Ok(Outcome::Success)
     }

@@ -10,13 +10,24 @@ use super::{Ctx, Outcome};
 pub struct Verify {
     /// The bundle folder (as written by `cargo xtask package`).
     dir: PathBuf,
+    /// Require a valid signature (`model.sig`, OpenSSF model signing) by this ECDSA P-256
+    /// public key (PEM) over exactly the bundle's files. Without it, a signature present is
+    /// checked for form and reported "signed, not verified".
+    #[arg(long, value_name = "PUB.pem")]
+    key: Option<PathBuf>,
     #[command(flatten)]
     pub json: super::JsonFlag,
 }
 
 impl Verify {
     pub fn run(self, ctx: &Ctx) -> Result<Outcome> {
-        let loaded = xtask_bundle::verify::verify_bundle(&ctx.root, &self.dir)?;
+        let key = self
+            .key
+            .as_deref()
+            .map(xtask_bundle::signature::VerifyingKey::read)
+            .transpose()?;
+        let verified = xtask_bundle::verify::verify_bundle(&ctx.root, &self.dir, key.as_ref())?;
+        let loaded = verified.loaded;
         let unmeasured = xtask_bundle::verify::htp_unmeasured(&self.dir)?;
         let verdict = xtask_bundle::verify::bundle_verdict(&self.dir)?;
         xtask_base::ui::json::offer(&serde_json::json!({
@@ -24,6 +35,7 @@ impl Verify {
             "verified": true,
             "verdict": verdict,
             "context_binaries_loaded": loaded,
+            "signature": verified.signed,
             "htp_parity_unmeasured": unmeasured,
         }));
         if !unmeasured.is_empty() {
@@ -38,6 +50,7 @@ impl Verify {
             self.dir.display(),
             xtask_base::ui::verdict(verdict.word(), verdict.passed())
         );
+        xtask_base::outln!("{}", verified.signed.describe());
         if !verdict.passed() {
             xtask_base::ui::warning(&format!(
                 "the bundle is intact but its verdict is {}: it was packaged with --allow-unmeasured, and its card says so at its top (measure it and package again for a PASS)",

@@ -24,7 +24,7 @@ fn rehash(dir: &Path) {
 }
 
 /// Every file under `dir` with its bytes (what "left exactly as it was" compares).
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+pub(crate) fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     walkdir::WalkDir::new(dir)
         .into_iter()
         .filter_map(|e| e.ok())

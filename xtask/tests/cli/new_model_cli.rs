@@ -154,12 +154,14 @@ fn the_recipes_de_normalisation_decides_the_actions() {
 
 #[test]
 fn the_trace_key_mapping_is_what_finds_the_tensors() {
-    // Mapped to the wrong (existing) tensor: the quantiles swap, the actions fail.
+    // Mapped to the wrong (existing) tensor: q01 is q99, refused when the trace is read (not
+    // left to fail the actions' gate), naming both keys.
     let p = Scratch::with_model(MODEL);
     edit_recipe(&p, "q01 = \"norm_low\"", "q01 = \"norm_high\"");
-    let run = run_on(&p, "ort");
-    run.assert_code(1);
-    assert!(run.stdout.contains("FAIL actions: "), "{}", run.all());
+    run_on(&p, "ort").assert_refused(
+        2,
+        "`norm_high` (our `q01`) is not below `norm_high` (our `q99`) at dim 0",
+    );
 
     // Mapped to a name the file lacks: exit 2, naming both names, the file and the line.
     let p = Scratch::with_model(MODEL);

@@ -177,12 +177,12 @@ fn plan_sizes_entries_from_bytes_and_measurements() {
 
     // Sizes from a published manifest: 6 GB of weights do not fit the standard runner.
     let manifest = serde_json::json!({
-        "format": "x", "model": model,
+        "format": "xtask-bundle.v1", "model": model,
         "files": [
             {"path": "onnx/llm_split0/llm_split0.onnx", "bytes": 1000000, "sha256": "a", "role": "onnx"},
-            {"path": "onnx/llm_split0/llm_split0.onnx.data", "bytes": 6000000000u64, "sha256": "b", "role": "onnx"},
+            {"path": "onnx/llm_split0/llm_split0.onnx.data", "bytes": 6000000000u64, "sha256": "b", "role": "onnx-external-data"},
             {"path": "golden/llm_split0_io.npz", "bytes": 50000000, "sha256": "c", "role": "golden"},
-            {"path": "ctx/llm_split0_socid77_archv73.bin", "bytes": 3000000000u64, "sha256": "d", "role": "ctx"}
+            {"path": "ctx/llm_split0_socid77_archv73.bin", "bytes": 3000000000u64, "sha256": "d", "role": "context-binary"}
         ]
     });
     std::fs::create_dir_all(p.path("published")).unwrap();

@@ -56,6 +56,7 @@ pub fn check_component_files(root: &Path, comp: &Component) -> Result<()> {
     let check = || -> Result<()> {
         let onnx = &comp.file.component.onnx;
         let summary = xtask_onnx::onnx::proto::read_summary(&root.join(onnx))?;
+        refuse_wrapper(onnx, &summary)?;
         let dir = onnx.parent().unwrap_or(Path::new(""));
         for loc in &summary.external_data {
             crate::recipe::paths::require_inside(
@@ -77,6 +78,21 @@ pub fn check_component_files(root: &Path, comp: &Component) -> Result<()> {
         Ok(())
     };
     check().bad_input()
+}
+
+/// A component's ONNX that is an EPContext wrapper (what `build-ctx` writes beside a context
+/// binary, `ctx/<model>/<c>_socid<N>_archv<A>_ctx.onnx`) is named as such: ONNX Runtime would
+/// only say it cannot acquire the HTP arch, or has no implementation of `EPContext`.
+fn refuse_wrapper(onnx: &Path, summary: &xtask_onnx::onnx::proto::OnnxSummary) -> Result<()> {
+    let Some(node) = summary.nodes.iter().find(|n| n.op_type == "EPContext") else {
+        return Ok(());
+    };
+    anyhow::bail!(
+        "{} is an EPContext wrapper (its node {:?} points at the context binary {:?}), not the component's exported graph: put the exported ONNX back (the wrapper belongs in ctx/, beside its binary)",
+        onnx.display(),
+        node.name,
+        node.attr_str("ep_cache_context").unwrap_or("?")
+    )
 }
 
 /// Every external-data file holds the bytes its initializers declare: a truncated one is named

@@ -285,6 +285,8 @@ pub(super) fn check_host(
             at(path, text, "host", "timesteps", 0)
         );
     }
+    check_timesteps(path, text, &host.timesteps)?;
+    check_roles_once(path, text, host)?;
     if !NORM_MODES.contains(&host.norm_mode.as_str()) {
         bail!(
             "{} = {:?} is not implemented (implemented: {})",
@@ -320,6 +322,58 @@ pub(super) fn check_host(
             &at_entry(path, text, "host.gate.actions_max_abs", key),
             *value,
         )?;
+    }
+    Ok(())
+}
+
+/// The flow's timesteps: each in [0, 1) (t = 1 is the data end, never a step's start) and
+/// strictly increasing (each Euler step moves forward by `t[i+1] - t[i]`).
+fn check_timesteps(path: &Path, text: &str, timesteps: &[f32]) -> Result<()> {
+    let where_ = || at(path, text, "host", "timesteps", 0);
+    if let Some((i, t)) = timesteps
+        .iter()
+        .enumerate()
+        .find(|(_, t)| !(0.0..1.0).contains(*t))
+    {
+        bail!(
+            "{} = {timesteps:?}: timesteps[{i}] = {t} is outside [0, 1)",
+            where_()
+        );
+    }
+    if let Some(i) = (1..timesteps.len()).find(|&i| timesteps[i] <= timesteps[i - 1]) {
+        bail!(
+            "{} = {timesteps:?}: timesteps[{i}] = {} does not come after timesteps[{}] = {}: they must increase strictly",
+            where_(),
+            timesteps[i],
+            i - 1,
+            timesteps[i - 1]
+        );
+    }
+    Ok(())
+}
+
+/// Each component plays one role in the chain: an LLM split listed twice, or a component in
+/// two roles, would run twice.
+fn check_roles_once(path: &Path, text: &str, host: &HostSection) -> Result<()> {
+    let roles = [
+        ("vision", &host.vision),
+        ("action_context", &host.action_context),
+        ("action_step", &host.action_step),
+    ]
+    .into_iter()
+    .chain(host.llm_splits.iter().map(|s| ("llm_splits", s)));
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for (key, comp) in roles {
+        if let Some(first) = seen.insert(comp, key) {
+            let twice = match first == key {
+                true => format!("lists component `{comp}` twice"),
+                false => format!("names component `{comp}` in {first} and in {key}"),
+            };
+            bail!(
+                "{} {twice}: each component plays one role in the chain, once",
+                at(path, text, "host", key, 0)
+            );
+        }
     }
     Ok(())
 }

@@ -7,10 +7,10 @@ use crate::recipe::{ModelFile, parse_toml};
 /// A model.toml with a `[host]` table ending in `tail` (more host keys or tables).
 fn model_toml(tail: &str) -> String {
     format!(
-        "[model]\nname='m'\nfamily='molmoact2'\ncomponents=['c']\nseq_len=1\n\
+        "[model]\nname='m'\nfamily='molmoact2'\ncomponents=['v','l','a','s']\nseq_len=1\n\
          [target]\nqairt='2.47.0'\nsoc=77\nhtp_arch=73\n\
-         [host]\ntrace='t.json'\nvision='c'\nllm_splits=['c']\naction_context='c'\n\
-         action_step='c'\ntimesteps=[0.0, 0.25, 0.5]\naction_dim_used=4\n{tail}"
+         [host]\ntrace='t.json'\nvision='v'\nllm_splits=['l']\naction_context='a'\n\
+         action_step='s'\ntimesteps=[0.0, 0.25, 0.5]\naction_dim_used=4\n{tail}"
     )
 }
 
@@ -192,4 +192,30 @@ fn the_generator_mirrors_the_host_trace_keys() {
         "REFERENCE_KEYS"
     );
     assert_eq!(python_strings(&source, "STEP_OUT"), [STEP_OUT], "STEP_OUT");
+}
+
+/// Timesteps strictly increasing in [0, 1), and each component in one role once, refused at
+/// load with the line and key.
+#[test]
+fn timesteps_out_of_order_or_range_and_components_in_two_roles_are_refused_at_load() {
+    let with = |from: &str, to: &str| err(&model_toml("norm_mode='q01_q99'\n").replace(from, to));
+    let e = with("timesteps=[0.0, 0.25, 0.5]", "timesteps=[0.5, 0.25]");
+    assert!(
+        e.starts_with("m.toml:16: host.timesteps = [0.5, 0.25]: timesteps[1] = 0.25 does not come after timesteps[0] = 0.5"),
+        "{e}"
+    );
+    let e = with("timesteps=[0.0, 0.25, 0.5]", "timesteps=[0.0, 0.0]");
+    assert!(e.contains("they must increase strictly"), "{e}");
+    let e = with("timesteps=[0.0, 0.25, 0.5]", "timesteps=[0.0, 1.0]");
+    assert!(e.contains("timesteps[1] = 1 is outside [0, 1)"), "{e}");
+    let e = with("llm_splits=['l']", "llm_splits=['l', 'l']");
+    assert!(
+        e.starts_with("m.toml:13: host.llm_splits lists component `l` twice"),
+        "{e}"
+    );
+    let e = with("action_step='s'", "action_step='a'");
+    assert!(
+        e.contains("host.action_step names component `a` in action_context and in action_step"),
+        "{e}"
+    );
 }

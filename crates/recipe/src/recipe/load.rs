@@ -371,10 +371,10 @@ mod tests {
 
     #[test]
     fn chain_gate_tolerances_default_and_are_checked() {
-        let model = "[model]\nname='m'\nfamily='molmoact2'\ncomponents=['c']\nseq_len=1\n\
+        let model = "[model]\nname='m'\nfamily='molmoact2'\ncomponents=['v','l','a','s']\nseq_len=1\n\
             [target]\nqairt='2.47.0'\nsoc=77\nhtp_arch=73\n\
-            [host]\ntrace='t.json'\nvision='c'\nllm_splits=['c']\naction_context='c'\n\
-            action_step='c'\ntimesteps=[0.0]\naction_dim_used=2\nnorm_mode='q01_q99'\n";
+            [host]\ntrace='t.json'\nvision='v'\nllm_splits=['l']\naction_context='a'\n\
+            action_step='s'\ntimesteps=[0.0]\naction_dim_used=2\nnorm_mode='q01_q99'\n";
         let file: ModelFile = parse_toml(Path::new("m.toml"), model).unwrap();
         let host = file.host.as_ref().unwrap();
         assert_eq!((host.gate.atol, host.gate.rtol), (1e-4, 1e-3));
