@@ -250,9 +250,8 @@ fn assert_reported(p: &Scratch, recipe: &std::path::Path) {
     let written = std::fs::read_to_string(recipe).unwrap();
     for wanted in [
         "[quantize]\nprecision = \"w8a16\"".to_string(),
-        "\n[quantize.gates.w8a16]\n# set by `cargo xtask precision --component-gates report`"
-            .into(),
-        format!("min_cosine = {set}\n"),
+        format!("\n[quantize.gates.w8a16]\nmin_cosine = {set}\n"),
+        "reason = \"set by `cargo xtask precision --component-gates report`".into(),
         format!("actions max |error| {err:.3e} on the QDQ simulation, {htp:.3e} on the HTP"),
     ] {
         assert!(written.contains(&wanted), "{wanted}\n{written}");
