@@ -38,7 +38,7 @@ fn the_card_of_a_fresh_build_states_the_reported_qnn_build_and_the_records_tool_
         assert!(card.contains(&line), "the card lacks {line:?}:\n{card}");
     }
     let info = read_json(&out.join("reports/bundle.json"));
-    assert_eq!(info["schema_version"], 2, "{info}");
+    assert_eq!(info["schema_version"], 3, "{info}");
     assert_eq!(info["built_by"]["qnn_build"], qnn.as_str(), "{info}");
     assert_eq!(info["built_by"]["qairt"], "2.47.0", "{info}");
     assert_eq!(info["built_by"]["xtask"], xtask.as_str(), "{info}");

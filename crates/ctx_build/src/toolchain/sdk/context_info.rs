@@ -106,7 +106,7 @@ mod tests {
 
     fn fixture(name: &str) -> Value {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../xtask/tests/fixtures/context-utility-json")
+            .join("tests/fixtures/context-utility-json")
             .join(name);
         serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
     }
