@@ -14,17 +14,10 @@ use serde::{Deserialize, Serialize};
 use super::bisect_tables::{points_table, ranked_table};
 use super::rank::Ranked;
 use xtask_base::record::Versioned;
+
+use super::probe::GoldenFigure;
 use xtask_recipe::recipe::gate::{f64_or_nan, map_f64_or_nan};
 use xtask_runtime::report::fmt_cosine;
-
-/// A graph output against the golden (NaN figures are written as null).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub struct GoldenFigure {
-    #[serde(deserialize_with = "f64_or_nan")]
-    pub cosine: f64,
-    #[serde(deserialize_with = "f64_or_nan")]
-    pub rel_l2: f64,
-}
 
 /// The first tensor below the threshold, with the node that wrote it.
 #[derive(Debug, Clone, Serialize, Deserialize)]

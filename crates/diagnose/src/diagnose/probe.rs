@@ -158,13 +158,13 @@ impl Probe<'_> {
         &self,
         actual: &BTreeMap<String, Tensor>,
         expected: &BTreeMap<String, Tensor>,
-    ) -> BTreeMap<String, super::bisect_report::GoldenFigure> {
+    ) -> BTreeMap<String, GoldenFigure> {
         self.graph
             .graph_outputs
             .iter()
             .filter_map(|o| {
                 measure(expected, actual, o).map(|m| {
-                    let figure = super::bisect_report::GoldenFigure {
+                    let figure = GoldenFigure {
                         cosine: m.0,
                         rel_l2: m.2,
                     };
@@ -221,4 +221,14 @@ pub fn write_exposed_copy(
     let copy = work.join(original.file_name().context("onnx name")?);
     std::fs::write(&copy, add_graph_outputs(bytes, names)?)?;
     Ok(copy)
+}
+
+/// A graph output against the golden, as `bisect` measures it on the built wrapper (NaN
+/// figures are written as null).
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
+pub struct GoldenFigure {
+    #[serde(deserialize_with = "xtask_recipe::recipe::gate::f64_or_nan")]
+    pub cosine: f64,
+    #[serde(deserialize_with = "xtask_recipe::recipe::gate::f64_or_nan")]
+    pub rel_l2: f64,
 }

@@ -263,7 +263,11 @@ pub fn outcome(dir: &Path, model: &str, stage: &str, m: &Measured) -> Result<Str
                         .map(|c| c.component.clone())
                         .collect();
                     if failed.is_empty() {
-                        format!("{word}: {} components built", r.components.len())
+                        format!(
+                            "{word}: {} components built{}",
+                            r.components.len(),
+                            reused_steps(&r)
+                        )
                     } else {
                         format!("FAIL: {} failed", failed.join(", "))
                     }
@@ -287,6 +291,28 @@ pub fn outcome(dir: &Path, model: &str, stage: &str, m: &Measured) -> Result<Str
         },
         _ => format!("{word} (exit {})", m.exit_code),
     })
+}
+
+/// The steps a resumed build took from an earlier run (fresh, their records kept) and the wall
+/// seconds they took when they ran: the stage's own wall time leaves them out, so a resumed
+/// bench's total is never read as the whole build's.
+fn reused_steps(r: &xtask_ctx_build::report::BuildReport) -> String {
+    use xtask_ctx_build::report::StepStatus;
+    let reused: Vec<f64> = r
+        .components
+        .iter()
+        .flat_map(|c| &c.steps)
+        .filter(|s| s.status == StepStatus::Fresh)
+        .map(|s| s.seconds)
+        .collect();
+    if reused.is_empty() {
+        return String::new();
+    }
+    format!(
+        " ({} steps fresh from an earlier run, {} s of wall time when they ran, not in this stage's)",
+        reused.len(),
+        reused.iter().sum::<f64>().round()
+    )
 }
 
 /// Whether the build that just ran ran any step (else the binaries are the ones an earlier
