@@ -154,11 +154,7 @@ pub fn check_card(dir: &Path) -> Vec<String> {
 fn rendered_card(dir: &Path) -> Result<String> {
     let info = read_info(dir)?;
     let rebuild = repackage(dir, &info);
-    let htp: Option<ParityReport> = reader::read_record(
-        dir,
-        &format!("reports/parity-{}.json", BackendKind::Htp),
-        &rebuild,
-    )?;
+    let htp = bundled_htp_parity(dir, &rebuild)?;
     let mut run: Option<RunReport> = None;
     for b in RUN_BACKENDS {
         run = reader::read_record(dir, &format!("reports/run-{b}.json"), &rebuild)?;
@@ -171,6 +167,16 @@ fn rendered_card(dir: &Path) -> Result<String> {
         htp.as_ref().map(htp_figures).as_ref(),
         run.as_ref().map(latency_figures).as_ref(),
     ))
+}
+
+/// The bundle's HTP parity report, read through its type (`rebuild`: the command that packages
+/// the bundle again, named when the report is of another schema).
+pub fn bundled_htp_parity(dir: &Path, rebuild: &str) -> Result<Option<ParityReport>> {
+    reader::read_record(
+        dir,
+        &format!("reports/parity-{}.json", BackendKind::Htp),
+        rebuild,
+    )
 }
 
 pub fn repackage(dir: &Path, info: &BundleInfo) -> String {

@@ -10,14 +10,13 @@ use anyhow::{Result, bail};
 
 use super::card::{htp_figures, latency_figures};
 use super::info::{BundleInfo, read_info, reported_qnn};
-use super::intact::{Scope, repackage};
+use super::intact::{Scope, bundled_htp_parity, repackage};
 use super::manifest::{Role, read_manifest};
 use super::reader;
 use super::signature::{Signed, VerifyingKey};
 use xtask_base::vocab::BackendKind;
 use xtask_chain::chain::report::RunReport;
 use xtask_onnx::onnx::proto::OnnxSummary;
-use xtask_parity::parity::report::ParityReport;
 use xtask_runtime::runtime::{Backend, HtpTarget, Runtime};
 
 /// What `verify` proved: how many context binaries loaded on the HTP, and the signature.
@@ -129,11 +128,7 @@ fn compiled_by<'a>(info: &'a BundleInfo, wrapper: &OnnxSummary) -> Option<&'a st
 pub fn bundle_verdict(dir: &Path) -> Result<xtask_base::vocab::Verdict> {
     let info = read_info(dir)?;
     let rebuild = repackage(dir, &info);
-    let htp: Option<ParityReport> = reader::read_record(
-        dir,
-        &format!("reports/parity-{}.json", BackendKind::Htp),
-        &rebuild,
-    )?;
+    let htp = bundled_htp_parity(dir, &rebuild)?;
     let run: Option<RunReport> = reader::read_record(
         dir,
         &format!("reports/run-{}.json", BackendKind::Htp),
