@@ -5,7 +5,7 @@
 //! ```toml
 //! [quantize]
 //! precision = "w8a16"          # fp16 | w8a16 | w8a8 | w4a16
-//! per_channel = true           # Conv/Gemm weights per output channel (MatMul stays per tensor)
+//! per_channel = true           # weights per output channel, MatMul (as FullyConnected) included
 //! calibration = "trace"        # golden | trace | a folder of .npz files inside the project
 //! samples = 16                 # at most this many calibration samples
 //! method = "minmax"            # minmax | entropy | percentile (ORT's calibrators)

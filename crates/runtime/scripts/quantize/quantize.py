@@ -18,6 +18,13 @@ Precisions and their ORT types (notes/quantization.md):
          emulated HTP), activations QUInt16; LayerNormalization weights stay 8-bit (the HTP
          refuses LayerNormalization with int4 weights, backendValidateOpConfig 3110)
 
+--per-channel quantizes every weight per output channel, MatMul's included: ORT's QNN config
+keeps a MatMul's weight per tensor unless an override names its axis, so the script names it
+(axis 1 of a [K, N] weight, the output channels). The QNN EP lowers such a MatMul to a
+FullyConnected with per-axis weights; measured on the emulated HTP (soc 77, one real-width
+1152x4304 + 4304x1152 pair with per-column weight scales): w8a16 cosine 0.99769 per tensor,
+0.99993 per channel; w4a16 0.822 and 0.981; the HTP equal to the QDQ simulation to 1e-6.
+
 Writes into --out-dir: <stem>.qdq.onnx (external data <stem>.qdq.onnx.data when the model is
 large), <stem>.encodings.json (AIMET format), and prints one JSON line with what it did.
 Exit codes: 0 done, 2 bad input (named), 1 the quantizer failed.
@@ -87,6 +94,21 @@ def layernorm_weight_overrides(model, weight_type):
             for name in node.input[1:]:
                 if name in inits:
                     out[name] = [{"quant_type": QuantType.QUInt8, "symmetric": True}]
+    return out
+
+
+def matmul_weight_overrides(model, weight_type):
+    """Per-output-channel overrides for every MatMul's rank-2 weight (input 1, [K, N]: axis 1).
+    Without them ORT's QNN config quantizes MatMul weights per tensor, and one scale over a
+    whole linear layer loses what its quietest columns carry."""
+    inits = {i.name: i for i in model.graph.initializer}
+    out = {}
+    for node in model.graph.node:
+        if node.op_type != "MatMul" or len(node.input) < 2:
+            continue
+        weight = inits.get(node.input[1])
+        if weight is not None and len(weight.dims) == 2 and weight.dims[1] > 1:
+            out[weight.name] = [{"quant_type": weight_type, "symmetric": True, "axis": 1}]
     return out
 
 
@@ -242,6 +264,9 @@ def main():
 
     wtype, atype = (getattr(QuantType, t) for t in PRECISIONS[args.precision])
     model_full = onnx.load(str(model_path))
+    overrides = layernorm_weight_overrides(model_full, wtype)
+    if args.per_channel:
+        overrides.update(matmul_weight_overrides(model_full, wtype))
     config = get_qnn_qdq_config(
         str(model_path),
         reader,
@@ -250,7 +275,7 @@ def main():
         weight_type=wtype,
         per_channel=args.per_channel,
         weight_symmetric=True,
-        init_overrides=layernorm_weight_overrides(model_full, wtype) or None,
+        init_overrides=overrides or None,
         nodes_to_exclude=excluded_nodes(model_full, args.exclude) or None,
     )
     weight_bytes = sum(len(t.raw_data) for t in model_full.graph.initializer)
