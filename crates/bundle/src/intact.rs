@@ -13,7 +13,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::card::{RUN_BACKENDS, htp_figures, latency_figures, render};
+use super::card::render;
+use super::card_figures::{RUN_BACKENDS, htp_figures, latency_figures};
 use super::info::{BundleInfo, read_info};
 use super::manifest::{check_files_matching, read_manifest};
 use super::reader;

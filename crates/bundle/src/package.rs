@@ -9,7 +9,8 @@ use super::package_request::PackageRequest;
 use anyhow::{Context, Result, bail};
 
 use super::assemble::{Placement, assemble, component_files};
-use super::card::{htp_figures, latency_figures, render};
+use super::card::render;
+use super::card_figures::{htp_figures, latency_figures};
 use super::card_reports::CardReports;
 use super::checks::{ContextBuilt, broken_artifacts};
 use super::component::bundle_component;

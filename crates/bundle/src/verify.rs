@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use super::card::{htp_figures, latency_figures};
+use super::card_figures::{htp_figures, latency_figures};
 use super::info::{BundleInfo, read_info, reported_qnn};
 use super::intact::{Scope, bundled_htp_parity, repackage};
 use super::manifest::{Role, read_manifest};

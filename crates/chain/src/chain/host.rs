@@ -263,8 +263,9 @@ impl ComponentRunner for OnHost<'_> {
     }
 }
 
-/// Ranks the components by the normalized-actions error each removes when run in fp32.
-fn attribute<'a>(
+/// Ranks the components by the normalized-actions error each removes when run in fp32 (`run
+/// --attribute`, and the precision search's attribution of a chain over its budget).
+pub fn attribute<'a>(
     judged: &Judged<'_>,
     sessions: &mut ChainSessions<'a>,
     cpu: &mut ChainSessions<'a>,
@@ -277,11 +278,11 @@ fn attribute<'a>(
         .iter()
         .find(|b| b.name == ranked)
         .and_then(|b| b.metrics.clone())
-        .with_context(|| format!("--attribute ranks by `{ranked}`, which was not compared"))?;
+        .with_context(|| format!("the attribution ranks by `{ranked}`, which was not compared"))?;
     let want = judged
         .feed
         .get(ranked)
-        .with_context(|| format!("--attribute: no golden `{ranked}`"))?;
+        .with_context(|| format!("the attribution: no golden `{ranked}`"))?;
     let names: Vec<String> = judged
         .model
         .components

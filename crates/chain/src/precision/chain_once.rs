@@ -10,10 +10,11 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use super::report::SearchBackend;
+use crate::chain::host;
 use crate::chain::run::{ChainRun, run_judged};
 use crate::chain::runner::{self, ChainRuns, ComponentRunner, Judged, Pass, Tensors};
 use crate::chain::sessions::ChainSessions;
-use crate::chain::whatif::{self, Attribution, Memo, WhatIf};
+use crate::chain::whatif::{Attribution, Memo};
 use xtask_base::vocab::BackendKind;
 use xtask_recipe::recipe::Model;
 use xtask_runtime::runtime::{Backend, Runtime};
@@ -140,19 +141,6 @@ impl ComponentRunner for Once<'_, '_> {
             return Ok(None);
         }
         (self.on_component)("attribution: each component in fp32 in turn");
-        let ranked = whatif::RANKED_BOUNDARY;
-        let base = judged
-            .boundaries
-            .iter()
-            .find(|b| b.name == ranked)
-            .and_then(|b| b.metrics.clone())
-            .with_context(|| {
-                format!("the attribution ranks by `{ranked}`, which was not compared")
-            })?;
-        let want = judged
-            .feed
-            .get(ranked)
-            .with_context(|| format!("the attribution: no golden `{ranked}`"))?;
         let onnx = self
             .model
             .components
@@ -161,22 +149,7 @@ impl ComponentRunner for Once<'_, '_> {
             .collect();
         let mut cpu = ChainSessions::new(self.rt, self.model, Backend::OrtCpu, onnx, false);
         cpu.load_all()?;
-        let names: Vec<String> = self
-            .model
-            .components
-            .iter()
-            .map(|c| c.name().into())
-            .collect();
-        let fp32 = BTreeSet::new();
-        let got = WhatIf {
-            host: judged.host,
-            inputs: judged.inputs,
-            backend: &mut self.sessions,
-            fp32_sessions: &mut cpu,
-            fp32: &fp32,
-            memo,
-        }
-        .attribute(&names, &base, want)?;
+        let got = host::attribute(judged, &mut self.sessions, &mut cpu, &BTreeSet::new(), memo)?;
         Ok(Some(got))
     }
 

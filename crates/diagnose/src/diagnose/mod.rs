@@ -3,6 +3,7 @@
 
 pub mod bisect;
 pub mod bisect_report;
+pub mod bisect_search;
 mod bisect_tables;
 pub mod probe;
 pub mod rank;
