@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 
 use super::{Ctx, Outcome};
 use xtask_base::soc::parse_soc;
-use xtask_bundle::fetch::{component_patterns, glob_match};
+use xtask_bundle::fetch_patterns::{component_patterns, glob_match};
 use xtask_ctx_build::plan::artifacts;
 use xtask_recipe::recipe::{Component, Model};
 

@@ -91,6 +91,16 @@ fn plan(budget: f64, mode: BudgetMode, precisions: &[Precision], confirm: bool) 
     }
 }
 
+/// The search over w8a16 alone, with no progress to hear.
+fn search_w8a16(m: &mut Model, budget: f64, mode: BudgetMode, confirm: bool) -> Outcome {
+    search(
+        &plan(budget, mode, &[Precision::W8a16], confirm),
+        m,
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
 #[test]
 fn the_greedy_search_keeps_the_budget_across_interactions() {
     let mut m = model();
@@ -125,12 +135,7 @@ fn the_greedy_search_keeps_the_budget_across_interactions() {
 fn a_float_chain_over_an_absolute_budget_stops_the_search_after_one_measurement() {
     let mut m = model();
     m.float = 0.3;
-    let out = search(
-        &plan(0.2, BudgetMode::Absolute, &[Precision::W8a16], true),
-        &mut m,
-        &mut |_| {},
-    )
-    .unwrap();
+    let out = search_w8a16(&mut m, 0.2, BudgetMode::Absolute, true);
     assert_eq!(out.proposal, None);
     assert_eq!(m.calls, ["baseline: every component fp16"]);
     let f = out.float.unwrap();
@@ -143,12 +148,7 @@ fn a_float_chain_over_an_absolute_budget_stops_the_search_after_one_measurement(
 fn with_budget_from_float_the_budget_is_added_error_over_the_float_chain() {
     let mut m = model();
     m.float = 0.3;
-    let out = search(
-        &plan(0.2, BudgetMode::FromFloat, &[Precision::W8a16], false),
-        &mut m,
-        &mut |_| {},
-    )
-    .unwrap();
+    let out = search_w8a16(&mut m, 0.2, BudgetMode::FromFloat, false);
     let f = out.float.clone().unwrap();
     assert!(!f.within_budget && !f.stopped, "{f:?}");
     assert!((f.limit - 0.5).abs() < 1e-12, "{f:?}");
@@ -166,12 +166,7 @@ fn with_budget_from_float_the_budget_is_added_error_over_the_float_chain() {
 fn a_qdq_proposal_the_htp_confirms_is_proposed_after_one_htp_chain() {
     let mut m = model();
     m.htp_float = 0.05;
-    let out = search(
-        &plan(0.3, BudgetMode::Absolute, &[Precision::W8a16], true),
-        &mut m,
-        &mut |_| {},
-    )
-    .unwrap();
+    let out = search_w8a16(&mut m, 0.3, BudgetMode::Absolute, true);
     let c = out.confirmation.clone().unwrap();
     assert_eq!(c.runs.len(), 1, "{c:?}");
     assert!(c.runs[0].measured.within_budget);
@@ -190,12 +185,7 @@ fn an_htp_over_budget_backs_off_on_the_htp_fewest_bytes_per_error_first() {
     // On QDQ: a w8a16 (0.1, saves 50), c w8a16 (0, saves 5) are kept within 0.3; b joins a
     // only with the interaction (0.7): never kept.
     m.htp_extra.insert("a".into(), 0.5);
-    let out = search(
-        &plan(0.3, BudgetMode::Absolute, &[Precision::W8a16], true),
-        &mut m,
-        &mut |_| {},
-    )
-    .unwrap();
+    let out = search_w8a16(&mut m, 0.3, BudgetMode::Absolute, true);
     let c = out.confirmation.clone().unwrap();
     let kept: Vec<&str> = out.kept.iter().map(|(c, _)| c.as_str()).collect();
     assert_eq!(kept, ["a", "c"]);
@@ -214,12 +204,7 @@ fn an_htp_over_budget_backs_off_on_the_htp_fewest_bytes_per_error_first() {
 fn the_back_off_ends_at_the_float_bundle_and_proposes_nothing_when_even_it_is_over() {
     let mut m = model();
     m.htp_float = 0.4;
-    let out = search(
-        &plan(0.3, BudgetMode::Absolute, &[Precision::W8a16], true),
-        &mut m,
-        &mut |_| {},
-    )
-    .unwrap();
+    let out = search_w8a16(&mut m, 0.3, BudgetMode::Absolute, true);
     let c = out.confirmation.unwrap();
     let last = c.runs.last().unwrap();
     assert_eq!(
@@ -237,12 +222,7 @@ fn with_budget_from_float_the_htp_limit_is_the_htp_float_chain_plus_the_budget()
     let mut m = model();
     m.float = 0.01;
     m.htp_float = 0.4;
-    let out = search(
-        &plan(0.3, BudgetMode::FromFloat, &[Precision::W8a16], true),
-        &mut m,
-        &mut |_| {},
-    )
-    .unwrap();
+    let out = search_w8a16(&mut m, 0.3, BudgetMode::FromFloat, true);
     let c = out.confirmation.unwrap();
     assert!((c.limit - 0.7).abs() < 1e-12, "{c:?}");
     assert_eq!(c.htp_float.unwrap().actions_max_abs, 0.4);
