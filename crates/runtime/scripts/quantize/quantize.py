@@ -23,7 +23,8 @@ keeps a MatMul's weight per tensor unless an override names its axis, so the scr
 (axis 1 of a [K, N] weight, the output channels). The QNN EP lowers such a MatMul to a
 FullyConnected with per-axis weights; measured on the emulated HTP (soc 77, one real-width
 1152x4304 + 4304x1152 pair with per-column weight scales): w8a16 cosine 0.99769 per tensor,
-0.99993 per channel; w4a16 0.822 and 0.981; the HTP equal to the QDQ simulation to 1e-6.
+0.99993 per channel; w4a16 0.822 and 0.981; the HTP's output within cosine 0.999998 of the
+QDQ simulation's (scripts/probe-matmul-per-channel.py).
 
 Writes into --out-dir: <stem>.qdq.onnx (external data <stem>.qdq.onnx.data when the model is
 large), <stem>.encodings.json (AIMET format), and prints one JSON line with what it did.
