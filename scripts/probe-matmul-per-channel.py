@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Per-tensor against per-channel MatMul weights on the emulated HTP: one real-width pair of
 linear layers (1152x4304, ReLU, 4304x1152 over 729 tokens, the vision's MLP shape), weights
-with per-column scales as trained layers have, quantized with ORT's QNN tooling as
-`crates/runtime/scripts/quantize/quantize.py` does, then run twice: the QDQ simulation on ORT's
+with per-column scales as trained layers have, quantized with ORT's QNN tooling per tensor
+and with `crates/runtime/scripts/quantize/quantize.py`'s own per-channel MatMul overrides, each
+run twice: the QDQ simulation on ORT's
 CPU EP and the QNN EP's HTP (soc 77, v73; the x86 libraries emulate it). Prints the cosine of
 each against the float graph. The figures in docs/quantization.md come from it:
 
@@ -14,6 +15,7 @@ About a minute per weight type on 2 cores. Writes only into --work (default targ
 """
 import argparse
 import os
+import sys
 import time
 
 import numpy as np
@@ -22,6 +24,9 @@ import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.quantization import QuantType, quantize
 from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crates", "runtime", "scripts", "quantize"))
+from quantize import matmul_weight_overrides  # noqa: E402  (the quantizer's own overrides)
 
 K, N, T = 1152, 4304, 729
 
@@ -81,14 +86,12 @@ def main():
     lib = os.path.abspath(os.path.join(args.runtime, "onnxruntime_qnn", "libonnxruntime_providers_qnn.so"))
     ort.register_execution_provider_library("QNNExecutionProvider", lib)
     devices = [d for d in ort.get_ep_devices() if d.ep_name == "QNNExecutionProvider"]
-    for label, axis in [("per tensor", None), ("per channel", 1)]:
-        override = {"quant_type": wtype, "symmetric": True}
-        if axis is not None:
-            override["axis"] = axis
+    per_tensor = {w: [{"quant_type": wtype, "symmetric": True}] for w in ("W1", "W2")}
+    per_channel = matmul_weight_overrides(onnx.load(src), wtype)
+    for label, overrides in [("per tensor", per_tensor), ("per channel", per_channel)]:
         config = get_qnn_qdq_config(
             src, Samples(calib), activation_type=QuantType.QUInt16, weight_type=wtype,
-            per_channel=True, weight_symmetric=True,
-            init_overrides={"W1": [dict(override)], "W2": [dict(override)]},
+            per_channel=True, weight_symmetric=True, init_overrides=overrides,
         )
         qdq = os.path.join(args.work, f"{label.replace(' ', '-')}.qdq.onnx")
         quantize(src, qdq, config)

@@ -14,7 +14,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::card::render;
-use super::card_figures::{RUN_BACKENDS, htp_figures, latency_figures};
+use super::card_figures::{HtpFigures, LatencyFigures, RUN_BACKENDS, htp_figures, latency_figures};
 use super::info::{BundleInfo, read_info};
 use super::manifest::{check_files_matching, read_manifest};
 use super::reader;
@@ -150,12 +150,30 @@ pub fn check_card(dir: &Path) -> Vec<String> {
     )]
 }
 
-/// The card the bundle's own reports render, each read through its type (a report of another
-/// schema is refused, naming it and the `package` command that writes the bundle again).
+/// The card the bundle's own reports render.
 fn rendered_card(dir: &Path) -> Result<String> {
+    let f = bundled_figures(dir)?;
+    Ok(render(&f.info, f.htp.as_ref(), f.run.as_ref()))
+}
+
+/// What the card and the bundle's verdict rest on: `bundle.json` and the bundled reports.
+pub struct BundledFigures {
+    pub info: BundleInfo,
+    pub htp: Option<HtpFigures>,
+    /// The chain run of the first of `RUN_BACKENDS` the bundle holds.
+    pub run: Option<LatencyFigures>,
+}
+
+/// Reads the bundle's figures, each report through its type (a report of another schema is
+/// refused, naming it and the `package` command that writes the bundle again).
+pub fn bundled_figures(dir: &Path) -> Result<BundledFigures> {
     let info = read_info(dir)?;
     let rebuild = repackage(dir, &info);
-    let htp = bundled_htp_parity(dir, &rebuild)?;
+    let htp: Option<ParityReport> = reader::read_record(
+        dir,
+        &format!("reports/parity-{}.json", BackendKind::Htp),
+        &rebuild,
+    )?;
     let mut run: Option<RunReport> = None;
     for b in RUN_BACKENDS {
         run = reader::read_record(dir, &format!("reports/run-{b}.json"), &rebuild)?;
@@ -163,21 +181,11 @@ fn rendered_card(dir: &Path) -> Result<String> {
             break;
         }
     }
-    Ok(render(
-        &info,
-        htp.as_ref().map(htp_figures).as_ref(),
-        run.as_ref().map(latency_figures).as_ref(),
-    ))
-}
-
-/// The bundle's HTP parity report, read through its type (`rebuild`: the command that packages
-/// the bundle again, named when the report is of another schema).
-pub fn bundled_htp_parity(dir: &Path, rebuild: &str) -> Result<Option<ParityReport>> {
-    reader::read_record(
-        dir,
-        &format!("reports/parity-{}.json", BackendKind::Htp),
-        rebuild,
-    )
+    Ok(BundledFigures {
+        info,
+        htp: htp.as_ref().map(htp_figures),
+        run: run.as_ref().map(latency_figures),
+    })
 }
 
 pub fn repackage(dir: &Path, info: &BundleInfo) -> String {

@@ -8,14 +8,12 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
-use super::card_figures::{htp_figures, latency_figures};
 use super::info::{BundleInfo, read_info, reported_qnn};
-use super::intact::{Scope, bundled_htp_parity, repackage};
+use super::intact::{Scope, bundled_figures};
 use super::manifest::{Role, read_manifest};
 use super::reader;
 use super::signature::{Signed, VerifyingKey};
 use xtask_base::vocab::BackendKind;
-use xtask_chain::chain::report::RunReport;
 use xtask_onnx::onnx::proto::OnnxSummary;
 use xtask_runtime::runtime::{Backend, HtpTarget, Runtime};
 
@@ -126,18 +124,11 @@ fn compiled_by<'a>(info: &'a BundleInfo, wrapper: &OnnxSummary) -> Option<&'a st
 /// The bundle's one verdict, as its card states it: the chain's on the HTP with every
 /// context's HTP parity (UNMEASURED when either never ran on these binaries).
 pub fn bundle_verdict(dir: &Path) -> Result<xtask_base::vocab::Verdict> {
-    let info = read_info(dir)?;
-    let rebuild = repackage(dir, &info);
-    let htp = bundled_htp_parity(dir, &rebuild)?;
-    let run: Option<RunReport> = reader::read_record(
-        dir,
-        &format!("reports/run-{}.json", BackendKind::Htp),
-        &rebuild,
-    )?;
+    let f = bundled_figures(dir)?;
     Ok(super::card::bundle_verdict(
-        &info,
-        htp.as_ref().map(htp_figures).as_ref(),
-        run.as_ref().map(latency_figures).as_ref(),
+        &f.info,
+        f.htp.as_ref(),
+        f.run.as_ref(),
     ))
 }
 

@@ -280,6 +280,14 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// Appends a `[quantize]` table (`table`: its lines) to a tiny component's recipe.
+pub fn add_quantize_table(p: &Scratch, component: &str, table: &str) {
+    let path = p.path(&format!("recipes/tiny/{component}.toml"));
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str(&format!("\n[quantize]\n{table}\n"));
+    std::fs::write(&path, text).unwrap();
+}
+
 pub fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(
         &std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),

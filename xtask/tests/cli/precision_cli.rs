@@ -11,7 +11,7 @@ use std::io::BufRead;
 use std::process::Stdio;
 use std::time::Instant;
 
-use crate::common::{Run, Scratch, link_quantizer, read_json};
+use crate::common::{Run, Scratch, add_quantize_table, link_quantizer, read_json};
 
 fn precision(p: &Scratch, args: &[&str]) -> Run {
     let mut all = vec!["precision", "--precisions", "w8a16"];
@@ -172,10 +172,11 @@ fn a_qdq_proposal_is_confirmed_by_an_htp_chain_and_backed_off_on_the_htp_when_ov
     // llm_split3's weights per tensor, the case where the QDQ simulation and the HTP part:
     // at w8a16 1.9e-3 on the QDQ simulation, 4.5e-3 on the HTP (float: 2.4e-3). Per channel
     // (the default) both are under the float HTP chain's error, and nothing is backed off.
-    let recipe = p.path("recipes/tiny/llm_split3.toml");
-    let mut text = std::fs::read_to_string(&recipe).unwrap();
-    text.push_str("\n[quantize]\nprecision = \"fp16\"\nper_channel = false\n");
-    std::fs::write(&recipe, text).unwrap();
+    add_quantize_table(
+        &p,
+        "llm_split3",
+        "precision = \"fp16\"\nper_channel = false",
+    );
     let (ok, r) = qdq_llm_split3(&p, &["--budget", "1e-2"]);
     assert_confirmed(&p, &ok, &r);
     // 3.5e-3: within on the QDQ simulation, over on the HTP; the back-off undoes llm_split3 and
@@ -271,12 +272,9 @@ fn a_component_failing_its_own_gate_is_measured_anyway_with_report_and_apply_wri
     link_quantizer(&p);
     // action_step's w8a16 QDQ simulation is ~0.99998 against the float golden: a gate of
     // 0.9999999 fails it at the CPU stage.
+    let table = "precision = \"fp16\"\n\n[quantize.gates.w8a16]\nmin_cosine = 0.9999999";
+    add_quantize_table(&p, "action_step", table);
     let recipe = p.path("recipes/tiny/action_step.toml");
-    let mut text = std::fs::read_to_string(&recipe).unwrap();
-    text.push_str(
-        "\n[quantize]\nprecision = \"fp16\"\n\n[quantize.gates.w8a16]\nmin_cosine = 0.9999999\n",
-    );
-    std::fs::write(&recipe, text).unwrap();
     let args = [
         "--backend",
         "qdq",

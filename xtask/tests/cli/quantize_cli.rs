@@ -6,14 +6,7 @@
 
 use std::path::Path;
 
-use crate::common::{Scratch, double_root, link_quantizer, read_json, run_sdk};
-
-fn quantize(p: &Scratch, component: &str, table: &str) {
-    let path = p.path(&format!("recipes/tiny/{component}.toml"));
-    let mut text = std::fs::read_to_string(&path).unwrap();
-    text.push_str(&format!("\n[quantize]\n{table}\n"));
-    std::fs::write(&path, text).unwrap();
-}
+use crate::common::{Scratch, add_quantize_table, double_root, link_quantizer, read_json, run_sdk};
 
 fn bin_bytes(p: &Scratch, component: &str) -> u64 {
     std::fs::metadata(p.path(&format!("ctx/tiny/{component}_socid77_archv73.bin")))
@@ -53,7 +46,7 @@ fn a_w8a16_component_is_smaller_passes_the_htp_against_the_float_golden_and_says
     build("action_step,action_context").assert_code(0);
     let float_bytes = bin_bytes(&p, "action_step");
 
-    quantize(&p, "action_step", "precision = \"w8a16\"");
+    add_quantize_table(&p, "action_step", "precision = \"w8a16\"");
     let q = build("action_step,action_context");
     q.assert_code(0);
     assert!(
@@ -186,7 +179,7 @@ fn a_w8a16_component_is_smaller_passes_the_htp_against_the_float_golden_and_says
 #[test]
 fn a_precision_outside_the_four_is_refused_with_its_line_before_anything_runs() {
     let p = Scratch::tiny();
-    quantize(&p, "action_step", "precision = \"w4a3\"");
+    add_quantize_table(&p, "action_step", "precision = \"w4a3\"");
     let out = p.run(&["build-ctx", "--soc", "77", "--only", "action_step"]);
     out.assert_refused(
         2,
@@ -224,7 +217,7 @@ fn a_precision_outside_the_four_is_refused_with_its_line_before_anything_runs() 
 fn a_quantized_component_on_the_sdk_toolchain_runs_the_double_with_the_quantizer_flags() {
     let p = Scratch::tiny();
     link_quantizer(&p);
-    quantize(&p, "action_step", "precision = \"w8a16\"");
+    add_quantize_table(&p, "action_step", "precision = \"w8a16\"");
     let sdk = |args: &[&str]| {
         let mut all = vec!["build-ctx", "--soc", "77", "--only", "action_step"];
         all.extend_from_slice(args);
@@ -282,10 +275,10 @@ fn the_quantize_step_restores_from_the_cache_in_another_copy() {
     };
     let first = Scratch::tiny();
     link_quantizer(&first);
-    quantize(&first, "action_step", "precision = \"w8a16\"");
+    add_quantize_table(&first, "action_step", "precision = \"w8a16\"");
     build(&first).assert_code(0);
     let second = Scratch::tiny();
-    quantize(&second, "action_step", "precision = \"w8a16\"");
+    add_quantize_table(&second, "action_step", "precision = \"w8a16\"");
     // No quantizer environment here at all: the step is restored, never run.
     build(&second).assert_code(0);
     assert_eq!(status_of(&second, "action_step", "quantize"), "restored");

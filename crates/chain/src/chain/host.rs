@@ -116,13 +116,8 @@ impl<'a> OnHost<'a> {
             }
         }
         let mut fp32_sessions = (!fp32.is_empty() || opts.attribute).then(|| {
-            let onnx = model
-                .components
-                .iter()
-                .filter(|c| opts.attribute || fp32.contains(c.name()))
-                .map(|c| (c.name().to_string(), root.join(&c.file.component.onnx)))
-                .collect();
-            ChainSessions::new(rt, model, Backend::OrtCpu, onnx, opts.streaming)
+            let keep = |name: &str| opts.attribute || fp32.contains(name);
+            ChainSessions::fp32_on_cpu(rt, model, root, keep, opts.streaming)
         });
         let chains = opts.warmup + opts.iters;
         let progress = ChainProgress::start(per_chain, backend.kind(), chains);

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result};
@@ -34,6 +34,24 @@ pub struct ChainSessions<'a> {
 
 impl<'a> ChainSessions<'a> {
     /// Sessions over `models` (component name → model file), none opened yet.
+    /// Sessions of the float ONNX of the components `keep` selects, on ORT's CPU EP: the
+    /// what-ifs' fp32 runs (`run --fp32`, `--attribute`, the precision search's attribution).
+    pub fn fp32_on_cpu(
+        rt: &'a Runtime,
+        model: &'a Model,
+        root: &Path,
+        keep: impl Fn(&str) -> bool,
+        streaming: bool,
+    ) -> Self {
+        let onnx = model
+            .components
+            .iter()
+            .filter(|c| keep(c.name()))
+            .map(|c| (c.name().to_string(), root.join(&c.file.component.onnx)))
+            .collect();
+        ChainSessions::new(rt, model, Backend::OrtCpu, onnx, streaming)
+    }
+
     pub fn new(
         rt: &'a Runtime,
         model: &'a Model,

@@ -141,13 +141,7 @@ impl ComponentRunner for Once<'_, '_> {
             return Ok(None);
         }
         (self.on_component)("attribution: each component in fp32 in turn");
-        let onnx = self
-            .model
-            .components
-            .iter()
-            .map(|c| (c.name().to_string(), self.root.join(&c.file.component.onnx)))
-            .collect();
-        let mut cpu = ChainSessions::new(self.rt, self.model, Backend::OrtCpu, onnx, false);
+        let mut cpu = ChainSessions::fp32_on_cpu(self.rt, self.model, self.root, |_| true, false);
         cpu.load_all()?;
         let got = host::attribute(judged, &mut self.sessions, &mut cpu, &BTreeSet::new(), memo)?;
         Ok(Some(got))
